@@ -1,0 +1,187 @@
+import Foundation
+
+/// A calendar day with no zone attached (`YYYY-MM-DD`), counted by days since 1970-01-01.
+///
+/// Day arithmetic is integer arithmetic (Howard Hinnant's civil-from-days), so it never
+/// goes through a `Calendar` and cannot be off by a DST hour.
+public struct LocalDay: Hashable, Comparable, Sendable, CustomStringConvertible {
+    /// Days since 1970-01-01 (negative before it).
+    public let ordinal: Int
+
+    public init(ordinal: Int) { self.ordinal = ordinal }
+
+    public init?(year: Int, month: Int, day: Int) {
+        guard (1...9999).contains(year), (1...12).contains(month),
+              (1...LocalDay.daysIn(month: month, year: year)).contains(day) else { return nil }
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let monthIndex = month > 2 ? month - 3 : month + 9
+        let dayOfYear = (153 * monthIndex + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        ordinal = era * 146_097 + dayOfEra - 719_468
+    }
+
+    /// Parses exactly `YYYY-MM-DD`.
+    public init?(_ text: String) {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 10, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
+              let year = Digits.value(bytes[0..<4]), let month = Digits.value(bytes[5..<7]),
+              let day = Digits.value(bytes[8..<10]) else { return nil }
+        self.init(year: year, month: month, day: day)
+    }
+
+    public var components: (year: Int, month: Int, day: Int) {
+        let z = ordinal + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+
+    public var weekday: Weekday {
+        // 1970-01-01 was a Thursday.
+        Weekday.allCases[((ordinal % 7) + 7 + 3) % 7]
+    }
+
+    public func adding(days: Int) -> LocalDay { LocalDay(ordinal: ordinal + days) }
+
+    public func days(since other: LocalDay) -> Int { ordinal - other.ordinal }
+
+    public var description: String {
+        let (y, m, d) = components
+        return Digits.padded(y, 4) + "-" + Digits.padded(m, 2) + "-" + Digits.padded(d, 2)
+    }
+
+    public static func < (lhs: LocalDay, rhs: LocalDay) -> Bool { lhs.ordinal < rhs.ordinal }
+
+    static func daysIn(month: Int, year: Int) -> Int {
+        switch month {
+        case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
+    }
+}
+
+/// A wall-clock time of day, `HH:mm` on a 24-hour clock.
+public struct LocalTime: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public let hour: Int
+    public let minute: Int
+
+    public init?(hour: Int, minute: Int) {
+        guard (0...23).contains(hour), (0...59).contains(minute) else { return nil }
+        self.hour = hour
+        self.minute = minute
+    }
+
+    /// Parses exactly `HH:mm`.
+    public init?(_ text: String) {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 5, bytes[2] == UInt8(ascii: ":"),
+              let hour = Digits.value(bytes[0..<2]), let minute = Digits.value(bytes[3..<5]) else { return nil }
+        self.init(hour: hour, minute: minute)
+    }
+
+    public var minutesSinceMidnight: Int { hour * 60 + minute }
+
+    public var description: String { Digits.padded(hour, 2) + ":" + Digits.padded(minute, 2) }
+
+    public static func < (lhs: LocalTime, rhs: LocalTime) -> Bool {
+        lhs.minutesSinceMidnight < rhs.minutesSinceMidnight
+    }
+}
+
+/// ISO order, Monday first, as PROTOCOL.md spells the names.
+public enum Weekday: String, CaseIterable, Codable, Sendable, Comparable {
+    case mon, tue, wed, thu, fri, sat, sun
+
+    public static func < (lhs: Weekday, rhs: Weekday) -> Bool {
+        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+    }
+}
+
+/// A validated IANA time zone identifier.
+public struct ZoneID: Hashable, Sendable, CustomStringConvertible {
+    public let timeZone: TimeZone
+    public var identifier: String { timeZone.identifier }
+    public var description: String { identifier }
+
+    /// Accepts IANA names only (`Europe/Berlin`, `UTC`), not abbreviations or offsets.
+    public init?(_ identifier: String) {
+        guard !identifier.isEmpty, identifier.utf8.count <= 64,
+              TimeZone.knownTimeZoneIdentifiers.contains(identifier) || identifier == "UTC",
+              let zone = TimeZone(identifier: identifier) else { return nil }
+        timeZone = zone
+    }
+
+    public static let utc = ZoneID("UTC")!
+}
+
+enum Digits {
+    static func value(_ bytes: ArraySlice<UInt8>) -> Int? {
+        var result = 0
+        for byte in bytes {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            result = result * 10 + Int(byte - UInt8(ascii: "0"))
+        }
+        return bytes.isEmpty ? nil : result
+    }
+
+    static func padded(_ value: Int, _ width: Int) -> String {
+        let text = String(value)
+        return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
+    }
+}
+
+extension LocalDay: Codable {
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let text = try container.decode(String.self)
+        guard let day = LocalDay(text) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "expected a day as YYYY-MM-DD, got \"\(text.prefix(40))\"")
+        }
+        self = day
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+}
+
+extension LocalTime: Codable {
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let text = try container.decode(String.self)
+        guard let time = LocalTime(text) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "expected a time as HH:mm (24 h), got \"\(text.prefix(40))\"")
+        }
+        self = time
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+}
+
+extension ZoneID: Codable {
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let text = try container.decode(String.self)
+        guard let zone = ZoneID(text) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "expected an IANA time zone such as Europe/Berlin, got \"\(text.prefix(40))\"")
+        }
+        self = zone
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(identifier)
+    }
+}

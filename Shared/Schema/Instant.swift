@@ -1,0 +1,120 @@
+import Foundation
+
+/// A point in time on the wire: RFC 3339 with `Z` or an offset, fractional seconds optional.
+///
+/// Kept as whole milliseconds since the epoch so that comparisons and storage are exact;
+/// emitted in UTC (`Z`), with `.SSS` only when the milliseconds are not zero.
+public struct Instant: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public let millisecondsSince1970: Int64
+
+    public init(millisecondsSince1970: Int64) { self.millisecondsSince1970 = millisecondsSince1970 }
+
+    public init(secondsSince1970: Int64) { millisecondsSince1970 = secondsSince1970 * 1000 }
+
+    public init(_ date: Date) {
+        millisecondsSince1970 = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+    }
+
+    public var date: Date { Date(timeIntervalSince1970: Double(millisecondsSince1970) / 1000) }
+
+    /// Whole seconds, rounded towards the past.
+    public var secondsSince1970: Int64 {
+        millisecondsSince1970 >= 0 ? millisecondsSince1970 / 1000 : (millisecondsSince1970 - 999) / 1000
+    }
+
+    public static func now() -> Instant { Instant(Date()) }
+
+    public func adding(seconds: Int64) -> Instant { Instant(millisecondsSince1970: millisecondsSince1970 + seconds * 1000) }
+
+    public func adding(milliseconds: Int64) -> Instant { Instant(millisecondsSince1970: millisecondsSince1970 + milliseconds) }
+
+    /// Milliseconds from `other` to `self`.
+    public func milliseconds(since other: Instant) -> Int64 { millisecondsSince1970 - other.millisecondsSince1970 }
+
+    public static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.millisecondsSince1970 < rhs.millisecondsSince1970 }
+
+    /// Parses RFC 3339: `YYYY-MM-DDTHH:mm:ss[.fraction](Z|±HH:mm)`; `t`/`z` and a space separator are accepted
+    /// as RFC 3339 allows. Fractions beyond milliseconds are truncated.
+    public init?(rfc3339 text: String) {
+        let b = Array(text.utf8)
+        guard b.count >= 20, b.count <= 40,
+              let day = LocalDay(String(decoding: b[0..<10], as: UTF8.self)),
+              b[10] == UInt8(ascii: "T") || b[10] == UInt8(ascii: "t") || b[10] == UInt8(ascii: " "),
+              b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":"),
+              let hour = Digits.value(b[11..<13]), let minute = Digits.value(b[14..<16]),
+              let second = Digits.value(b[17..<19]), hour <= 23, minute <= 59, second <= 60
+        else { return nil }
+        var index = 19
+        var millis = 0
+        if b[index] == UInt8(ascii: ".") {
+            index += 1
+            let fractionStart = index
+            while index < b.count, b[index] >= UInt8(ascii: "0"), b[index] <= UInt8(ascii: "9") { index += 1 }
+            let digits = index - fractionStart
+            guard digits > 0 else { return nil }
+            let kept = b[fractionStart..<min(index, fractionStart + 3)]
+            millis = Digits.value(kept)! * [100, 10, 1][kept.count - 1]
+        }
+        guard index < b.count else { return nil }
+        var offsetSeconds = 0
+        switch b[index] {
+        case UInt8(ascii: "Z"), UInt8(ascii: "z"):
+            guard index + 1 == b.count else { return nil }
+        case UInt8(ascii: "+"), UInt8(ascii: "-"):
+            guard index + 6 == b.count, b[index + 3] == UInt8(ascii: ":"),
+                  let offsetHours = Digits.value(b[(index + 1)..<(index + 3)]),
+                  let offsetMinutes = Digits.value(b[(index + 4)..<(index + 6)]),
+                  offsetHours <= 23, offsetMinutes <= 59 else { return nil }
+            offsetSeconds = (offsetHours * 3600 + offsetMinutes * 60) * (b[index] == UInt8(ascii: "-") ? -1 : 1)
+        default:
+            return nil
+        }
+        // A leap second is read as the last second of its minute.
+        let seconds = Int64(day.ordinal) * 86_400 + Int64(hour * 3600 + minute * 60 + min(second, 59)) - Int64(offsetSeconds)
+        millisecondsSince1970 = seconds * 1000 + Int64(millis)
+    }
+
+    /// UTC, `Z`, milliseconds only where there are any.
+    public var description: String {
+        let seconds = secondsSince1970
+        let millis = Int(millisecondsSince1970 - seconds * 1000)
+        let base = Instant.utcSecondsText(seconds)
+        return millis == 0 ? base + "Z" : base + "." + Digits.padded(millis, 3) + "Z"
+    }
+
+    /// Seconds precision, always `Z`: the form used in occurrence identities.
+    public var secondsText: String { Instant.utcSecondsText(secondsSince1970) + "Z" }
+
+    private static func utcSecondsText(_ seconds: Int64) -> String {
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let secondOfDay = Int(seconds - days * 86_400)
+        return LocalDay(ordinal: Int(days)).description + "T" + Digits.padded(secondOfDay / 3600, 2) + ":"
+            + Digits.padded(secondOfDay / 60 % 60, 2) + ":" + Digits.padded(secondOfDay % 60, 2)
+    }
+}
+
+extension Instant: Codable {
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let text = try container.decode(String.self)
+        guard let instant = Instant(rfc3339: text) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "expected an RFC 3339 instant with Z or an offset, got \"\(text.prefix(40))\"")
+        }
+        self = instant
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+}
+
+extension Instant {
+    /// The local day and wall-clock time of this instant in `zone`.
+    public func local(in zone: TimeZone) -> (day: LocalDay, minuteOfDay: Int, secondOfMinute: Int) {
+        let local = secondsSince1970 + Int64(zone.secondsFromGMT(for: date))
+        let days = local >= 0 ? local / 86_400 : (local - 86_399) / 86_400
+        let secondOfDay = Int(local - days * 86_400)
+        return (LocalDay(ordinal: Int(days)), secondOfDay / 60, secondOfDay % 60)
+    }
+}

@@ -1,0 +1,258 @@
+import CZeroMQ
+import Foundation
+
+/// A libzmq error: the errno and libzmq's own text for it.
+public struct ZMQError: Error, Equatable, CustomStringConvertible {
+    public let code: Int32
+    public let message: String
+
+    public init(code: Int32) {
+        self.code = code
+        message = String(cString: zmq_strerror(code))
+    }
+
+    static func last() -> ZMQError { ZMQError(code: zmq_errno()) }
+
+    /// The context was terminated: the owning loop should end.
+    public var isTerminated: Bool { code == ETERM }
+    public var description: String { "zmq error \(code): \(message)" }
+}
+
+/// A ZeroMQ context. libzmq documents contexts as thread-safe, unlike sockets.
+public final class Context: @unchecked Sendable {
+    let handle: UnsafeMutableRawPointer
+
+    public init(ioThreads: Int32 = 1) throws {
+        guard let handle = zmq_ctx_new() else { throw ZMQError.last() }
+        self.handle = handle
+        zmq_ctx_set(handle, ZMQ_IO_THREADS, ioThreads)
+    }
+
+    /// Makes blocking calls on this context's sockets return ETERM, from any thread.
+    public func shutdown() { zmq_ctx_shutdown(handle) }
+
+    deinit {
+        // Every socket holds a strong reference to its context, so none is open here.
+        while zmq_ctx_term(handle) != 0 && zmq_errno() == EINTR {}
+    }
+}
+
+public enum SocketType: Sendable {
+    case pair, pub, sub, req, rep, dealer, router, pull, push, xpub, xsub
+
+    var raw: Int32 {
+        switch self {
+        case .pair: ZMQ_PAIR
+        case .pub: ZMQ_PUB
+        case .sub: ZMQ_SUB
+        case .req: ZMQ_REQ
+        case .rep: ZMQ_REP
+        case .dealer: ZMQ_DEALER
+        case .router: ZMQ_ROUTER
+        case .pull: ZMQ_PULL
+        case .push: ZMQ_PUSH
+        case .xpub: ZMQ_XPUB
+        case .xsub: ZMQ_XSUB
+        }
+    }
+}
+
+/// One ZeroMQ socket, owned by the thread that created it for its whole life.
+///
+/// It is deliberately not `Sendable`: Swift 6 then refuses to hand it to another thread,
+/// which is the zguide's first rule. It is closed exactly once, in `deinit` or `close()`.
+public final class Socket {
+    private var handle: UnsafeMutableRawPointer?
+    /// The one receive buffer; a `zmq_msg_t` must never be copied, so it lives behind a pointer.
+    private let message: UnsafeMutablePointer<zmq_msg_t>
+    private let context: Context
+    public let type: SocketType
+
+    /// Opens a socket with LINGER 0, so a pending message never blocks shutdown.
+    public init(_ context: Context, _ type: SocketType, linger: Int32 = 0) throws {
+        guard let handle = zmq_socket(context.handle, type.raw) else { throw ZMQError.last() }
+        self.handle = handle
+        self.context = context
+        self.type = type
+        message = .allocate(capacity: 1)
+        try set(ZMQ_LINGER, linger)
+    }
+
+    deinit {
+        close()
+        message.deallocate()
+    }
+
+    /// Closes now; later calls on this socket throw ENOTSOCK.
+    public func close() {
+        if let handle {
+            zmq_close(handle)
+            self.handle = nil
+        }
+    }
+
+    private func open() throws -> UnsafeMutableRawPointer {
+        guard let handle else { throw ZMQError(code: ENOTSOCK) }
+        return handle
+    }
+
+    // MARK: Endpoints
+
+    /// Binds and returns the endpoint actually bound (a `tcp://127.0.0.1:*` wildcard resolved to its port).
+    @discardableResult
+    public func bind(_ endpoint: String) throws -> String {
+        try check(zmq_bind(open(), endpoint))
+        return try lastEndpoint()
+    }
+
+    public func connect(_ endpoint: String) throws { try check(zmq_connect(open(), endpoint)) }
+
+    public func disconnect(_ endpoint: String) throws { try check(zmq_disconnect(open(), endpoint)) }
+
+    public func lastEndpoint() throws -> String {
+        var buffer = [CChar](repeating: 0, count: 512)
+        var size = buffer.count
+        try check(zmq_getsockopt(open(), ZMQ_LAST_ENDPOINT, &buffer, &size))
+        return String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    // MARK: Options
+
+    public func setLinger(milliseconds: Int32) throws { try set(ZMQ_LINGER, milliseconds) }
+    public func setSendHighWaterMark(_ messages: Int32) throws { try set(ZMQ_SNDHWM, messages) }
+    public func setReceiveHighWaterMark(_ messages: Int32) throws { try set(ZMQ_RCVHWM, messages) }
+    /// -1 blocks forever; a receive that times out returns nil.
+    public func setReceiveTimeout(milliseconds: Int32) throws { try set(ZMQ_RCVTIMEO, milliseconds) }
+    public func setSendTimeout(milliseconds: Int32) throws { try set(ZMQ_SNDTIMEO, milliseconds) }
+    /// Larger inbound messages drop the peer's connection instead of reaching us.
+    public func setMaxMessageSize(bytes: Int64) throws { try set64(ZMQ_MAXMSGSIZE, bytes) }
+    /// Queue only to completed connections, so a request is not parked for a peer that is not there.
+    public func setImmediate(_ on: Bool) throws { try set(ZMQ_IMMEDIATE, Int32(on ? 1 : 0)) }
+    /// A ROUTER reports unroutable replies as EHOSTUNREACH instead of dropping them silently.
+    public func setRouterMandatory(_ on: Bool) throws { try set(ZMQ_ROUTER_MANDATORY, Int32(on ? 1 : 0)) }
+
+    /// A SUB receives messages whose first frame starts with `prefix` (bytes; "" is everything).
+    public func subscribe(_ prefix: String) throws { try setBytes(ZMQ_SUBSCRIBE, Array(prefix.utf8)) }
+    public func unsubscribe(_ prefix: String) throws { try setBytes(ZMQ_UNSUBSCRIBE, Array(prefix.utf8)) }
+
+    private func set(_ option: Int32, _ value: Int32) throws {
+        var value = value
+        try check(zmq_setsockopt(open(), option, &value, MemoryLayout<Int32>.size))
+    }
+
+    private func set64(_ option: Int32, _ value: Int64) throws {
+        var value = value
+        try check(zmq_setsockopt(open(), option, &value, MemoryLayout<Int64>.size))
+    }
+
+    private func setBytes(_ option: Int32, _ bytes: [UInt8]) throws {
+        let handle = try open()
+        try bytes.withUnsafeBytes { try check(zmq_setsockopt(handle, option, $0.baseAddress, $0.count)) }
+    }
+
+    // MARK: Sending
+
+    /// Sends one frame. Returns false when `dontWait` is set and the message would block.
+    @discardableResult
+    public func send<Bytes: ContiguousBytes>(_ frame: Bytes, more: Bool = false, dontWait: Bool = false) throws -> Bool {
+        let handle = try open()
+        let flags = (more ? ZMQ_SNDMORE : 0) | (dontWait ? ZMQ_DONTWAIT : 0)
+        while true {
+            // zmq_send copies the bytes, so the buffer only needs to live for the call.
+            let rc = frame.withUnsafeBytes { zmq_send(handle, $0.baseAddress, $0.count, flags) }
+            if rc >= 0 { return true }
+            let error = ZMQError.last()
+            if error.code == EINTR { continue }
+            if error.code == EAGAIN { return false }
+            throw error
+        }
+    }
+
+    /// Sends a UTF-8 string as one frame (its byte count, not its character count).
+    @discardableResult
+    public func send(_ text: String, more: Bool = false, dontWait: Bool = false) throws -> Bool {
+        try send(Array(text.utf8), more: more, dontWait: dontWait)
+    }
+
+    /// Sends every frame as one multipart message. Returns false only if the first frame would block.
+    @discardableResult
+    public func send<Bytes: ContiguousBytes>(multipart frames: [Bytes], dontWait: Bool = false) throws -> Bool {
+        for (index, frame) in frames.enumerated() {
+            // Once the first frame is queued libzmq accepts the rest atomically.
+            let sent = try send(frame, more: index < frames.count - 1, dontWait: dontWait)
+            if !sent && index == 0 { return false }
+        }
+        return true
+    }
+
+    // MARK: Receiving
+
+    /// Receives one frame; nil when nothing arrived (`dontWait`, or the receive timeout passed).
+    public func receive(dontWait: Bool = false) throws -> Data? {
+        let handle = try open()
+        try check(zmq_msg_init(message))
+        defer { zmq_msg_close(message) }
+        while true {
+            let rc = zmq_msg_recv(message, handle, dontWait ? ZMQ_DONTWAIT : 0)
+            if rc >= 0 { break }
+            let error = ZMQError.last()
+            if error.code == EINTR { continue }
+            if error.code == EAGAIN { return nil }
+            throw error
+        }
+        let size = zmq_msg_size(message)
+        guard size > 0, let bytes = zmq_msg_data(message) else { return Data() }
+        return Data(bytes: bytes, count: size)
+    }
+
+    /// Whether the frame just received has more frames after it.
+    public var hasMore: Bool {
+        guard let handle else { return false }
+        var value: Int32 = 0
+        var size = MemoryLayout<Int32>.size
+        return zmq_getsockopt(handle, ZMQ_RCVMORE, &value, &size) == 0 && value != 0
+    }
+
+    /// Receives a whole multipart message; nil when nothing arrived.
+    public func receiveMultipart(dontWait: Bool = false) throws -> [Data]? {
+        guard let first = try receive(dontWait: dontWait) else { return nil }
+        var frames = [first]
+        // The rest of a multipart message is already here: libzmq delivers it atomically.
+        while hasMore, let next = try receive() { frames.append(next) }
+        return frames
+    }
+
+    /// The raw handle, for `zmq_poll`.
+    var pollHandle: UnsafeMutableRawPointer? { handle }
+}
+
+@inline(__always)
+private func check(_ rc: Int32) throws {
+    if rc != 0 { throw ZMQError.last() }
+}
+
+/// `zmq_poll` over sockets owned by the calling thread.
+public enum Poller {
+    /// Waits until at least one socket is readable or `timeoutMilliseconds` pass (-1: no limit).
+    /// Returns, per socket, whether it is readable. An interrupted wait returns all false.
+    public static func readable(_ sockets: [Socket], timeoutMilliseconds: Int) throws -> [Bool] {
+        var items = sockets.map { zmq_pollitem_t(socket: $0.pollHandle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0) }
+        let rc = zmq_poll(&items, Int32(items.count), timeoutMilliseconds)
+        if rc < 0 {
+            let error = ZMQError.last()
+            if error.code == EINTR { return Array(repeating: false, count: sockets.count) }
+            throw error
+        }
+        return items.map { $0.revents & Int16(ZMQ_POLLIN) != 0 }
+    }
+}
+
+/// The libzmq version this process runs against, e.g. "4.3.4".
+public func zmqVersion() -> String {
+    var major: Int32 = 0, minor: Int32 = 0, patch: Int32 = 0
+    zmq_version(&major, &minor, &patch)
+    return "\(major).\(minor).\(patch)"
+}
+
+@available(*, unavailable, message: "a socket belongs to the thread that created it")
+extension Socket: Sendable {}

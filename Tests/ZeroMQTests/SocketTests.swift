@@ -1,0 +1,111 @@
+import Foundation
+import Testing
+import ZeroMQ
+
+/// Real sockets over TCP on 127.0.0.1, wildcard ports so tests run in parallel.
+struct SocketTests {
+    let context: Context
+
+    init() throws { context = try Context() }
+
+    /// Waits for a message with a deadline, so a broken test fails instead of hanging.
+    func receive(_ socket: Socket, within milliseconds: Int32 = 2000) throws -> [Data]? {
+        try socket.setReceiveTimeout(milliseconds: milliseconds)
+        return try socket.receiveMultipart()
+    }
+
+    @Test func requestThroughRouterGetsItsReply() throws {
+        let router = try Socket(context, .router)
+        let endpoint = try router.bind("tcp://127.0.0.1:*")
+        #expect(endpoint.hasPrefix("tcp://127.0.0.1:") && !endpoint.hasSuffix(":*"))
+        let request = try Socket(context, .req)
+        try request.connect(endpoint)
+        try request.send("ping ü")
+
+        let frames = try #require(try receive(router))
+        #expect(frames.count == 3)  // identity, empty delimiter, body
+        #expect(frames[1].isEmpty)
+        #expect(String(decoding: frames[2], as: UTF8.self) == "ping ü")
+        try router.send(multipart: [frames[0], Data(), Data("pong".utf8)])
+        #expect(try receive(request) == [Data("pong".utf8)])
+    }
+
+    @Test func dealerSpeaksRequestStyleWithDelimiter() throws {
+        let router = try Socket(context, .router)
+        let endpoint = try router.bind("tcp://127.0.0.1:*")
+        let dealer = try Socket(context, .dealer)
+        try dealer.connect(endpoint)
+        for n in 0..<3 { try dealer.send(multipart: [Data(), Data("req \(n)".utf8)]) }
+        for n in 0..<3 {
+            let frames = try #require(try receive(router))
+            #expect(frames.count == 3 && frames[1].isEmpty)
+            #expect(frames[2] == Data("req \(n)".utf8))
+            try router.send(multipart: [frames[0], Data(), Data("rep \(n)".utf8)])
+        }
+        for n in 0..<3 { #expect(try receive(dealer) == [Data(), Data("rep \(n)".utf8)]) }
+    }
+
+    @Test func subscriberPrefixIsByteExactAndUserIdsStayApart() throws {
+        let publisher = try Socket(context, .pub)
+        let endpoint = try publisher.bind("tcp://127.0.0.1:*")
+        let subscriber = try Socket(context, .sub)
+        try subscriber.subscribe("notify.u1.")
+        try subscriber.connect(endpoint)
+
+        // Slow joiner: publish a probe until the subscription has reached the publisher.
+        try subscriber.setReceiveTimeout(milliseconds: 50)
+        var joined = false
+        for _ in 0..<100 where !joined {
+            try publisher.send(multipart: [Data("notify.u1.probe".utf8), Data()])
+            joined = try subscriber.receiveMultipart() != nil
+        }
+        #expect(joined)
+        try publisher.send(multipart: [Data("notify.u10.workout".utf8), Data("{\"other\":1}".utf8)])
+        try publisher.send(multipart: [Data("notify.u1.workout".utf8), Data("{\"mine\":1}".utf8)])
+        let frames = try #require(try receive(subscriber))
+        #expect(frames == [Data("notify.u1.workout".utf8), Data("{\"mine\":1}".utf8)])
+        #expect(try receive(subscriber, within: 100) == nil)
+    }
+
+    @Test func pollReportsTheReadySocketAndTimesOut() throws {
+        let pullA = try Socket(context, .pull)
+        let pullB = try Socket(context, .pull)
+        let endpointA = try pullA.bind("tcp://127.0.0.1:*")
+        let endpointB = try pullB.bind("tcp://127.0.0.1:*")
+        let push = try Socket(context, .push)
+        try push.connect(endpointB)
+
+        let started = Date()
+        #expect(try Poller.readable([pullA, pullB], timeoutMilliseconds: 100) == [false, false])
+        #expect(Date().timeIntervalSince(started) >= 0.09)
+
+        try push.send("to b")
+        #expect(try Poller.readable([pullA, pullB], timeoutMilliseconds: 2000) == [false, true])
+        #expect(try pullB.receive(dontWait: true) == Data("to b".utf8))
+        #expect(try pullA.receive(dontWait: true) == nil)
+        _ = endpointA
+    }
+
+    @Test func oversizedMessagesAreRefusedByMaxMessageSize() throws {
+        let pull = try Socket(context, .pull)
+        try pull.setMaxMessageSize(bytes: 1024)
+        let endpoint = try pull.bind("tcp://127.0.0.1:*")
+        let push = try Socket(context, .push)
+        try push.connect(endpoint)
+        try push.send(Data(count: 4096))
+        #expect(try receive(pull, within: 300) == nil)
+    }
+
+    @Test func errorsCarryLibzmqMessage() throws {
+        let socket = try Socket(context, .pub)
+        #expect(throws: ZMQError.self) { try socket.bind("not-an-endpoint") }
+        do {
+            try socket.bind("tcp://127.0.0.1:notaport")
+        } catch let error as ZMQError {
+            #expect(!error.message.isEmpty)
+        }
+        socket.close()
+        socket.close()  // closing twice is harmless: the handle is gone after the first
+        #expect(throws: ZMQError.self) { try socket.send("after close") }
+    }
+}
