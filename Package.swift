@@ -8,6 +8,7 @@ let package = Package(
     name: "LeanHealthTimer",
     platforms: [.macOS(.v14)],
     products: [
+        .executable(name: "session-logger", targets: ["SessionLoggerMain"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -20,12 +21,28 @@ let package = Package(
             providers: [.apt(["libzmq3-dev"])]),
         .target(name: "ZeroMQ", dependencies: ["CZeroMQ"], path: "Shared/ZeroMQ"),
         .target(name: "LHTSchema", path: "Shared/Schema", exclude: ["PROTOCOL.md"]),
+        .target(
+            name: "ServiceHost",
+            dependencies: [
+                "ZeroMQ", "LHTSchema",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Shared/ServiceHost"),
 
         // Pure decision cores.
+        .target(name: "ReminderPlanning", dependencies: ["LHTSchema"], path: "Services/ReminderPlanner/Planning"),
+        .target(name: "StreakRules", dependencies: ["LHTSchema"], path: "Services/NoAlcStreak/Rules"),
+        .target(name: "NotificationRendering", dependencies: ["LHTSchema"], path: "Services/Notifier/Rendering"),
 
-        // Services: a library each (the app, built by a function tests call) and a thin executable.
-
+        // Services: a library each (the app, which tests build in-process too) and a thin executable.
+        .target(name: "SessionLogger", dependencies: ["ServiceHost"], path: "Services/SessionLogger/App"),
+        .executableTarget(name: "SessionLoggerMain", dependencies: ["SessionLogger"], path: "Services/SessionLogger/Main"),
 
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
+        .testTarget(name: "ReminderPlanningTests", dependencies: ["ReminderPlanning", "LHTSchema"]),
+        .testTarget(name: "StreakRulesTests", dependencies: ["StreakRules", "LHTSchema"]),
+        .testTarget(name: "NotificationRenderingTests", dependencies: ["NotificationRendering", "LHTSchema"]),
     ]
 )

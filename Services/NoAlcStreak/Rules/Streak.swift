@@ -1,0 +1,212 @@
+import LHTSchema
+
+/// Which reading of the joker rules to apply (SEMANTICS §5).
+///
+/// Two policies exist because the seed's written rules and the shipped app disagree, and users
+/// who compare numbers with the app need the app's arithmetic.
+public enum StreakPolicy: String, CaseIterable, Sendable, Codable {
+    /// The default: wild breaks the streak even with jokers on hand and costs one joker as a
+    /// penalty; jokers survive a broken streak.
+    case seed
+    /// The shipped app: wild is healed like easy, and every break wipes jokers and counters.
+    case classic
+}
+
+/// The streak state after walking a user's NoAlc history up to an end day.
+///
+/// Encodes with explicit `null`s for the optional days, as `streak.get` replies carry them.
+public struct StreakResult: Sendable, Hashable, Codable {
+    /// Consecutive days counted at the end day, healed days included.
+    public let streakDays: Int
+    /// Milestones that gave a joker (a milestone with 3 on hand gives nothing and is not counted).
+    public let rewardsEarned: Int
+    /// Jokers spent healing an easy or unlogged day (or a wild one under `classic`).
+    public let rewardsUsed: Int
+    /// Jokers taken as wild-day penalties (always 0 under `classic`).
+    public let rewardsLost: Int
+    /// Jokers on hand: always `rewardsEarned − rewardsUsed − rewardsLost`, within 0...3.
+    public let rewardsAvailable: Int
+    /// The latest logged day not after `today`; nil when nothing is logged.
+    public let lastLoggedDay: LocalDay?
+    /// Whether `today` itself has an entry (it then counts; an unlogged today never hurts).
+    public let todayLogged: Bool
+    /// The last day the walk counted: today if logged, else yesterday; nil when nothing is logged.
+    public let endDay: LocalDay?
+
+    public init(
+        streakDays: Int, rewardsEarned: Int, rewardsUsed: Int, rewardsLost: Int, rewardsAvailable: Int,
+        lastLoggedDay: LocalDay?, todayLogged: Bool, endDay: LocalDay?
+    ) {
+        self.streakDays = streakDays
+        self.rewardsEarned = rewardsEarned
+        self.rewardsUsed = rewardsUsed
+        self.rewardsLost = rewardsLost
+        self.rewardsAvailable = rewardsAvailable
+        self.lastLoggedDay = lastLoggedDay
+        self.todayLogged = todayLogged
+        self.endDay = endDay
+    }
+
+    /// The state of a user with no history.
+    public static let empty = StreakResult(
+        streakDays: 0, rewardsEarned: 0, rewardsUsed: 0, rewardsLost: 0, rewardsAvailable: 0,
+        lastLoggedDay: nil, todayLogged: false, endDay: nil)
+
+    private enum CodingKeys: String, CodingKey {
+        case streakDays, rewardsEarned, rewardsUsed, rewardsLost, rewardsAvailable, lastLoggedDay, todayLogged, endDay
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            streakDays: try c.decode(Int.self, forKey: .streakDays),
+            rewardsEarned: try c.decode(Int.self, forKey: .rewardsEarned),
+            rewardsUsed: try c.decode(Int.self, forKey: .rewardsUsed),
+            rewardsLost: try c.decode(Int.self, forKey: .rewardsLost),
+            rewardsAvailable: try c.decode(Int.self, forKey: .rewardsAvailable),
+            lastLoggedDay: try c.decodeIfPresent(LocalDay.self, forKey: .lastLoggedDay),
+            todayLogged: try c.decode(Bool.self, forKey: .todayLogged),
+            endDay: try c.decodeIfPresent(LocalDay.self, forKey: .endDay))
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(streakDays, forKey: .streakDays)
+        try c.encode(rewardsEarned, forKey: .rewardsEarned)
+        try c.encode(rewardsUsed, forKey: .rewardsUsed)
+        try c.encode(rewardsLost, forKey: .rewardsLost)
+        try c.encode(rewardsAvailable, forKey: .rewardsAvailable)
+        // Optional.encode writes null, so clients see the field rather than guess at its absence.
+        try c.encode(lastLoggedDay, forKey: .lastLoggedDay)
+        try c.encode(todayLogged, forKey: .todayLogged)
+        try c.encode(endDay, forKey: .endDay)
+    }
+}
+
+/// The streak and joker calculation of SEMANTICS §5.
+public enum Streak {
+    /// Jokers on hand never exceed this; a milestone reached at the cap is lost.
+    public static let maxJokers = 3
+    /// A milestone falls on every multiple of this many streak days.
+    public static let milestoneDays = 7
+
+    /// Walks the history forward from the first logged day to the end day (today if today
+    /// has an entry, else yesterday). Entries after `today` are ignored, which is how `asOf` works.
+    ///
+    /// Forward, because jokers must be earned before a later easy day can spend them (the seed's
+    /// backward walk failed exactly there). One dictionary lookup per day: no `Calendar`.
+    public static func compute(levels: [LocalDay: NoAlcLevel], today: LocalDay, policy: StreakPolicy) -> StreakResult {
+        var first = Int.max
+        var last = Int.min
+        for day in levels.keys where day <= today {
+            if day.ordinal < first { first = day.ordinal }
+            if day.ordinal > last { last = day.ordinal }
+        }
+        guard first != Int.max else { return .empty }
+        let todayLogged = last == today.ordinal
+        let end = todayLogged ? today.ordinal : today.ordinal - 1
+        var walk = Walk(policy: policy)
+        for ordinal in first...end {
+            walk.step(levels[LocalDay(ordinal: ordinal)])
+        }
+        return walk.result(lastLogged: LocalDay(ordinal: last), todayLogged: todayLogged, end: LocalDay(ordinal: end))
+    }
+
+    /// The same calculation over entries sorted by day ascending, as `noalc.list` returns them;
+    /// no hashing at all. Where a day repeats, the later element wins (the latest entry wins).
+    /// Input that is not sorted is still handled correctly, through the dictionary form.
+    public static func compute(
+        sortedLevels entries: [(day: LocalDay, level: NoAlcLevel)], today: LocalDay, policy: StreakPolicy
+    ) -> StreakResult {
+        var count = 0
+        for index in entries.indices {
+            if index > 0, entries[index].day < entries[index - 1].day {
+                return compute(levels: latestPerDay(entries), today: today, policy: policy)
+            }
+            if entries[index].day <= today { count = index + 1 }
+        }
+        guard count > 0 else { return .empty }
+        let first = entries[0].day.ordinal
+        let last = entries[count - 1].day.ordinal
+        let todayLogged = last == today.ordinal
+        let end = todayLogged ? today.ordinal : today.ordinal - 1
+        var walk = Walk(policy: policy)
+        var index = 0
+        for ordinal in first...end {
+            var level: NoAlcLevel?
+            while index < count, entries[index].day.ordinal == ordinal {
+                level = entries[index].level
+                index += 1
+            }
+            walk.step(level)
+        }
+        return walk.result(lastLogged: LocalDay(ordinal: last), todayLogged: todayLogged, end: LocalDay(ordinal: end))
+    }
+
+    private static func latestPerDay(_ entries: [(day: LocalDay, level: NoAlcLevel)]) -> [LocalDay: NoAlcLevel] {
+        var levels = [LocalDay: NoAlcLevel](minimumCapacity: entries.count)
+        for entry in entries { levels[entry.day] = entry.level }
+        return levels
+    }
+}
+
+/// The day-by-day state machine, kept apart so both input forms share one set of rules.
+struct Walk {
+    let policy: StreakPolicy
+    var streak = 0
+    var jokers = 0
+    var earned = 0
+    var used = 0
+    var lost = 0
+
+    init(policy: StreakPolicy) { self.policy = policy }
+
+    /// One day; `nil` is a past day with no entry, which counts like easy.
+    mutating func step(_ level: NoAlcLevel?) {
+        switch level {
+        case .steady:
+            streak += 1
+            if streak % Streak.milestoneDays == 0 { milestone() }
+        case .wild where policy == .seed:
+            // Breaks regardless of jokers, and costs one if there is one; no milestone.
+            streak = 0
+            if jokers > 0 {
+                jokers -= 1
+                lost += 1
+            }
+        case .easy, .wild, nil:
+            // Earn before consume: a healed day that completes a week pays for itself.
+            if (streak + 1) % Streak.milestoneDays == 0 { milestone() }
+            if streak > 0, jokers > 0 {
+                jokers -= 1
+                used += 1
+                streak += 1
+            } else {
+                // Nothing to heal, or nothing to heal with: no joker is spent or taken.
+                breakStreak()
+            }
+        }
+    }
+
+    private mutating func milestone() {
+        if jokers < Streak.maxJokers {
+            jokers += 1
+            earned += 1
+        }
+    }
+
+    private mutating func breakStreak() {
+        streak = 0
+        if policy == .classic {
+            jokers = 0
+            earned = 0
+            used = 0
+        }
+    }
+
+    func result(lastLogged: LocalDay, todayLogged: Bool, end: LocalDay) -> StreakResult {
+        StreakResult(
+            streakDays: streak, rewardsEarned: earned, rewardsUsed: used, rewardsLost: lost,
+            rewardsAvailable: jokers, lastLoggedDay: lastLogged, todayLogged: todayLogged, endDay: end)
+    }
+}

@@ -1,0 +1,109 @@
+import ArgumentParser
+import Foundation
+import GRDB
+import LHTSchema
+import Logging
+import ServiceHost
+import ZeroMQ
+
+/// `session-logger` flags (PROTOCOL.md "Running the services").
+public struct SessionLoggerOptions: ParsableArguments {
+    @OptionGroup public var common: CommonOptions
+
+    @Option(help: "Endpoint the fire-and-forget intake SUB binds.")
+    public var intake: String?
+
+    public init() {}
+
+    public static let flagNames = CommonOptions.flagNames + ["intake"]
+}
+
+/// Resolved settings; tests build these directly with wildcard ports and a temp directory.
+public struct SessionLoggerSettings: Sendable {
+    public let service: ServiceSettings
+    public let intake: String
+
+    public init(_ options: SessionLoggerOptions) throws {
+        service = try ServiceSettings(name: "session-logger", common: options.common,
+                                      defaultAPI: "tcp://127.0.0.1:7301", defaultEvents: "tcp://127.0.0.1:7302")
+        intake = try Endpoint.validated(options.intake ?? "tcp://127.0.0.1:7303", flag: "intake")
+    }
+}
+
+/// The system's source of truth for sessions and NoAlc check-ins: validated, stored durably,
+/// acknowledged, then published.
+public final class SessionLogger: Service {
+    public let host: ServiceHost
+    public let intakeEndpoint: String
+    private let intake: Socket
+    /// A session may start at most this far ahead of the wall clock (clock skew between devices).
+    static let futureToleranceMilliseconds: Int64 = 5 * 60 * 1000
+
+    public init(settings: SessionLoggerSettings, logger: Logger, context: Context? = nil) throws {
+        host = try ServiceHost(name: settings.service.name, apiEndpoint: settings.service.api,
+                               eventsEndpoint: settings.service.events, dataDirectory: settings.service.dataDirectory,
+                               migrations: SessionStore.migrate, logger: logger, context: context)
+        intake = try Socket(host.context, .sub)
+        try intake.setMaxMessageSize(bytes: 1 << 20)
+        try intake.setReceiveHighWaterMark(100_000)
+        try intake.subscribe("")
+        intakeEndpoint = try intake.bind(settings.intake)
+        host.count("intakeRejected", by: 0)
+        host.count("intakeAccepted", by: 0)
+        host.watch(intake) { [unowned self] in self.receiveIntake() }
+        registerOps()
+    }
+
+    public var readyLine: String { host.readyLine(extra: "intake=\(intakeEndpoint)") }
+
+    private func registerOps() {
+        host.handle("session.log") { [unowned self] request in
+            let input = try request.decode(SessionLogRequest.self)
+            guard input.start.milliseconds(since: request.tx.now) <= Self.futureToleranceMilliseconds else {
+                throw WireError.invalid("data.start", "start is more than 5 minutes in the future")
+            }
+            return try replyData(SessionStore.log(input, in: request.tx))
+        }
+        host.handle("noalc.log") { request in
+            try replyData(SessionStore.log(request.decode(NoAlcLogRequest.self), in: request.tx))
+        }
+        host.handle("session.list") { request in
+            let query = try request.decode(SessionListRequest.self)
+            return try replyData(SessionListReply(sessions: SessionStore.sessions(query, in: request.tx.db)))
+        }
+        host.handle("noalc.list") { request in
+            let query = try request.decode(DayRangeRequest.self)
+            return try replyData(NoAlcListReply(entries: SessionStore.latestEntries(
+                userId: query.userId, from: query.from, until: query.until, in: request.tx.db)))
+        }
+        host.handle("daily.summary") { request in
+            try replyData(DailySummaryReply(days: SessionStore.summary(request.decode(DailySummaryRequest.self), in: request.tx.db)))
+        }
+    }
+
+    /// Intake messages are two frames, `intake` and a request as the api takes it. Nobody hears a
+    /// rejection, so it is logged and counted (`health` → `intakeRejected`).
+    private func receiveIntake() {
+        var bodies: [Data] = []
+        while bodies.count < 512, let frames = try? intake.receiveMultipart(dontWait: true) {
+            guard frames.count == 2, frames[0] == Data("intake".utf8) else {
+                reject("expected two frames, the topic \"intake\" and a request")
+                continue
+            }
+            bodies.append(frames[1])
+        }
+        guard !bodies.isEmpty else { return }
+        for reply in host.process(bodies, allowedOps: ["session.log", "noalc.log"]) {
+            if let failure = try? JSONDecoder().decode(ReplyFrame<NoFields>.self, from: reply), let error = failure.error {
+                reject(error.description)
+            } else {
+                host.count("intakeAccepted")
+            }
+        }
+    }
+
+    private func reject(_ reason: String) {
+        host.count("intakeRejected")
+        host.logger.notice("intake message rejected", metadata: ["reason": "\(reason)"])
+    }
+}

@@ -1,0 +1,153 @@
+import Foundation
+
+/// A topic frame, `<type>.<userId>.<activity>`; the type itself may contain dots (`reminder.due`).
+public struct Topic: Hashable, Sendable, CustomStringConvertible {
+    public let type: String
+    public let userId: UserID
+    public let activity: Activity
+
+    public init(type: String, userId: UserID, activity: Activity) {
+        self.type = type
+        self.userId = userId
+        self.activity = activity
+    }
+
+    /// Parses from the right: the last two parts are userId and activity (neither contains a dot).
+    public init?(_ text: String) {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count >= 3, let activity = Activity(rawValue: String(parts[parts.count - 1])),
+              let userId = UserID(String(parts[parts.count - 2])) else { return nil }
+        let type = parts[0..<(parts.count - 2)].joined(separator: ".")
+        guard !type.isEmpty, !parts[0..<(parts.count - 2)].contains(where: \.isEmpty) else { return nil }
+        self.init(type: type, userId: userId, activity: activity)
+    }
+
+    public var description: String { "\(type).\(userId).\(activity.rawValue)" }
+
+    /// The prefix that selects one user's events of a type: `notify.henning.`.
+    public static func prefix(type: String, userId: UserID) -> String { "\(type).\(userId)." }
+}
+
+/// The event envelope frame. `topic` is carried inside too, so `events.since` can return the same bytes.
+public struct EventEnvelope<Payload: Codable & Sendable>: Codable, Sendable {
+    public let v: Int
+    public let type: String
+    public let seq: Int64
+    public let id: RecordID
+    public let time: Instant
+    public let source: String
+    public let topic: String
+    public let data: Payload
+
+    public init(type: String, seq: Int64, id: RecordID = RecordID(), time: Instant, source: String, topic: String, data: Payload) {
+        v = wireVersion
+        self.type = type
+        self.seq = seq
+        self.id = id
+        self.time = time
+        self.source = source
+        self.topic = topic
+        self.data = data
+    }
+}
+
+/// Any JSON value: for events whose payload a reader does not know, and for printing.
+public enum JSONValue: Codable, Sendable, Hashable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() { self = .null }
+        else if let value = try? container.decode(Bool.self) { self = .bool(value) }
+        else if let value = try? container.decode(Double.self) { self = .number(value) }
+        else if let value = try? container.decode(String.self) { self = .string(value) }
+        else if let value = try? container.decode([JSONValue].self) { self = .array(value) }
+        else { self = .object(try container.decode([String: JSONValue].self)) }
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let value): try container.encode(value)
+        case .number(let value):
+            if value.rounded() == value, abs(value) < 9e15 { try container.encode(Int64(value)) } else { try container.encode(value) }
+        case .string(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
+        }
+    }
+
+    public subscript(key: String) -> JSONValue? {
+        if case .object(let object) = self { return object[key] }
+        return nil
+    }
+
+    public var stringValue: String? {
+        if case .string(let value) = self { return value }
+        return nil
+    }
+
+    public var intValue: Int64? {
+        if case .number(let value) = self, value.rounded() == value { return Int64(value) }
+        return nil
+    }
+
+    public var boolValue: Bool? {
+        if case .bool(let value) = self { return value }
+        return nil
+    }
+}
+
+/// `events.since` request and reply.
+public struct EventsSinceRequest: Codable, Sendable {
+    public let after: Int64
+    public let limit: Int
+
+    public init(after: Int64 = 0, limit: Int = 500) {
+        self.after = after
+        self.limit = limit
+    }
+
+    enum CodingKeys: String, CodingKey { case after, limit }
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        after = try container.decodeIfPresent(Int64.self, forKey: .after) ?? 0
+        limit = try container.decodeIfPresent(Int.self, forKey: .limit) ?? 500
+        guard after >= 0 else { throw DecodingError.dataCorruptedError(forKey: .after, in: container, debugDescription: "after must be 0 or more") }
+        guard (1...1000).contains(limit) else { throw DecodingError.dataCorruptedError(forKey: .limit, in: container, debugDescription: "limit must be 1...1000") }
+    }
+}
+
+public struct EventsSinceReply<Payload: Codable & Sendable>: Codable, Sendable {
+    public let events: [EventEnvelope<Payload>]
+    public let lastSeq: Int64
+
+    public init(events: [EventEnvelope<Payload>], lastSeq: Int64) {
+        self.events = events
+        self.lastSeq = lastSeq
+    }
+}
+
+/// `health` reply.
+public struct HealthReply: Codable, Sendable {
+    public let service: String
+    public let version: String
+    public let uptimeSeconds: Int64
+    public let lastSeq: Int64
+    public let counters: [String: Int64]
+
+    public init(service: String, version: String, uptimeSeconds: Int64, lastSeq: Int64, counters: [String: Int64]) {
+        self.service = service
+        self.version = version
+        self.uptimeSeconds = uptimeSeconds
+        self.lastSeq = lastSeq
+        self.counters = counters
+    }
+}

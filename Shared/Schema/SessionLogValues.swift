@@ -1,0 +1,282 @@
+import Foundation
+
+/// `session.log` data. Rules over two fields name the later one (`end` before `start` → `data.end`).
+/// "start at most 5 minutes in the future" needs the wall clock, so the session logger checks it.
+public struct SessionLogRequest: Codable, Sendable, Hashable {
+    public let id: RecordID?
+    public let userId: UserID
+    public let activity: Activity
+    public let start: Instant
+    public let end: Instant
+    public let source: String?
+
+    public static let longestSessionSeconds: Int64 = 24 * 3600
+
+    public init(id: RecordID? = nil, userId: UserID, activity: Activity, start: Instant, end: Instant, source: String? = nil) {
+        self.id = id
+        self.userId = userId
+        self.activity = activity
+        self.start = start
+        self.end = end
+        self.source = source
+    }
+
+    enum CodingKeys: String, CodingKey { case id, userId, activity, start, end, source }
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decodeIfPresent(RecordID.self, forKey: .id)
+        userId = try container.decode(UserID.self, forKey: .userId)
+        activity = try container.decode(Activity.self, forKey: .activity)
+        guard activity.isSession else {
+            throw DecodingError.dataCorruptedError(forKey: .activity, in: container, debugDescription: "a session is mindfulness or workout; NoAlc is logged with noalc.log")
+        }
+        start = try container.decode(Instant.self, forKey: .start)
+        end = try container.decode(Instant.self, forKey: .end)
+        guard end >= start else {
+            throw DecodingError.dataCorruptedError(forKey: .end, in: container, debugDescription: "end must not be before start")
+        }
+        guard end.milliseconds(since: start) <= SessionLogRequest.longestSessionSeconds * 1000 else {
+            throw DecodingError.dataCorruptedError(forKey: .end, in: container, debugDescription: "a session is at most 24 hours long")
+        }
+        source = try container.decodeIfPresent(String.self, forKey: .source)
+        try checkSource(source, in: container, key: .source)
+    }
+}
+
+/// `noalc.log` data.
+public struct NoAlcLogRequest: Codable, Sendable, Hashable {
+    public let id: RecordID?
+    public let userId: UserID
+    public let day: LocalDay
+    public let level: NoAlcLevel
+    public let source: String?
+
+    public init(id: RecordID? = nil, userId: UserID, day: LocalDay, level: NoAlcLevel, source: String? = nil) {
+        self.id = id
+        self.userId = userId
+        self.day = day
+        self.level = level
+        self.source = source
+    }
+
+    enum CodingKeys: String, CodingKey { case id, userId, day, level, source }
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decodeIfPresent(RecordID.self, forKey: .id)
+        userId = try container.decode(UserID.self, forKey: .userId)
+        day = try container.decode(LocalDay.self, forKey: .day)
+        level = try container.decode(NoAlcLevel.self, forKey: .level)
+        source = try container.decodeIfPresent(String.self, forKey: .source)
+        try checkSource(source, in: container, key: .source)
+    }
+}
+
+private func checkSource<Key: CodingKey>(_ source: String?, in container: KeyedDecodingContainer<Key>, key: Key) throws {
+    if let source, source.utf8.count > 200 {
+        throw DecodingError.dataCorruptedError(forKey: key, in: container, debugDescription: "source is at most 200 bytes")
+    }
+}
+
+/// A stored session, as `session.logged` and `session.list` carry it.
+public struct StoredSession: Codable, Sendable, Hashable {
+    public let id: RecordID
+    public let userId: UserID
+    public let activity: Activity
+    public let start: Instant
+    public let end: Instant
+    public let source: String?
+    public let loggedAt: Instant
+
+    public init(id: RecordID, userId: UserID, activity: Activity, start: Instant, end: Instant, source: String?, loggedAt: Instant) {
+        self.id = id
+        self.userId = userId
+        self.activity = activity
+        self.start = start
+        self.end = end
+        self.source = source
+        self.loggedAt = loggedAt
+    }
+
+    enum CodingKeys: String, CodingKey { case id, userId, activity, start, end, source, loggedAt }
+
+    /// `source` is emitted as null when absent: the stored record always has every field.
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(userId, forKey: .userId)
+        try container.encode(activity, forKey: .activity)
+        try container.encode(start, forKey: .start)
+        try container.encode(end, forKey: .end)
+        try container.encode(source, forKey: .source)
+        try container.encode(loggedAt, forKey: .loggedAt)
+    }
+}
+
+/// A stored NoAlc entry, as `noalc.logged` and `noalc.list` carry it.
+public struct StoredNoAlcEntry: Codable, Sendable, Hashable {
+    public let id: RecordID
+    public let userId: UserID
+    public let day: LocalDay
+    public let level: NoAlcLevel
+    public let drinks: Int
+    public let source: String?
+    public let loggedAt: Instant
+
+    public init(id: RecordID, userId: UserID, day: LocalDay, level: NoAlcLevel, source: String?, loggedAt: Instant) {
+        self.id = id
+        self.userId = userId
+        self.day = day
+        self.level = level
+        drinks = level.drinks
+        self.source = source
+        self.loggedAt = loggedAt
+    }
+
+    enum CodingKeys: String, CodingKey { case id, userId, day, level, drinks, source, loggedAt }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(userId, forKey: .userId)
+        try container.encode(day, forKey: .day)
+        try container.encode(level, forKey: .level)
+        try container.encode(drinks, forKey: .drinks)
+        try container.encode(source, forKey: .source)
+        try container.encode(loggedAt, forKey: .loggedAt)
+    }
+}
+
+/// Reply to `session.log` and `noalc.log`.
+public struct LogReceipt: Codable, Sendable, Hashable {
+    public let id: RecordID
+    public let seq: Int64
+    public let duplicate: Bool
+
+    public init(id: RecordID, seq: Int64, duplicate: Bool) {
+        self.id = id
+        self.seq = seq
+        self.duplicate = duplicate
+    }
+}
+
+/// `session.list`: sessions whose start lies in `[from, until)`.
+public struct SessionListRequest: Codable, Sendable {
+    public let userId: UserID
+    public let from: Instant
+    public let until: Instant
+    public let activity: Activity?
+
+    public init(userId: UserID, from: Instant, until: Instant, activity: Activity? = nil) {
+        self.userId = userId
+        self.from = from
+        self.until = until
+        self.activity = activity
+    }
+
+    enum CodingKeys: String, CodingKey { case userId, from, until, activity }
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        userId = try container.decode(UserID.self, forKey: .userId)
+        from = try container.decode(Instant.self, forKey: .from)
+        until = try container.decode(Instant.self, forKey: .until)
+        guard until >= from else { throw DecodingError.dataCorruptedError(forKey: .until, in: container, debugDescription: "until must not be before from") }
+        activity = try container.decodeIfPresent(Activity.self, forKey: .activity)
+    }
+}
+
+public struct SessionListReply: Codable, Sendable {
+    public let sessions: [StoredSession]
+    public init(sessions: [StoredSession]) { self.sessions = sessions }
+}
+
+/// A range of local days, both ends inclusive, at most `maxDays` long.
+public struct DayRangeRequest: Codable, Sendable {
+    public let userId: UserID
+    public let from: LocalDay
+    public let until: LocalDay
+
+    public init(userId: UserID, from: LocalDay, until: LocalDay) {
+        self.userId = userId
+        self.from = from
+        self.until = until
+    }
+
+    enum CodingKeys: String, CodingKey { case userId, from, until }
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        userId = try container.decode(UserID.self, forKey: .userId)
+        from = try container.decode(LocalDay.self, forKey: .from)
+        until = try container.decode(LocalDay.self, forKey: .until)
+        guard until >= from else { throw DecodingError.dataCorruptedError(forKey: .until, in: container, debugDescription: "until must not be before from") }
+        guard until.days(since: from) < 366 * 10 else { throw DecodingError.dataCorruptedError(forKey: .until, in: container, debugDescription: "a range is at most 3660 days") }
+    }
+}
+
+public struct NoAlcListReply: Codable, Sendable {
+    public let entries: [StoredNoAlcEntry]
+    public init(entries: [StoredNoAlcEntry]) { self.entries = entries }
+}
+
+/// `daily.summary`: at most 366 days, in the zone given.
+public struct DailySummaryRequest: Codable, Sendable {
+    public let userId: UserID
+    public let from: LocalDay
+    public let until: LocalDay
+    public let timeZone: ZoneID
+
+    public static let maxDays = 366
+
+    public init(userId: UserID, from: LocalDay, until: LocalDay, timeZone: ZoneID) {
+        self.userId = userId
+        self.from = from
+        self.until = until
+        self.timeZone = timeZone
+    }
+
+    enum CodingKeys: String, CodingKey { case userId, from, until, timeZone }
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        userId = try container.decode(UserID.self, forKey: .userId)
+        from = try container.decode(LocalDay.self, forKey: .from)
+        until = try container.decode(LocalDay.self, forKey: .until)
+        guard until >= from else { throw DecodingError.dataCorruptedError(forKey: .until, in: container, debugDescription: "until must not be before from") }
+        guard until.days(since: from) < DailySummaryRequest.maxDays else {
+            throw DecodingError.dataCorruptedError(forKey: .until, in: container, debugDescription: "a summary covers at most \(DailySummaryRequest.maxDays) days")
+        }
+        timeZone = try container.decode(ZoneID.self, forKey: .timeZone)
+    }
+}
+
+public struct DailySummaryDay: Codable, Sendable, Hashable {
+    public let day: LocalDay
+    public let mindfulnessMinutes: Int
+    public let workoutMinutes: Int
+    public let noalc: NoAlcLevel?
+
+    public init(day: LocalDay, mindfulnessMinutes: Int, workoutMinutes: Int, noalc: NoAlcLevel?) {
+        self.day = day
+        self.mindfulnessMinutes = mindfulnessMinutes
+        self.workoutMinutes = workoutMinutes
+        self.noalc = noalc
+    }
+
+    enum CodingKeys: String, CodingKey { case day, mindfulnessMinutes, workoutMinutes, noalc }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(day, forKey: .day)
+        try container.encode(mindfulnessMinutes, forKey: .mindfulnessMinutes)
+        try container.encode(workoutMinutes, forKey: .workoutMinutes)
+        try container.encode(noalc, forKey: .noalc)
+    }
+}
+
+public struct DailySummaryReply: Codable, Sendable {
+    public let days: [DailySummaryDay]
+    public init(days: [DailySummaryDay]) { self.days = days }
+}

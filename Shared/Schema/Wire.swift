@@ -1,0 +1,198 @@
+import Foundation
+
+/// The protocol version every request, reply and event carries.
+public let wireVersion = 1
+
+/// Error codes of PROTOCOL.md "Requests and replies".
+public enum ErrorCode: String, Codable, Sendable, CaseIterable {
+    case badJSON = "bad_json"
+    case unsupportedVersion = "unsupported_version"
+    case unknownOp = "unknown_op"
+    case invalidArgument = "invalid_argument"
+    case notFound = "not_found"
+    case conflict
+    case unauthorized
+    case unavailable
+    case `internal`
+}
+
+/// A failure a request ends in; `field` is a path from the request's root (`data.weekdays[2]`).
+public struct WireError: Error, Codable, Sendable, Hashable, CustomStringConvertible {
+    public let code: ErrorCode
+    public let message: String
+    public let field: String?
+
+    public init(_ code: ErrorCode, _ message: String, field: String? = nil) {
+        self.code = code
+        self.message = message
+        self.field = field
+    }
+
+    public static func invalid(_ field: String, _ message: String) -> WireError {
+        WireError(.invalidArgument, "\(field): \(message)", field: field)
+    }
+
+    public var description: String { field.map { "\(code.rawValue) (\($0)): \(message)" } ?? "\(code.rawValue): \(message)" }
+
+    /// Turns a decoding failure into `invalid_argument` naming the field, with `prefix` as the path's root.
+    public init(decoding error: Error, under prefix: String) {
+        guard let error = error as? DecodingError else {
+            self.init(.invalidArgument, "\(prefix): \(error)", field: prefix)
+            return
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            let field = WireError.path(prefix, context.codingPath + [key])
+            self.init(.invalidArgument, "\(field) is required", field: field)
+        case .valueNotFound(_, let context):
+            let field = WireError.path(prefix, context.codingPath)
+            self.init(.invalidArgument, "\(field) must not be null", field: field)
+        case .typeMismatch(let type, let context):
+            let field = WireError.path(prefix, context.codingPath)
+            self.init(.invalidArgument, "\(field) must be \(WireError.describe(type))", field: field)
+        case .dataCorrupted(let context):
+            let field = WireError.path(prefix, context.codingPath)
+            self.init(.invalidArgument, "\(field): \(context.debugDescription)", field: field)
+        @unknown default:
+            self.init(.invalidArgument, "\(prefix): \(error)", field: prefix)
+        }
+    }
+
+    static func path(_ prefix: String, _ codingPath: [CodingKey]) -> String {
+        codingPath.reduce(prefix) { path, key in
+            if let index = key.intValue, key.stringValue == "Index \(index)" || key.stringValue == String(index) {
+                return path + "[\(index)]"
+            }
+            return path.isEmpty ? key.stringValue : path + "." + key.stringValue
+        }
+    }
+
+    private static func describe(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Bool.Type: "a boolean"
+        case is Int.Type, is Int64.Type, is Int32.Type: "a whole number"
+        case is Double.Type: "a number"
+        case is [Any].Type: "an array"
+        default: String(describing: type).contains("Array") ? "an array" : "an object"
+        }
+    }
+}
+
+/// What a service learns of a request frame before it knows which payload the op takes.
+public struct RequestHead: Sendable {
+    public let op: String
+    /// False when the request left `data` out (allowed for ops without required fields).
+    public let hasData: Bool
+
+    /// Checks UTF-8 and JSON object, then `v`, then `op`, in that order, as PROTOCOL.md lists them.
+    public init(frame: Data) throws(WireError) {
+        let head: RawHead
+        do {
+            head = try JSONDecoder().decode(RawHead.self, from: frame)
+        } catch let error as DecodingError {
+            if case .dataCorrupted(let context) = error, context.codingPath.isEmpty {
+                throw WireError(.badJSON, "the request is not UTF-8 JSON")
+            }
+            if case .typeMismatch(_, let context) = error, context.codingPath.isEmpty {
+                throw WireError(.badJSON, "the request must be a JSON object")
+            }
+            throw WireError(.badJSON, "the request could not be read as a JSON object")
+        } catch {
+            throw WireError(.badJSON, "the request could not be read as a JSON object")
+        }
+        guard head.version == wireVersion else {
+            throw WireError(.unsupportedVersion, "v must be \(wireVersion)", field: "v")
+        }
+        guard let op = head.op else { throw WireError.invalid("op", "op is required and must be a string") }
+        self.op = op
+        hasData = head.hasData
+    }
+
+    private struct RawHead: Decodable {
+        let version: Int?
+        let op: String?
+        let hasData: Bool
+
+        enum CodingKeys: String, CodingKey { case v, op, data }
+
+        init(from decoder: Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            version = try? container.decodeIfPresent(Int.self, forKey: .v)
+            op = try? container.decodeIfPresent(String.self, forKey: .op)
+            hasData = container.contains(.data) && !((try? container.decodeNil(forKey: .data)) ?? false)
+        }
+    }
+}
+
+/// Decodes the `data` of a request as `Payload`, reporting failures with `data.`-rooted paths.
+public func decodeRequestData<Payload: Decodable>(_ type: Payload.Type, from frame: Data, head: RequestHead) throws(WireError) -> Payload {
+    do {
+        if head.hasData {
+            return try JSONDecoder().decode(DataOnly<Payload>.self, from: frame).data
+        }
+        // Left out: the op's payload is read from an empty object, so a required field is named.
+        return try JSONDecoder().decode(Payload.self, from: Data("{}".utf8))
+    } catch {
+        if head.hasData { throw WireError(decoding: error, under: "") }
+        throw WireError(decoding: error, under: "data")
+    }
+}
+
+private struct DataOnly<Payload: Decodable>: Decodable {
+    let data: Payload
+}
+
+/// Encodes wire values: compact, slashes unescaped, keys in a stable order.
+public func wireEncoder() -> JSONEncoder {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    return encoder
+}
+
+/// Reply frames. Success embeds the payload's JSON bytes as they are, so stored JSON is never re-encoded.
+public enum Reply {
+    public static func success(rawData: Data) -> Data {
+        var frame = Data(#"{"v":1,"ok":true,"data":"#.utf8)
+        frame.append(rawData)
+        frame.append(UInt8(ascii: "}"))
+        return frame
+    }
+
+    public static func success<Payload: Encodable>(_ payload: Payload) throws -> Data {
+        try success(rawData: wireEncoder().encode(payload))
+    }
+
+    public static func failure(_ error: WireError) -> Data {
+        struct Failure: Encodable { let v: Int; let ok: Bool; let error: WireError }
+        // Encoding three strings cannot fail; the fallback keeps the reply well formed regardless.
+        return (try? wireEncoder().encode(Failure(v: wireVersion, ok: false, error: error)))
+            ?? Data(#"{"v":1,"ok":false,"error":{"code":"internal","message":"reply could not be encoded"}}"#.utf8)
+    }
+}
+
+/// A reply as a client reads it.
+public struct ReplyFrame<Payload: Decodable>: Decodable {
+    public let v: Int
+    public let ok: Bool
+    public let data: Payload?
+    public let error: WireError?
+}
+
+/// A request as a client sends it.
+public struct RequestFrame<Payload: Encodable>: Encodable {
+    public let v: Int
+    public let op: String
+    public let data: Payload
+
+    public init(op: String, data: Payload) {
+        v = wireVersion
+        self.op = op
+        self.data = data
+    }
+}
+
+/// An empty payload, for ops without fields.
+public struct NoFields: Codable, Sendable, Hashable {
+    public init() {}
+}

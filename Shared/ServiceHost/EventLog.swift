@@ -1,0 +1,108 @@
+import Foundation
+import GRDB
+import LHTSchema
+
+/// The outbox: every event is stored with its gap-free `seq` in the transaction that caused it,
+/// and published only after that transaction commits.
+public final class EventLog {
+    public let source: String
+    /// The newest committed seq; the next event gets `lastSeq + 1`.
+    public private(set) var lastSeq: Int64
+
+    init(source: String, database: DatabaseQueue) throws {
+        self.source = source
+        lastSeq = try database.read { db in try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM outbox") ?? 0 }
+    }
+
+    static func migrate(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("outbox") { db in
+            // `seq` is assigned by us, never by SQLite, so it cannot be reused after a rollback.
+            try db.execute(sql: """
+                CREATE TABLE outbox (seq INTEGER PRIMARY KEY NOT NULL, topic TEXT NOT NULL, envelope BLOB NOT NULL);
+                CREATE TABLE cursor (upstream TEXT PRIMARY KEY NOT NULL, seq INTEGER NOT NULL);
+                """)
+        }
+    }
+
+    func committed(through seq: Int64) { lastSeq = seq }
+
+    /// `events.since` reply bytes: the stored envelopes exactly as they were published.
+    func since(_ request: EventsSinceRequest, in db: Database) throws -> Data {
+        let rows = try Row.fetchAll(db, sql: "SELECT envelope FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?",
+                                    arguments: [request.after, request.limit])
+        var payload = Data(#"{"events":["#.utf8)
+        for (index, row) in rows.enumerated() {
+            if index > 0 { payload.append(UInt8(ascii: ",")) }
+            payload.append(row["envelope"] as Data)
+        }
+        payload.append(contentsOf: Array(#"],"lastSeq":\#(lastSeq)}"#.utf8))
+        return payload
+    }
+}
+
+/// An event stored in this transaction, to be published once it commits.
+public struct PendingEvent: Sendable {
+    public let seq: Int64
+    public let topic: String
+    public let envelope: Data
+}
+
+/// One write transaction: the database, the events it appends, and what to do once it commits.
+///
+/// Services change their in-memory state only in `afterCommit`, so a rolled-back request leaves
+/// neither the database nor memory changed.
+public final class Transaction {
+    public let db: Database
+    public let now: Instant
+    private let eventLog: EventLog
+    private(set) var events: [PendingEvent] = []
+    private(set) var commitActions: [() -> Void] = []
+
+    init(db: Database, eventLog: EventLog, now: Instant) {
+        self.db = db
+        self.eventLog = eventLog
+        self.now = now
+    }
+
+    private var nextSeq: Int64 { (events.last?.seq ?? eventLog.lastSeq) + 1 }
+
+    /// Stores an event in the outbox and returns its seq.
+    @discardableResult
+    public func append<Payload: Codable & Sendable>(type: String, userId: UserID, activity: Activity, data: Payload) throws -> Int64 {
+        let topic = Topic(type: type, userId: userId, activity: activity).description
+        let envelope = EventEnvelope(type: type, seq: nextSeq, time: now, source: eventLog.source, topic: topic, data: data)
+        let bytes = try wireEncoder().encode(envelope)
+        try db.execute(sql: "INSERT INTO outbox (seq, topic, envelope) VALUES (?, ?, ?)", arguments: [envelope.seq, topic, bytes])
+        events.append(PendingEvent(seq: envelope.seq, topic: topic, envelope: bytes))
+        return envelope.seq
+    }
+
+    public func afterCommit(_ action: @escaping () -> Void) { commitActions.append(action) }
+
+    /// Runs `body` in a savepoint: if it throws, its rows, events and commit actions are all undone.
+    public func isolated<T>(_ body: () throws -> T) throws -> T {
+        let eventCount = events.count, actionCount = commitActions.count
+        var result: T?
+        do {
+            try db.inSavepoint {
+                result = try body()
+                return .commit
+            }
+        } catch {
+            events.removeSubrange(eventCount...)
+            commitActions.removeSubrange(actionCount...)
+            throw error
+        }
+        return result!
+    }
+
+    /// The seq an upstream feed was applied through, stored beside the state it produced.
+    public func cursor(_ upstream: String) throws -> Int64 {
+        try Int64.fetchOne(db, sql: "SELECT seq FROM cursor WHERE upstream = ?", arguments: [upstream]) ?? 0
+    }
+
+    public func setCursor(_ upstream: String, _ seq: Int64) throws {
+        try db.execute(sql: "INSERT INTO cursor (upstream, seq) VALUES (?, ?) ON CONFLICT(upstream) DO UPDATE SET seq = excluded.seq",
+                       arguments: [upstream, seq])
+    }
+}
