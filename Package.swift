@@ -9,6 +9,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "session-logger", targets: ["SessionLoggerMain"]),
+        .executable(name: "noalc-streak", targets: ["NoAlcStreakMain"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -39,10 +40,14 @@ let package = Package(
         // Services: a library each (the app, which tests build in-process too) and a thin executable.
         .target(name: "SessionLogger", dependencies: ["ServiceHost"], path: "Services/SessionLogger/App"),
         .executableTarget(name: "SessionLoggerMain", dependencies: ["SessionLogger"], path: "Services/SessionLogger/Main"),
+        .target(name: "NoAlcStreak", dependencies: ["ServiceHost", "StreakRules"], path: "Services/NoAlcStreak/App"),
+        .executableTarget(name: "NoAlcStreakMain", dependencies: ["NoAlcStreak"], path: "Services/NoAlcStreak/Main"),
 
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "ReminderPlanningTests", dependencies: ["ReminderPlanning", "LHTSchema"]),
         .testTarget(name: "StreakRulesTests", dependencies: ["StreakRules", "LHTSchema"]),
         .testTarget(name: "NotificationRenderingTests", dependencies: ["NotificationRendering", "LHTSchema"]),
+        // Starts the built executables as real processes; depends on them only through the build.
+        .testTarget(name: "SystemTests", dependencies: ["ZeroMQ", "LHTSchema"]),
     ]
 )

@@ -9,7 +9,8 @@
 // SUB has received one; only then does the timed run start. High-water marks are 0 (no limit)
 // so nothing is dropped, and the SUB checks it received exactly N data messages of a 20-byte
 // topic frame and an 80-byte payload frame. Time runs from just before the PUB's first data
-// send to the SUB's receipt of the last one.
+// send to the SUB's receipt of the last one. The PUB keeps its socket open until the SUB is
+// done, as closing it (LINGER 0) would discard messages still queued.
 //
 // Prints one line: `received=N seconds=S rate=R` (R in messages per second). Exit status 1 on
 // any error or count mismatch.
@@ -37,6 +38,7 @@ static char endpoint[256];  // set by the PUB thread once bound; guarded by lock
 
 static atomic_bool joined;        // the SUB has received a probe
 static atomic_bool failed;        // either side failed: the other stops
+static atomic_bool finished;      // the SUB is done: the PUB may close (LINGER 0 drops its queue)
 static uint64_t start_ns, end_ns; // read after both threads are joined
 static long received;
 
@@ -90,6 +92,8 @@ static void *publisher(void *unused) {
             break;
         }
     }
+    // Closing now would discard what is still queued (LINGER 0): wait for the SUB to finish.
+    while (!atomic_load(&finished) && !atomic_load(&failed)) nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
     zmq_close(pub);
     return NULL;
 }
@@ -135,6 +139,7 @@ static void *subscriber(void *connect_to) {
         received++;
     }
     end_ns = now_ns();
+    atomic_store(&finished, 1);
     zmq_msg_close(&frame);
     zmq_close(sub);
     return NULL;

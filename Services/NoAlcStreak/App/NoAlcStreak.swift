@@ -1,0 +1,1 @@
+// The noalc-streak service; filled in by its issue.

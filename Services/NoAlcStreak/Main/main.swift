@@ -1,0 +1,1 @@
+print("noalc-streak: not built yet")

@@ -1,0 +1,118 @@
+import Foundation
+import LHTSchema
+import Synchronization
+import Testing
+import ZeroMQ
+
+/// Where `swift build` put the executables: beside the test bundle.
+enum BuildProducts {
+    static let directory: URL = {
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        return executable.deletingLastPathComponent()
+    }()
+
+    static func executable(_ name: String) -> URL { directory.appendingPathComponent(name) }
+}
+
+/// A fresh directory under /tmp for one test's data.
+func temporaryDirectory(_ label: String = "lht") -> URL {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("\(label)-\(UUID().uuidString.prefix(8))")
+    try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
+
+/// One service started from the built executable, on wildcard loopback ports, with its endpoints
+/// read from its `ready` line.
+final class ServiceProcess: @unchecked Sendable {
+    let name: String
+    let dataDirectory: URL
+    let arguments: [String]
+    private(set) var process: Process
+    private(set) var endpoints: [String: String] = [:]
+    private let output = OutputBuffer()
+
+    var api: String { endpoints["api"]! }
+    var events: String { endpoints["events"]! }
+
+    /// Starts `name` with `arguments` (api/events default to wildcard ports) and waits for `ready`.
+    init(_ name: String, dataDirectory: URL = temporaryDirectory(), arguments: [String] = [], timeout: TimeInterval = 30) throws {
+        self.name = name
+        self.dataDirectory = dataDirectory
+        var all = ["--data-dir", dataDirectory.path]
+        for flag in ["--api", "--events"] + (name == "session-logger" ? ["--intake"] : []) where !arguments.contains(flag) {
+            all += [flag, "tcp://127.0.0.1:*"]
+        }
+        self.arguments = all + arguments
+        process = Process()
+        try start(timeout: timeout)
+    }
+
+    /// Starts again with the same arguments (and data directory), e.g. after `kill()`.
+    func restart(timeout: TimeInterval = 30) throws {
+        process = Process()
+        endpoints = [:]
+        output.clear()
+        try start(timeout: timeout)
+    }
+
+    private func start(timeout: TimeInterval) throws {
+        process.executableURL = BuildProducts.executable(name)
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["LHT_LOG_LEVEL"] = "warning"
+        process.environment = environment
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        process.standardError = FileHandle.nullDevice
+        stdout.fileHandleForReading.readabilityHandler = { [output] handle in
+            let data = handle.availableData
+            if !data.isEmpty { output.append(String(decoding: data, as: UTF8.self)) }
+        }
+        try process.run()
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let line = output.text.split(separator: "\n").first(where: { $0.hasPrefix("ready ") }) {
+                for part in line.split(separator: " ").dropFirst(2) {
+                    let pair = part.split(separator: "=", maxSplits: 1)
+                    if pair.count == 2 { endpoints[String(pair[0])] = String(pair[1]) }
+                }
+                return
+            }
+            if !process.isRunning { throw HarnessError("\(name) exited with \(process.terminationStatus) before ready") }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        process.terminate()
+        throw HarnessError("\(name) printed no ready line within \(timeout) s")
+    }
+
+    /// SIGTERM, then waits for the exit status.
+    @discardableResult
+    func stop() -> Int32 {
+        guard process.isRunning else { return process.terminationStatus }
+        process.terminate()
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    /// SIGKILL: no chance to flush or finish anything.
+    func kill() {
+        guard process.isRunning else { return }
+        Foundation.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    deinit { kill() }
+}
+
+/// Standard output collected from the pipe's reader thread.
+final class OutputBuffer: Sendable {
+    private let storage = Mutex<String>("")
+    var text: String { storage.withLock { $0 } }
+    func append(_ text: String) { storage.withLock { $0 += text } }
+    func clear() { storage.withLock { $0 = "" } }
+}
+
+struct HarnessError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import LHTSchema
+import ZeroMQ
+
+/// A test's client for one service api: a DEALER speaking REQ-style, raw JSON in and out,
+/// with a deadline on every call so a broken service fails the test instead of hanging it.
+final class WireClient {
+    let socket: Socket
+
+    init(_ endpoint: String, context: Context) throws {
+        socket = try Socket(context, .dealer)
+        try socket.connect(endpoint)
+    }
+
+    /// Sends a raw request frame and returns the raw reply frame.
+    func raw(_ frame: Data, timeoutMilliseconds: Int32 = 10_000) throws -> Data {
+        try socket.send(multipart: [Data(), frame])
+        try socket.setReceiveTimeout(milliseconds: timeoutMilliseconds)
+        guard let frames = try socket.receiveMultipart(), let body = frames.last else {
+            throw HarnessError("no reply within \(timeoutMilliseconds) ms")
+        }
+        return body
+    }
+
+    /// Sends `{"v":1,"op":op,"data":data}` and returns the whole reply as JSON.
+    func call(_ op: String, _ data: [String: Any] = [:]) throws -> JSONValue {
+        let frame = try JSONSerialization.data(withJSONObject: ["v": 1, "op": op, "data": data])
+        return try JSONDecoder().decode(JSONValue.self, from: raw(frame))
+    }
+
+    /// Calls and expects success; returns the reply's `data`.
+    func ok(_ op: String, _ data: [String: Any] = [:]) throws -> JSONValue {
+        let reply = try call(op, data)
+        guard reply["ok"]?.boolValue == true, let payload = reply["data"] else {
+            throw HarnessError("\(op) failed: \(String(describing: reply).prefix(400))")
+        }
+        return payload
+    }
+
+    /// Calls and expects failure; returns `(code, field)`.
+    func failure(_ op: String, _ data: [String: Any] = [:]) throws -> (code: String, field: String?) {
+        let reply = try call(op, data)
+        guard reply["ok"]?.boolValue == false, let code = reply["error"]?["code"]?.stringValue else {
+            throw HarnessError("\(op) was expected to fail: \(String(describing: reply).prefix(400))")
+        }
+        return (code, reply["error"]?["field"]?.stringValue)
+    }
+}
+
+/// A test's subscriber: collects `[topic, envelope]` messages with a deadline.
+final class EventSubscriber {
+    let socket: Socket
+
+    init(_ endpoint: String, context: Context, prefixes: [String] = [""]) throws {
+        socket = try Socket(context, .sub)
+        for prefix in prefixes { try socket.subscribe(prefix) }
+        try socket.connect(endpoint)
+        // Give the subscription time to reach the publisher (the zguide's slow joiner).
+        Thread.sleep(forTimeInterval: 0.3)
+    }
+
+    /// Receives until `count` messages arrived or `timeout` passed.
+    func receive(_ count: Int, timeout: TimeInterval = 5) throws -> [(topic: String, envelope: JSONValue)] {
+        var received: [(String, JSONValue)] = []
+        let deadline = Date().addingTimeInterval(timeout)
+        while received.count < count {
+            let remaining = Int32(deadline.timeIntervalSinceNow * 1000)
+            guard remaining > 0 else { break }
+            try socket.setReceiveTimeout(milliseconds: remaining)
+            guard let frames = try socket.receiveMultipart() else { break }
+            received.append((String(decoding: frames[0], as: UTF8.self), try JSONDecoder().decode(JSONValue.self, from: frames[1])))
+        }
+        return received
+    }
+}
+
+extension JSONValue {
+    subscript(index: Int) -> JSONValue? {
+        if case .array(let items) = self, items.indices.contains(index) { return items[index] }
+        return nil
+    }
+
+    var arrayValue: [JSONValue] {
+        if case .array(let items) = self { return items }
+        return []
+    }
+}
