@@ -14,12 +14,13 @@ public final class SystemTime: TimeSource {
     public func now() -> Instant { Instant.now() }
 }
 
-/// A request as a handler sees it: its frame, and the transaction it runs in.
-public struct Request {
-    public let head: RequestHead
-    public let frame: Data
-    public let tx: Transaction
+/// A request whose envelope has been checked: its op and its frame.
+public protocol IncomingRequest {
+    var head: RequestHead { get }
+    var frame: Data { get }
+}
 
+extension IncomingRequest {
     public var op: String { head.op }
 
     /// The op's payload; a failure names the offending field (`data.start`).
@@ -28,10 +29,30 @@ public struct Request {
     }
 }
 
+/// A request as a batched handler sees it: it runs inside the batch's transaction.
+public struct Request: IncomingRequest {
+    public let head: RequestHead
+    public let frame: Data
+    public let tx: Transaction
+}
+
+/// A request for an op that opens its own transactions, because it waits on something first
+/// (another service, a catch-up) and must not hold the batch's transaction meanwhile.
+public struct Call: IncomingRequest {
+    public let head: RequestHead
+    public let frame: Data
+}
+
 /// The shared shell of every service: the api ROUTER, the events PUB, the SQLite store with its
 /// outbox, and one loop on one thread that owns all of them.
 public final class ServiceHost {
     public typealias Handler = (Request) throws -> Data
+    public typealias CallHandler = (Call) throws -> Data
+
+    private enum Operation {
+        case batched(Handler)
+        case ownTransactions(CallHandler)
+    }
 
     public let name: String
     public let version = "1.0.0"
@@ -51,7 +72,9 @@ public final class ServiceHost {
 
     private let api: Socket
     private let publisher: Socket
-    private var handlers: [String: Handler] = [:]
+    private var operations: [String: Operation] = [:]
+    /// The transaction in progress, so a nested `write` joins it instead of deadlocking.
+    private var current: Transaction?
     private var watched: [(socket: Socket, onReadable: () -> Void)] = []
     private let startedAt = Date()
     /// Requests read in one turn share one transaction: group commit, one fsync for the batch.
@@ -93,20 +116,26 @@ public final class ServiceHost {
         }
     }
 
-    /// Registers an op. The handler returns the reply's `data` as JSON bytes.
-    public func handle(_ op: String, _ handler: @escaping Handler) { handlers[op] = handler }
+    /// Registers an op that runs in the batch's transaction. The handler returns the reply's `data` as JSON bytes.
+    public func handle(_ op: String, _ handler: @escaping Handler) { operations[op] = .batched(handler) }
+
+    /// Registers an op that runs outside any transaction and calls `write` itself.
+    public func handleWithOwnTransactions(_ op: String, _ handler: @escaping CallHandler) { operations[op] = .ownTransactions(handler) }
 
     /// Adds a socket to the loop's poll; `onReadable` runs on the loop thread when it has input.
     public func watch(_ socket: Socket, _ onReadable: @escaping () -> Void) { watched.append((socket, onReadable)) }
 
     /// Runs `body` in one write transaction; its events are published and its commit actions run
-    /// only after it commits.
+    /// only after it commits. Inside another `write` it becomes a savepoint of that transaction.
     @discardableResult
     public func write<T>(_ body: (Transaction) throws -> T) throws -> T {
+        if let current { return try current.isolated { try body(current) } }
         let now = time.now()
         var transaction: Transaction!
         let result = try database.write { db -> T in
             transaction = Transaction(db: db, eventLog: eventLog, now: now)
+            current = transaction
+            defer { current = nil }
             return try body(transaction)
         }
         finish(transaction)
@@ -174,25 +203,59 @@ public final class ServiceHost {
         }
     }
 
-    /// Runs request frames in one transaction (one savepoint each) and returns their reply frames.
-    /// `allowedOps` narrows what a channel may ask (the intake takes only the two log ops).
+    /// Runs request frames in order and returns their reply frames. Consecutive batched requests
+    /// share one transaction (one savepoint each): group commit. `allowedOps` narrows what a channel
+    /// may ask (the intake takes only the two log ops).
     public func process(_ frames: [Data], allowedOps: Set<String>? = nil) -> [Data] {
-        do {
-            return try write { tx in frames.map { respond(to: $0, in: tx, allowedOps: allowedOps) } }
-        } catch {
-            logger.error("batch transaction failed", metadata: ["error": "\(error)"])
-            return Array(repeating: Reply.failure(WireError(.internal, "the request could not be stored")), count: frames.count)
+        var replies = [Data](repeating: Data(), count: frames.count)
+        var batch: [(index: Int, request: (Transaction) -> Request, handler: Handler)] = []
+
+        func runBatch() {
+            guard !batch.isEmpty else { return }
+            do {
+                let results = try write { tx in
+                    batch.map { entry in reply { try tx.isolated { try entry.handler(entry.request(tx)) } } }
+                }
+                for (entry, result) in zip(batch, results) { replies[entry.index] = result }
+            } catch {
+                logger.error("batch transaction failed", metadata: ["error": "\(error)"])
+                for entry in batch { replies[entry.index] = Reply.failure(WireError(.internal, "the request could not be stored")) }
+            }
+            batch.removeAll()
         }
+
+        for (index, frame) in frames.enumerated() {
+            let head: RequestHead
+            let operation: Operation
+            do {
+                head = try RequestHead(frame: frame)
+                guard let found = operations[head.op], allowedOps?.contains(head.op) ?? true else {
+                    throw WireError(.unknownOp, "\(name) has no op \"\(head.op.prefix(60))\"", field: "op")
+                }
+                operation = found
+            } catch let error as WireError {
+                replies[index] = Reply.failure(error)
+                continue
+            } catch {
+                replies[index] = Reply.failure(WireError(.internal, "\(error)"))
+                continue
+            }
+            switch operation {
+            case .batched(let handler):
+                batch.append((index, { Request(head: head, frame: frame, tx: $0) }, handler))
+            case .ownTransactions(let handler):
+                runBatch()
+                replies[index] = reply { try handler(Call(head: head, frame: frame)) }
+            }
+        }
+        runBatch()
+        return replies
     }
 
-    private func respond(to frame: Data, in tx: Transaction, allowedOps: Set<String>?) -> Data {
+    /// A reply frame for what `body` returns or throws; an unexpected error is `internal`, never a crash.
+    private func reply(_ body: () throws -> Data) -> Data {
         do {
-            let head = try RequestHead(frame: frame)
-            guard let handler = handlers[head.op], allowedOps?.contains(head.op) ?? true else {
-                throw WireError(.unknownOp, "\(name) has no op \"\(head.op.prefix(60))\"", field: "op")
-            }
-            let data = try tx.isolated { try handler(Request(head: head, frame: frame, tx: tx)) }
-            return Reply.success(rawData: data)
+            return Reply.success(rawData: try body())
         } catch let error as WireError {
             return Reply.failure(error)
         } catch {
