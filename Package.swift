@@ -9,6 +9,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "session-logger", targets: ["SessionLoggerMain"]),
+        .executable(name: "reminder-planner", targets: ["ReminderPlannerMain"]),
         .executable(name: "noalc-streak", targets: ["NoAlcStreakMain"]),
     ],
     dependencies: [
@@ -40,6 +41,8 @@ let package = Package(
         // Services: a library each (the app, which tests build in-process too) and a thin executable.
         .target(name: "SessionLogger", dependencies: ["ServiceHost"], path: "Services/SessionLogger/App"),
         .executableTarget(name: "SessionLoggerMain", dependencies: ["SessionLogger"], path: "Services/SessionLogger/Main"),
+        .target(name: "ReminderPlanner", dependencies: ["ServiceHost", "ReminderPlanning"], path: "Services/ReminderPlanner/App"),
+        .executableTarget(name: "ReminderPlannerMain", dependencies: ["ReminderPlanner"], path: "Services/ReminderPlanner/Main"),
         .target(name: "NoAlcStreak", dependencies: ["ServiceHost", "StreakRules"], path: "Services/NoAlcStreak/App"),
         .executableTarget(name: "NoAlcStreakMain", dependencies: ["NoAlcStreak"], path: "Services/NoAlcStreak/Main"),
 

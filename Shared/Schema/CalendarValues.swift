@@ -108,7 +108,8 @@ public enum Weekday: String, CaseIterable, Codable, Sendable, Comparable {
 /// A validated IANA time zone identifier.
 public struct ZoneID: Hashable, Sendable, CustomStringConvertible {
     public let timeZone: TimeZone
-    public var identifier: String { timeZone.identifier }
+    /// As the user spelled it: Foundation reports "UTC" as "GMT", which would surprise them.
+    public let identifier: String
     public var description: String { identifier }
 
     /// Accepts IANA names only (`Europe/Berlin`, `UTC`), not abbreviations or offsets.
@@ -117,6 +118,7 @@ public struct ZoneID: Hashable, Sendable, CustomStringConvertible {
               TimeZone.knownTimeZoneIdentifiers.contains(identifier) || identifier == "UTC",
               let zone = TimeZone(identifier: identifier) else { return nil }
         timeZone = zone
+        self.identifier = identifier
     }
 
     public static let utc = ZoneID("UTC")!

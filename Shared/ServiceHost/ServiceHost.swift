@@ -51,6 +51,7 @@ public final class ServiceHost {
 
     private enum Operation {
         case batched(Handler)
+        case alone(Handler)
         case ownTransactions(CallHandler)
     }
 
@@ -118,6 +119,10 @@ public final class ServiceHost {
 
     /// Registers an op that runs in the batch's transaction. The handler returns the reply's `data` as JSON bytes.
     public func handle(_ op: String, _ handler: @escaping Handler) { operations[op] = .batched(handler) }
+
+    /// Registers an op that runs in a transaction of its own, for services whose in-memory state
+    /// (changed in `afterCommit`) the next request must already see.
+    public func handleAlone(_ op: String, _ handler: @escaping Handler) { operations[op] = .alone(handler) }
 
     /// Registers an op that runs outside any transaction and calls `write` itself.
     public func handleWithOwnTransactions(_ op: String, _ handler: @escaping CallHandler) { operations[op] = .ownTransactions(handler) }
@@ -243,6 +248,9 @@ public final class ServiceHost {
             switch operation {
             case .batched(let handler):
                 batch.append((index, { Request(head: head, frame: frame, tx: $0) }, handler))
+            case .alone(let handler):
+                runBatch()
+                replies[index] = reply { try write { tx in try handler(Request(head: head, frame: frame, tx: tx)) } }
             case .ownTransactions(let handler):
                 runBatch()
                 replies[index] = reply { try handler(Call(head: head, frame: frame)) }

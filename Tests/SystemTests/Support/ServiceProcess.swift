@@ -26,7 +26,7 @@ func temporaryDirectory(_ label: String = "lht") -> URL {
 final class ServiceProcess: @unchecked Sendable {
     let name: String
     let dataDirectory: URL
-    let arguments: [String]
+    private(set) var arguments: [String]
     private(set) var process: Process
     private(set) var endpoints: [String: String] = [:]
     private let output = OutputBuffer()
@@ -47,8 +47,11 @@ final class ServiceProcess: @unchecked Sendable {
         try start(timeout: timeout)
     }
 
-    /// Starts again with the same arguments (and data directory), e.g. after `kill()`.
-    func restart(timeout: TimeInterval = 30) throws {
+    /// Starts again on the same data directory, e.g. after `kill()`; `changing` replaces flags' values.
+    func restart(changing changes: [String: String] = [:], timeout: TimeInterval = 30) throws {
+        for (flag, value) in changes {
+            if let index = arguments.firstIndex(of: flag), index + 1 < arguments.count { arguments[index + 1] = value } else { arguments += [flag, value] }
+        }
         process = Process()
         endpoints = [:]
         output.clear()

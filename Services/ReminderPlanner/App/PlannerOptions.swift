@@ -1,0 +1,77 @@
+import ArgumentParser
+import Foundation
+import LHTSchema
+import ServiceHost
+
+/// `reminder-planner` flags (PROTOCOL.md "Running the services").
+public struct PlannerOptions: ParsableArguments {
+    @OptionGroup public var common: CommonOptions
+
+    @Option(name: .customLong("session-logger-api"), help: "The session logger's api, for catching up with events.since.")
+    public var sessionLoggerAPI: String?
+
+    @Option(name: .customLong("session-logger-events"), help: "The session logger's events, for sessions as they are logged.")
+    public var sessionLoggerEvents: String?
+
+    @Option(name: .customLong("time-zone"), help: "Time zone of users who have not set one.")
+    public var timeZone = "UTC"
+
+    @Option(name: .customLong("grace-minutes"), help: "How late an occurrence missed while down may still fire.")
+    public var graceMinutes = 60
+
+    @Option(help: "system, or manual:<RFC 3339 instant> for a clock moved only by clock.set/clock.advance.")
+    public var clock = "system"
+
+    public init() {}
+
+    public static let flagNames = CommonOptions.flagNames
+        + ["session-logger-api", "session-logger-events", "time-zone", "grace-minutes", "clock"]
+}
+
+/// Where the planner's "now" comes from.
+public enum ClockSetting: Sendable, Equatable {
+    case system
+    /// Starts at this instant (or where it stood before a restart, if later) and moves only on request.
+    case manual(Instant)
+
+    init(_ text: String) throws {
+        if text == "system" {
+            self = .system
+        } else if text.hasPrefix("manual:"), let start = Instant(rfc3339: String(text.dropFirst("manual:".count))) {
+            self = .manual(start)
+        } else {
+            throw ValidationError("--clock: \"\(text)\" is neither system nor manual:<RFC 3339 instant>")
+        }
+    }
+}
+
+public struct PlannerSettings: Sendable {
+    public let service: ServiceSettings
+    public let sessionLoggerAPI: String
+    public let sessionLoggerEvents: String
+    public let defaultZone: ZoneID
+    public let graceMinutes: Int
+    public let clock: ClockSetting
+
+    public init(_ options: PlannerOptions) throws {
+        defaultZone = try ZoneOption.validated(options.timeZone)
+        clock = try ClockSetting(options.clock)
+        guard (0...10_080).contains(options.graceMinutes) else {
+            throw ValidationError("--grace-minutes: \(options.graceMinutes) is not 0...10080")
+        }
+        graceMinutes = options.graceMinutes
+        sessionLoggerAPI = try Endpoint.validated(options.sessionLoggerAPI ?? "tcp://127.0.0.1:7301", flag: "session-logger-api")
+        sessionLoggerEvents = try Endpoint.validated(options.sessionLoggerEvents ?? "tcp://127.0.0.1:7302", flag: "session-logger-events")
+        service = try ServiceSettings(name: "reminder-planner", common: options.common,
+                                      defaultAPI: "tcp://127.0.0.1:7311", defaultEvents: "tcp://127.0.0.1:7312")
+    }
+}
+
+/// A clock that stands still until told to move.
+final class ManualTime: TimeSource {
+    var current: Instant
+
+    init(_ start: Instant) { current = start }
+
+    func now() -> Instant { current }
+}

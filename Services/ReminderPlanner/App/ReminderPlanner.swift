@@ -1,0 +1,414 @@
+import Foundation
+import GRDB
+import LHTSchema
+import Logging
+import ReminderPlanning
+import ServiceHost
+import ZeroMQ
+
+/// Keeps reminders, computes their occurrences in each user's zone, announces cancellations as
+/// soon as activity covers an occurrence, and decides every occurrence exactly once at its instant.
+///
+/// Users and reminders live in memory (changed after commit, by ops that run alone); everything
+/// coverage depends on is read from SQLite inside the deciding transaction, so a decision always
+/// sees what was stored before it.
+public final class ReminderPlanner: Service {
+    public let host: ServiceHost
+    private let settings: PlannerSettings
+    private let manualClock: ManualTime?
+    private var feed: UpstreamFeed!
+    private var scheduler = Scheduler()
+    private var users: [UserID: UserSettings] = [:]
+    private var reminders: [RecordID: Reminder] = [:]
+    private var remindersByUser: [UserID: Set<RecordID>] = [:]
+    /// Every occurrence at or before this instant is decided (or never existed).
+    private var decidedThrough: Instant
+
+    private enum DecisionMode {
+        /// The loop reached T on the system clock: on time unless the loop lagged a minute or more.
+        case live
+        /// T passed while the planner was down: late within the grace window, missed beyond it.
+        case startup
+        /// A manual clock was moved over T on purpose: on time.
+        case manual
+    }
+
+    public init(settings: PlannerSettings, logger: Logger, context: Context? = nil) throws {
+        self.settings = settings
+        let time: TimeSource
+        if case .manual(let start) = settings.clock {
+            manualClock = ManualTime(start)
+            time = manualClock!
+        } else {
+            manualClock = nil
+            time = SystemTime()
+        }
+        host = try ServiceHost(name: settings.service.name, apiEndpoint: settings.service.api,
+                               eventsEndpoint: settings.service.events, dataDirectory: settings.service.dataDirectory,
+                               migrations: PlannerStore.migrate, logger: logger, time: time, context: context)
+        let stored = try host.read { db in
+            (users: try PlannerStore.users(db), reminders: try PlannerStore.reminders(db),
+             decidedThrough: try PlannerStore.value("decidedThroughMs", db), manualNow: try PlannerStore.value("manualNowMs", db))
+        }
+        if let manualClock {
+            // A restart never moves a manual clock backwards, whatever the flag says.
+            manualClock.current = max(manualClock.current, Instant(millisecondsSince1970: stored.manualNow ?? .min))
+            try host.write { tx in try PlannerStore.setValue("manualNowMs", manualClock.current.millisecondsSince1970, tx.db) }
+        }
+        // A fresh planner has nothing to catch up on: occurrences exist from now on.
+        decidedThrough = stored.decidedThrough.map(Instant.init(millisecondsSince1970:)) ?? time.now()
+        for user in stored.users { users[user.userId] = user }
+        for reminder in stored.reminders { remember(reminder) }
+        rebuildSchedule()
+
+        feed = try UpstreamFeed(name: "session-logger", host: host, eventsEndpoint: settings.sessionLoggerEvents,
+                                apiEndpoint: settings.sessionLoggerAPI) { [unowned self] header, envelope, tx in
+            try self.apply(header, envelope, tx)
+        }
+        registerOps()
+        host.count("sessionsApplied", by: 0)
+        host.count("noalcDaysApplied", by: 0)
+        feed.catchUp()
+        decide(through: time.now(), mode: .startup)
+        host.nextDeadline = { [unowned self] in self.manualClock == nil ? self.scheduler.nextInstant : nil }
+        host.onTick = { [unowned self] in
+            self.feed.catchUpIfQuiet()
+            if self.manualClock == nil { self.decide(through: self.host.time.now(), mode: .live) }
+        }
+    }
+
+    // MARK: Ops
+
+    private func registerOps() {
+        host.handleAlone("user.put") { [unowned self] request in
+            let input = try request.decode(UserPutRequest.self)
+            let user = UserSettings(userId: input.userId, timeZone: input.timeZone, locale: input.locale,
+                                    paused: input.paused ?? users[input.userId]?.paused ?? false)
+            try PlannerStore.save(user, request.tx.db)
+            for id in remindersByUser[user.userId] ?? [] {
+                if let reminder = reminders[id] { try reevaluate(reminder, zone: user.timeZone, in: request.tx) }
+            }
+            try persistDecidedThrough(request.tx)
+            request.tx.afterCommit { [unowned self] in
+                users[user.userId] = user
+                for id in remindersByUser[user.userId] ?? [] { if let reminder = reminders[id] { scheduler.schedule(reminder, zone: user.timeZone, after: decidedThrough) } }
+            }
+            return try replyData(user)
+        }
+        host.handle("user.get") { [unowned self] request in
+            try replyData(self.user(request.decode(UserRequest.self).userId))
+        }
+        host.handleAlone("reminder.put") { [unowned self] request in try putReminder(request.decode(ReminderPutRequest.self), request.tx) }
+        host.handle("reminder.get") { [unowned self] request in
+            try replyData(reminder(request.decode(ReminderIDRequest.self).id, field: "data.id"))
+        }
+        host.handle("reminder.list") { [unowned self] request in
+            let user = try request.decode(UserRequest.self).userId
+            let list = (remindersByUser[user] ?? []).compactMap { reminders[$0] }.sorted { ($0.time, $0.id) < ($1.time, $1.id) }
+            return try replyData(ReminderListReply(reminders: list))
+        }
+        host.handleAlone("reminder.delete") { [unowned self] request in
+            let reminder = try reminder(request.decode(ReminderIDRequest.self).id, field: "data.id")
+            try PlannerStore.delete(reminder: reminder.id, request.tx.db)
+            let deleted = ReminderDeleted(id: reminder.id, userId: reminder.userId, activity: reminder.activity)
+            try request.tx.append(type: "reminder.changed", userId: reminder.userId, activity: reminder.activity, data: deleted)
+            try persistDecidedThrough(request.tx)
+            request.tx.afterCommit { [unowned self] in forget(reminder.id) }
+            return try replyData(deleted)
+        }
+        host.handle("reminder.upcoming") { [unowned self] request in
+            try replyData(UpcomingReply(occurrences: upcoming(request.decode(UpcomingRequest.self), request.tx.db)))
+        }
+        host.handleAlone("reminder.restore") { [unowned self] request in try restore(request.decode(RestoreRequest.self), request.tx) }
+        host.handleAlone("reminder.test") { [unowned self] request in
+            let reminder = try reminder(request.decode(ReminderTestRequest.self).reminderId, field: "data.reminderId")
+            return try replyData(fireTest(reminder, request.tx))
+        }
+        host.handle("clock.get") { [unowned self] _ in try replyData(ClockReply(now: host.time.now(), decided: nil)) }
+        host.handleWithOwnTransactions("clock.set") { [unowned self] call in
+            try moveClock(call) { try call.decode(ClockSetRequest.self).now }
+        }
+        host.handleWithOwnTransactions("clock.advance") { [unowned self] call in
+            try moveClock(call) { [unowned self] in host.time.now().adding(seconds: try call.decode(ClockAdvanceRequest.self).seconds) }
+        }
+    }
+
+    private func user(_ id: UserID) -> UserSettings {
+        users[id] ?? UserSettings(userId: id, timeZone: settings.defaultZone, locale: .en, paused: false)
+    }
+
+    private func reminder(_ id: RecordID, field: String) throws(WireError) -> Reminder {
+        guard let reminder = reminders[id] else { throw WireError(.notFound, "no reminder \(id)", field: field) }
+        return reminder
+    }
+
+    private func putReminder(_ input: ReminderPutRequest, _ tx: Transaction) throws -> Data {
+        let existing = input.id.flatMap { reminders[$0] }
+        if let existing, existing.userId != input.userId {
+            throw WireError(.conflict, "reminder \(existing.id) belongs to another user", field: "data.userId")
+        }
+        let weekdays = input.weekdays ?? Weekday.allCases
+        var warnings: [String]?
+        if weekdays.isEmpty { warnings = ["weekdays is empty: the reminder is stored disabled"] }
+        let reminder = Reminder(
+            id: input.id ?? RecordID(), userId: input.userId, activity: input.activity,
+            time: input.time ?? Reminder.defaultTime(for: input.activity), weekdays: weekdays,
+            lookbackHours: input.lookbackHours ?? Reminder.defaultLookbackHours(for: input.activity),
+            enabled: weekdays.isEmpty ? false : input.enabled ?? true, title: input.title, body: input.body,
+            createdAt: existing?.createdAt ?? tx.now)
+        try PlannerStore.save(reminder, tx.db)
+        try tx.append(type: "reminder.changed", userId: reminder.userId, activity: reminder.activity, data: reminder)
+        try reevaluate(reminder, zone: user(reminder.userId).timeZone, in: tx)
+        try persistDecidedThrough(tx)
+        tx.afterCommit { [unowned self] in
+            if let existing { forget(existing.id) }
+            remember(reminder)
+            scheduler.schedule(reminder, zone: user(reminder.userId).timeZone, after: decidedThrough)
+        }
+        return try replyData(ReminderPutReply(reminder: reminder, warnings: warnings))
+    }
+
+    private func restore(_ input: RestoreRequest, _ tx: Transaction) throws -> Data {
+        let reminder = try reminder(input.reminderId, field: "data.reminderId")
+        let zone = user(reminder.userId).timeZone
+        guard reminder.enabled, input.at >= reminder.createdAt,
+              let planned = OccurrenceCalendar.occurrence(exactlyAt: input.at, time: reminder.time, on: Set(reminder.weekdays), in: zone.timeZone)
+        else { throw WireError(.notFound, "\(input.at) is not an occurrence of reminder \(reminder.id)", field: "data.at") }
+        let decided = try PlannerStore.decisions(of: reminder.id, from: planned.at, through: planned.at, tx.db)
+        guard decided.isEmpty, planned.at > decidedThrough else {
+            throw WireError(.conflict, "the occurrence at \(planned.at) is decided already", field: "data.at")
+        }
+        try PlannerStore.restore(reminder.id, at: planned.at, tx.db)
+        let occurrence = makeOccurrence(reminder, planned, status: .scheduled, cause: nil)
+        try tx.append(type: "reminder.restored", userId: reminder.userId, activity: reminder.activity, data: occurrence)
+        return try replyData(occurrence)
+    }
+
+    /// `reminder.test`: a `reminder.due` with `test:true` now, whatever the rule, coverage or pause.
+    private func fireTest(_ reminder: Reminder, _ tx: Transaction) throws -> Occurrence {
+        let settings = user(reminder.userId)
+        let local = tx.now.local(in: settings.timeZone.timeZone)
+        let planned = PlannedOccurrence(day: local.day, weekday: local.day.weekday, at: tx.now,
+                                        localTime: LocalTime(hour: local.minuteOfDay / 60, minute: local.minuteOfDay % 60)!)
+        let occurrence = makeOccurrence(reminder, planned, status: .fired, cause: nil)
+        try tx.append(type: "reminder.due", userId: reminder.userId, activity: reminder.activity,
+                      data: DueOccurrence(occurrence: occurrence, timeZone: settings.timeZone, locale: settings.locale,
+                                          title: reminder.title, body: reminder.body, late: false, test: true))
+        return occurrence
+    }
+
+    private func moveClock(_ call: Call, to target: () throws -> Instant) throws -> Data {
+        guard let manualClock else {
+            throw WireError.invalid("op", "\(call.op) needs --clock manual:<instant>; this planner runs on the system clock")
+        }
+        let now = try target()
+        guard now >= manualClock.current else { throw WireError.invalid("data.now", "the clock only moves forward") }
+        manualClock.current = now
+        try host.write { tx in try PlannerStore.setValue("manualNowMs", now.millisecondsSince1970, tx.db) }
+        let decided = decide(through: now, mode: .manual)
+        return try replyData(ClockReply(now: now, decided: decided))
+    }
+
+    // MARK: Occurrences
+
+    private func makeOccurrence(_ reminder: Reminder, _ planned: PlannedOccurrence, status: OccurrenceStatus, cause: RecordID?) -> Occurrence {
+        let isNoAlc = reminder.activity == .noalc
+        return Occurrence(
+            reminderId: reminder.id, userId: reminder.userId, activity: reminder.activity, at: planned.at, localTime: planned.localTime,
+            day: planned.day, weekday: planned.weekday,
+            windowStart: isNoAlc ? nil : Coverage.windowStart(of: planned.at, lookbackHours: reminder.lookbackHours),
+            status: status, cause: cause,
+            targetDay: isNoAlc ? Coverage.noalcTargetDay(ruleDay: planned.day, ruleTime: reminder.time) : nil)
+    }
+
+    /// What covers the occurrence, if anything: a session overlapping its window, or an entry for its target day.
+    private func cause(covering planned: PlannedOccurrence, of reminder: Reminder, _ db: Database) throws -> RecordID? {
+        if reminder.activity == .noalc {
+            return try PlannerStore.noalcEntry(user: reminder.userId, day: Coverage.noalcTargetDay(ruleDay: planned.day, ruleTime: reminder.time), db)
+        }
+        return try PlannerStore.coveringSession(of: reminder, at: planned.at, db)
+    }
+
+    /// Undecided occurrences of `reminder` that something already logged could cover: sessions
+    /// start at most 5 minutes ahead and last at most a day, windows at most 48 h; NoAlc entries
+    /// may name any day, so a month ahead (the longest `reminder.upcoming`) is looked at.
+    private func coverableOccurrences(of reminder: Reminder, zone: ZoneID) -> [PlannedOccurrence] {
+        guard reminder.enabled, !reminder.weekdays.isEmpty else { return [] }
+        let from = max(decidedThrough.adding(milliseconds: 1), reminder.createdAt)
+        let horizonHours: Int64 = reminder.activity == .noalc ? 32 * 24 : 24 + 48 + 1
+        return OccurrenceCalendar.occurrences(at: reminder.time, on: Set(reminder.weekdays), in: zone.timeZone,
+                                              from: from, through: host.time.now().adding(seconds: horizonHours * 3600))
+    }
+
+    /// Announces `reminder.cancelled` once for each undecided occurrence that became covered.
+    private func announceCancellations(_ reminder: Reminder, _ candidates: [PlannedOccurrence], in tx: Transaction) throws {
+        for planned in candidates where planned.at > decidedThrough && planned.at >= reminder.createdAt {
+            guard !(try PlannerStore.isRestored(reminder.id, at: planned.at, tx.db)),
+                  let cause = try cause(covering: planned, of: reminder, tx.db),
+                  try PlannerStore.announce(reminder.id, at: planned.at, cause: cause, tx.db) else { continue }
+            try tx.append(type: "reminder.cancelled", userId: reminder.userId, activity: reminder.activity,
+                          data: makeOccurrence(reminder, planned, status: .cancelled, cause: cause))
+        }
+    }
+
+    /// After a put or a zone change: announce what is newly covered, withdraw what no longer is.
+    private func reevaluate(_ reminder: Reminder, zone: ZoneID, in tx: Transaction) throws {
+        let candidates = coverableOccurrences(of: reminder, zone: zone)
+        let current = Set(candidates.map(\.at.millisecondsSince1970))
+        for at in try PlannerStore.announced(of: reminder.id, tx.db).keys where !current.contains(at) {
+            try PlannerStore.withdrawAnnouncement(reminder.id, at: at, tx.db)
+        }
+        try announceCancellations(reminder, candidates, in: tx)
+    }
+
+    private func upcoming(_ query: UpcomingRequest, _ db: Database) throws -> [Occurrence] {
+        let zone = user(query.userId).timeZone
+        let today = host.time.now().local(in: zone.timeZone).day
+        var result: [Occurrence] = []
+        for reminder in (remindersByUser[query.userId] ?? []).compactMap({ reminders[$0] }) where reminder.enabled {
+            let planned = OccurrenceCalendar.occurrences(at: reminder.time, on: Set(reminder.weekdays), in: zone.timeZone,
+                                                         days: today...today.adding(days: query.days - 1))
+                .filter { $0.at >= reminder.createdAt }
+            guard let first = planned.first, let last = planned.last else { continue }
+            let decisions = try PlannerStore.decisions(of: reminder.id, from: first.at, through: last.at, db)
+            for occurrence in planned {
+                if let decided = decisions[occurrence.at.millisecondsSince1970] {
+                    result.append(makeOccurrence(reminder, occurrence, status: decided.status, cause: decided.cause))
+                } else if occurrence.at > decidedThrough {
+                    let restored = try PlannerStore.isRestored(reminder.id, at: occurrence.at, db)
+                    let cause = restored ? nil : try cause(covering: occurrence, of: reminder, db)
+                    result.append(makeOccurrence(reminder, occurrence, status: cause == nil ? .scheduled : .cancelled, cause: cause))
+                }
+                // Undecided and already past: the reminder was edited after its instant; it never existed.
+            }
+        }
+        return result.sorted { ($0.at, $0.reminderId) < ($1.at, $1.reminderId) }
+    }
+
+    // MARK: Deciding
+
+    /// Decides every occurrence due up to `now`, in time order, in one transaction. Returns how many.
+    @discardableResult
+    private func decide(through now: Instant, mode: DecisionMode) -> Int {
+        guard let next = scheduler.nextInstant, next <= now else {
+            decidedThrough = max(decidedThrough, now)
+            return 0
+        }
+        // Read what the session logger has before deciding. If it does not answer, decide anyway with
+        // what we know: missing sessions can only mean fewer cancellations, so the reminder fires (fail-safe).
+        if mode != .startup { feed.catchUp() }
+        var count = 0
+        do {
+            try host.write { tx in
+                for (id, at) in scheduler.popDue(through: now) {
+                    guard let reminder = reminders[id] else { continue }
+                    let settings = user(reminder.userId)
+                    if let planned = OccurrenceCalendar.occurrence(exactlyAt: at, time: reminder.time, on: Set(reminder.weekdays), in: settings.timeZone.timeZone),
+                       try decide(planned, of: reminder, user: settings, now: now, mode: mode, tx) {
+                        count += 1
+                    }
+                    scheduler.schedule(reminder, zone: settings.timeZone, after: at)
+                }
+                decidedThrough = max(decidedThrough, now)
+                try persistDecidedThrough(tx)
+            }
+        } catch {
+            host.logger.error("deciding failed; will retry", metadata: ["error": "\(error)"])
+            let stored = try? host.read { db in try PlannerStore.value("decidedThroughMs", db) }
+            decidedThrough = stored.flatMap { $0 }.map(Instant.init(millisecondsSince1970:)) ?? decidedThrough
+            rebuildSchedule()
+            return 0
+        }
+        return count
+    }
+
+    /// Decides one occurrence and stores its decision event; false if it was decided before.
+    private func decide(_ planned: PlannedOccurrence, of reminder: Reminder, user: UserSettings, now: Instant,
+                        mode: DecisionMode, _ tx: Transaction) throws -> Bool {
+        let timeliness: Timeliness = switch mode {
+        case .manual: .onTime
+        case .live: Timeliness.classify(now: now, at: planned.at, graceMinutes: settings.graceMinutes, onTimeToleranceMilliseconds: 60_000)
+        case .startup: Timeliness.classify(now: now, at: planned.at, graceMinutes: settings.graceMinutes)
+        }
+        var status = OccurrenceStatus.missed
+        var cause: RecordID?
+        if timeliness != .missed {
+            let restored = try PlannerStore.isRestored(reminder.id, at: planned.at, tx.db)
+            let covering = restored ? nil : try self.cause(covering: planned, of: reminder, tx.db)
+            switch Decision.decide(paused: user.paused, coveringCause: covering?.description, restored: restored) {
+            case .skipped: status = .skipped
+            case .suppressed: status = .suppressed; cause = covering
+            case .due: status = .fired
+            }
+        }
+        guard try PlannerStore.decide(reminder.id, at: planned.at, status: status, cause: cause, tx.db) else { return false }
+        try PlannerStore.withdrawAnnouncement(reminder.id, at: planned.at.millisecondsSince1970, tx.db)
+        let occurrence = makeOccurrence(reminder, planned, status: status, cause: cause)
+        switch status {
+        case .fired:
+            try tx.append(type: "reminder.due", userId: reminder.userId, activity: reminder.activity,
+                          data: DueOccurrence(occurrence: occurrence, timeZone: user.timeZone, locale: user.locale,
+                                              title: reminder.title, body: reminder.body, late: timeliness == .late, test: false))
+        default:
+            try tx.append(type: "reminder.\(status.rawValue)", userId: reminder.userId, activity: reminder.activity, data: occurrence)
+        }
+        return true
+    }
+
+    private func persistDecidedThrough(_ tx: Transaction) throws {
+        try PlannerStore.setValue("decidedThroughMs", decidedThrough.millisecondsSince1970, tx.db)
+    }
+
+    // MARK: Upstream
+
+    /// Applies one session-logger event: store what covers occurrences and announce what it cancels.
+    private func apply(_ header: EventHeader, _ envelope: Data, _ tx: Transaction) throws {
+        switch header.type {
+        case "session.logged":
+            let session = try JSONDecoder().decode(EventEnvelope<StoredSession>.self, from: envelope).data
+            guard try PlannerStore.insert(session: session, seq: header.seq, tx.db) else { return }
+            tx.afterCommit { [unowned self] in host.count("sessionsApplied") }
+            let zone = user(session.userId).timeZone
+            for reminder in reminders(of: session.userId, activity: session.activity) {
+                let latest = session.end.adding(seconds: Int64(reminder.lookbackHours) * 3600)
+                let candidates = OccurrenceCalendar.occurrences(at: reminder.time, on: Set(reminder.weekdays), in: zone.timeZone,
+                                                                from: max(session.start, decidedThrough.adding(milliseconds: 1)), through: latest)
+                try announceCancellations(reminder, candidates, in: tx)
+            }
+        case "noalc.logged":
+            let entry = try JSONDecoder().decode(EventEnvelope<StoredNoAlcEntry>.self, from: envelope).data
+            guard try PlannerStore.insert(noalcDay: entry.day, user: entry.userId, entry: entry.id, tx.db) else { return }
+            tx.afterCommit { [unowned self] in host.count("noalcDaysApplied") }
+            let zone = user(entry.userId).timeZone
+            for reminder in reminders(of: entry.userId, activity: .noalc) {
+                // The entry's day is the target day of an occurrence on that day (evening rule) or the next (morning rule).
+                let ruleDay = reminder.time >= Coverage.noalcEveningStart ? entry.day : entry.day.adding(days: 1)
+                let candidates = OccurrenceCalendar.occurrences(at: reminder.time, on: Set(reminder.weekdays), in: zone.timeZone, days: ruleDay...ruleDay)
+                try announceCancellations(reminder, candidates, in: tx)
+            }
+        default:
+            return
+        }
+    }
+
+    private func reminders(of user: UserID, activity: Activity) -> [Reminder] {
+        (remindersByUser[user] ?? []).compactMap { reminders[$0] }.filter { $0.activity == activity && $0.enabled }
+    }
+
+    // MARK: Memory
+
+    private func remember(_ reminder: Reminder) {
+        reminders[reminder.id] = reminder
+        remindersByUser[reminder.userId, default: []].insert(reminder.id)
+    }
+
+    private func forget(_ id: RecordID) {
+        if let reminder = reminders.removeValue(forKey: id) { remindersByUser[reminder.userId]?.remove(id) }
+        scheduler.unschedule(id)
+    }
+
+    private func rebuildSchedule() {
+        scheduler = Scheduler()
+        for reminder in reminders.values { scheduler.schedule(reminder, zone: user(reminder.userId).timeZone, after: decidedThrough) }
+    }
+}

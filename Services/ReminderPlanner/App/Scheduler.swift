@@ -1,0 +1,99 @@
+import LHTSchema
+import ReminderPlanning
+
+/// The next undecided occurrence of every enabled reminder, in a min-heap by instant, so the planner
+/// wakes exactly at the next decision instead of scanning all reminders.
+///
+/// Entries are never removed from the middle: an edited reminder gets a new entry and the old one
+/// is recognised as stale when it surfaces (`scheduled[id]` no longer names its instant).
+struct Scheduler {
+    private var heap = MinHeap<Entry>()
+    private var scheduled: [RecordID: Int64] = [:]
+
+    struct Entry: Comparable {
+        let at: Int64
+        let reminder: RecordID
+
+        static func < (lhs: Entry, rhs: Entry) -> Bool { (lhs.at, lhs.reminder) < (rhs.at, rhs.reminder) }
+    }
+
+    var isEmpty: Bool { heap.isEmpty }
+
+    /// The instant of the earliest live entry.
+    var nextInstant: Instant? {
+        mutating get {
+            dropStale()
+            return heap.peek.map { Instant(millisecondsSince1970: $0.at) }
+        }
+    }
+
+    /// (Re)schedules `reminder`'s first occurrence strictly after `decidedThrough`, or unschedules it.
+    mutating func schedule(_ reminder: Reminder, zone: ZoneID, after decidedThrough: Instant) {
+        guard reminder.enabled, !reminder.weekdays.isEmpty,
+              let next = OccurrenceCalendar.next(at: reminder.time, on: Set(reminder.weekdays), in: zone.timeZone,
+                                                 from: max(decidedThrough.adding(milliseconds: 1), reminder.createdAt)) else {
+            scheduled[reminder.id] = nil
+            return
+        }
+        scheduled[reminder.id] = next.at.millisecondsSince1970
+        heap.push(Entry(at: next.at.millisecondsSince1970, reminder: reminder.id))
+    }
+
+    mutating func unschedule(_ id: RecordID) { scheduled[id] = nil }
+
+    /// Removes and returns the live entries due at or before `now`, in time order. The caller
+    /// reschedules each reminder after deciding it.
+    mutating func popDue(through now: Instant) -> [(reminder: RecordID, at: Instant)] {
+        var due: [(RecordID, Instant)] = []
+        while true {
+            dropStale()
+            guard let top = heap.peek, top.at <= now.millisecondsSince1970 else { break }
+            heap.pop()
+            scheduled[top.reminder] = nil
+            due.append((top.reminder, Instant(millisecondsSince1970: top.at)))
+        }
+        return due
+    }
+
+    private mutating func dropStale() {
+        while let top = heap.peek, scheduled[top.reminder] != top.at { heap.pop() }
+    }
+}
+
+/// A binary min-heap.
+struct MinHeap<Element: Comparable> {
+    private var items: [Element] = []
+
+    var isEmpty: Bool { items.isEmpty }
+    var count: Int { items.count }
+    var peek: Element? { items.first }
+
+    mutating func push(_ element: Element) {
+        items.append(element)
+        var child = items.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard items[child] < items[parent] else { break }
+            items.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    @discardableResult
+    mutating func pop() -> Element? {
+        guard !items.isEmpty else { return nil }
+        items.swapAt(0, items.count - 1)
+        let top = items.removeLast()
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1, right = left + 1
+            var smallest = parent
+            if left < items.count, items[left] < items[smallest] { smallest = left }
+            if right < items.count, items[right] < items[smallest] { smallest = right }
+            guard smallest != parent else { break }
+            items.swapAt(parent, smallest)
+            parent = smallest
+        }
+        return top
+    }
+}

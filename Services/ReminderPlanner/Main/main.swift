@@ -1,0 +1,9 @@
+import ReminderPlanner
+import ServiceHost
+
+let options = ServiceCommandLine.parseOrExit(PlannerOptions.self, flags: PlannerOptions.flagNames) {
+    _ = try PlannerSettings($0)
+}
+ServiceCommandLine.serve("reminder-planner") { logger in
+    try ReminderPlanner(settings: PlannerSettings(options), logger: logger)
+}

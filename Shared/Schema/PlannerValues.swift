@@ -1,0 +1,365 @@
+import Foundation
+
+/// A user's planner settings.
+public struct UserSettings: Codable, Sendable, Hashable {
+    public let userId: UserID
+    public let timeZone: ZoneID
+    public let locale: NotificationLocale
+    public let paused: Bool
+
+    public init(userId: UserID, timeZone: ZoneID, locale: NotificationLocale, paused: Bool) {
+        self.userId = userId
+        self.timeZone = timeZone
+        self.locale = locale
+        self.paused = paused
+    }
+}
+
+/// `user.put` data.
+public struct UserPutRequest: Codable, Sendable {
+    public let userId: UserID
+    public let timeZone: ZoneID
+    public let locale: NotificationLocale
+    public let paused: Bool?
+
+    public init(userId: UserID, timeZone: ZoneID, locale: NotificationLocale, paused: Bool? = nil) {
+        self.userId = userId
+        self.timeZone = timeZone
+        self.locale = locale
+        self.paused = paused
+    }
+}
+
+/// Requests that name only a user.
+public struct UserRequest: Codable, Sendable {
+    public let userId: UserID
+    public init(userId: UserID) { self.userId = userId }
+}
+
+/// Requests that name only a reminder.
+public struct ReminderIDRequest: Codable, Sendable {
+    public let id: RecordID
+    public init(id: RecordID) { self.id = id }
+}
+
+/// `reminder.put` data; absent fields take the per-activity defaults.
+public struct ReminderPutRequest: Codable, Sendable {
+    public let id: RecordID?
+    public let userId: UserID
+    public let activity: Activity
+    public let time: LocalTime?
+    public let weekdays: [Weekday]?
+    public let lookbackHours: Int?
+    public let enabled: Bool?
+    public let title: String?
+    public let body: String?
+
+    public static let lookbackRange = 1...48
+    static let longestText = 500
+
+    public init(id: RecordID? = nil, userId: UserID, activity: Activity, time: LocalTime? = nil, weekdays: [Weekday]? = nil,
+                lookbackHours: Int? = nil, enabled: Bool? = nil, title: String? = nil, body: String? = nil) {
+        self.id = id
+        self.userId = userId
+        self.activity = activity
+        self.time = time
+        self.weekdays = weekdays
+        self.lookbackHours = lookbackHours
+        self.enabled = enabled
+        self.title = title
+        self.body = body
+    }
+
+    enum CodingKeys: String, CodingKey { case id, userId, activity, time, weekdays, lookbackHours, enabled, title, body }
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decodeIfPresent(RecordID.self, forKey: .id)
+        userId = try container.decode(UserID.self, forKey: .userId)
+        activity = try container.decode(Activity.self, forKey: .activity)
+        time = try container.decodeIfPresent(LocalTime.self, forKey: .time)
+        weekdays = try container.decodeIfPresent([Weekday].self, forKey: .weekdays)
+        lookbackHours = try container.decodeIfPresent(Int.self, forKey: .lookbackHours)
+        if let lookbackHours, !Self.lookbackRange.contains(lookbackHours) {
+            throw DecodingError.dataCorruptedError(forKey: .lookbackHours, in: container, debugDescription: "lookbackHours must be 1...48")
+        }
+        enabled = try container.decodeIfPresent(Bool.self, forKey: .enabled)
+        title = try container.decodeIfPresent(String.self, forKey: .title)
+        body = try container.decodeIfPresent(String.self, forKey: .body)
+        for (key, text) in [(CodingKeys.title, title), (.body, body)] where (text?.utf8.count ?? 0) > Self.longestText {
+            throw DecodingError.dataCorruptedError(forKey: key, in: container, debugDescription: "\(key.stringValue) is at most \(Self.longestText) bytes")
+        }
+    }
+}
+
+/// A stored reminder, defaults filled in.
+public struct Reminder: Codable, Sendable, Hashable {
+    public let id: RecordID
+    public let userId: UserID
+    public let activity: Activity
+    public let time: LocalTime
+    /// In week order, no repeats.
+    public let weekdays: [Weekday]
+    public let lookbackHours: Int
+    public let enabled: Bool
+    public let title: String?
+    public let body: String?
+    /// Occurrences exist from this instant on.
+    public let createdAt: Instant
+
+    public init(id: RecordID, userId: UserID, activity: Activity, time: LocalTime, weekdays: [Weekday], lookbackHours: Int,
+                enabled: Bool, title: String?, body: String?, createdAt: Instant) {
+        self.id = id
+        self.userId = userId
+        self.activity = activity
+        self.time = time
+        self.weekdays = Array(Set(weekdays)).sorted()
+        self.lookbackHours = lookbackHours
+        self.enabled = enabled
+        self.title = title
+        self.body = body
+        self.createdAt = createdAt
+    }
+
+    /// Per-activity defaults (seed 003: mindfulness 20:00, workout 18:00, NoAlc 09:00; seed 000 Q2: look-back 12 h, NoAlc 24 h).
+    public static func defaultTime(for activity: Activity) -> LocalTime {
+        switch activity {
+        case .mindfulness: LocalTime(hour: 20, minute: 0)!
+        case .workout: LocalTime(hour: 18, minute: 0)!
+        case .noalc: LocalTime(hour: 9, minute: 0)!
+        }
+    }
+
+    public static func defaultLookbackHours(for activity: Activity) -> Int { activity == .noalc ? 24 : 12 }
+
+    enum CodingKeys: String, CodingKey { case id, userId, activity, time, weekdays, lookbackHours, enabled, title, body, createdAt }
+
+    /// `title` and `body` are emitted as null when unset.
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(userId, forKey: .userId)
+        try container.encode(activity, forKey: .activity)
+        try container.encode(time, forKey: .time)
+        try container.encode(weekdays, forKey: .weekdays)
+        try container.encode(lookbackHours, forKey: .lookbackHours)
+        try container.encode(enabled, forKey: .enabled)
+        try container.encode(title, forKey: .title)
+        try container.encode(body, forKey: .body)
+        try container.encode(createdAt, forKey: .createdAt)
+    }
+}
+
+/// `reminder.put` reply: the stored reminder, with `warnings` when something was adjusted.
+public struct ReminderPutReply: Codable, Sendable {
+    public let reminder: Reminder
+    public let warnings: [String]?
+
+    public init(reminder: Reminder, warnings: [String]?) {
+        self.reminder = reminder
+        self.warnings = warnings
+    }
+
+    public init(from decoder: Decoder) throws {
+        reminder = try Reminder(from: decoder)
+        warnings = try decoder.container(keyedBy: WarningKey.self).decodeIfPresent([String].self, forKey: .warnings)
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        try reminder.encode(to: encoder)
+        var container = encoder.container(keyedBy: WarningKey.self)
+        try container.encodeIfPresent(warnings, forKey: .warnings)
+    }
+
+    enum WarningKey: String, CodingKey { case warnings }
+}
+
+public struct ReminderListReply: Codable, Sendable {
+    public let reminders: [Reminder]
+    public init(reminders: [Reminder]) { self.reminders = reminders }
+}
+
+/// `reminder.delete` reply and the data of a deleting `reminder.changed`.
+public struct ReminderDeleted: Codable, Sendable, Hashable {
+    public let id: RecordID
+    public let userId: UserID?
+    public let activity: Activity?
+    public let deleted: Bool
+
+    public init(id: RecordID, userId: UserID?, activity: Activity?) {
+        self.id = id
+        self.userId = userId
+        self.activity = activity
+        deleted = true
+    }
+}
+
+public enum OccurrenceStatus: String, Codable, Sendable, CaseIterable {
+    case scheduled, cancelled, fired, suppressed, missed, skipped
+
+    public init(from decoder: Decoder) throws { self = try decodeWireEnum(decoder) }
+}
+
+/// One occurrence of a reminder. Its identity is `<reminderId>@<at in UTC, seconds, Z>`.
+public struct Occurrence: Codable, Sendable, Hashable {
+    public let reminderId: RecordID
+    public let userId: UserID
+    public let activity: Activity
+    public let at: Instant
+    /// The wall-clock time it really happens (03:30 for a 02:30 rule shifted by DST).
+    public let localTime: LocalTime
+    /// The rule day it belongs to, even where DST pushed `at` past midnight.
+    public let day: LocalDay
+    public let weekday: Weekday
+    /// `at − lookbackHours`; absent for NoAlc, whose coverage is by target day.
+    public let windowStart: Instant?
+    public var status: OccurrenceStatus
+    /// The session or NoAlc entry id that covers it.
+    public var cause: RecordID?
+    public let targetDay: LocalDay?
+
+    public init(reminderId: RecordID, userId: UserID, activity: Activity, at: Instant, localTime: LocalTime, day: LocalDay,
+                weekday: Weekday, windowStart: Instant?, status: OccurrenceStatus, cause: RecordID?, targetDay: LocalDay?) {
+        self.reminderId = reminderId
+        self.userId = userId
+        self.activity = activity
+        self.at = at
+        self.localTime = localTime
+        self.day = day
+        self.weekday = weekday
+        self.windowStart = windowStart
+        self.status = status
+        self.cause = cause
+        self.targetDay = targetDay
+    }
+
+    public var identity: String { Occurrence.identity(reminderId: reminderId, at: at) }
+
+    public static func identity(reminderId: RecordID, at: Instant) -> String { "\(reminderId)@\(at.secondsText)" }
+}
+
+/// The data of `reminder.due`: the occurrence plus what the notifier needs to render it.
+public struct DueOccurrence: Codable, Sendable, Hashable {
+    public let occurrence: Occurrence
+    public let timeZone: ZoneID
+    public let locale: NotificationLocale
+    public let title: String?
+    public let body: String?
+    public let late: Bool
+    public let test: Bool
+
+    public init(occurrence: Occurrence, timeZone: ZoneID, locale: NotificationLocale, title: String?, body: String?, late: Bool, test: Bool) {
+        self.occurrence = occurrence
+        self.timeZone = timeZone
+        self.locale = locale
+        self.title = title
+        self.body = body
+        self.late = late
+        self.test = test
+    }
+
+    enum ExtraKeys: String, CodingKey { case timeZone, locale, title, body, late, test }
+
+    /// Flat on the wire: the occurrence's fields and these beside them.
+    public init(from decoder: Decoder) throws {
+        occurrence = try Occurrence(from: decoder)
+        let container = try decoder.container(keyedBy: ExtraKeys.self)
+        timeZone = try container.decode(ZoneID.self, forKey: .timeZone)
+        locale = try container.decode(NotificationLocale.self, forKey: .locale)
+        title = try container.decodeIfPresent(String.self, forKey: .title)
+        body = try container.decodeIfPresent(String.self, forKey: .body)
+        late = try container.decode(Bool.self, forKey: .late)
+        test = try container.decode(Bool.self, forKey: .test)
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        try occurrence.encode(to: encoder)
+        var container = encoder.container(keyedBy: ExtraKeys.self)
+        try container.encode(timeZone, forKey: .timeZone)
+        try container.encode(locale, forKey: .locale)
+        try container.encode(title, forKey: .title)
+        try container.encode(body, forKey: .body)
+        try container.encode(late, forKey: .late)
+        try container.encode(test, forKey: .test)
+    }
+}
+
+/// `reminder.upcoming` data.
+public struct UpcomingRequest: Codable, Sendable {
+    public let userId: UserID
+    public let days: Int
+
+    public static let dayRange = 1...31
+
+    public init(userId: UserID, days: Int = 7) {
+        self.userId = userId
+        self.days = days
+    }
+
+    enum CodingKeys: String, CodingKey { case userId, days }
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        userId = try container.decode(UserID.self, forKey: .userId)
+        days = try container.decodeIfPresent(Int.self, forKey: .days) ?? 7
+        guard Self.dayRange.contains(days) else {
+            throw DecodingError.dataCorruptedError(forKey: .days, in: container, debugDescription: "days must be 1...31")
+        }
+    }
+}
+
+public struct UpcomingReply: Codable, Sendable {
+    public let occurrences: [Occurrence]
+    public init(occurrences: [Occurrence]) { self.occurrences = occurrences }
+}
+
+/// `reminder.restore` data.
+public struct RestoreRequest: Codable, Sendable {
+    public let reminderId: RecordID
+    public let at: Instant
+    public init(reminderId: RecordID, at: Instant) {
+        self.reminderId = reminderId
+        self.at = at
+    }
+}
+
+/// `reminder.test` data.
+public struct ReminderTestRequest: Codable, Sendable {
+    public let reminderId: RecordID
+    public init(reminderId: RecordID) { self.reminderId = reminderId }
+}
+
+/// `clock.set` data.
+public struct ClockSetRequest: Codable, Sendable {
+    public let now: Instant
+    public init(now: Instant) { self.now = now }
+}
+
+/// `clock.advance` data: forward only.
+public struct ClockAdvanceRequest: Codable, Sendable {
+    public let seconds: Int64
+
+    public init(seconds: Int64) { self.seconds = seconds }
+
+    enum CodingKeys: String, CodingKey { case seconds }
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        seconds = try container.decode(Int64.self, forKey: .seconds)
+        guard (0...(400 * 86_400)).contains(seconds) else {
+            throw DecodingError.dataCorruptedError(forKey: .seconds, in: container, debugDescription: "seconds must be 0 or more (at most 400 days)")
+        }
+    }
+}
+
+/// `clock.get`, `clock.set` and `clock.advance` reply.
+public struct ClockReply: Codable, Sendable {
+    public let now: Instant
+    /// How many occurrences were decided on the way (set and advance only).
+    public let decided: Int?
+
+    public init(now: Instant, decided: Int?) {
+        self.now = now
+        self.decided = decided
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+
+/// `streak.get` data. Without `asOf` the service uses today in its `--time-zone`.
+public struct StreakGetRequest: Codable, Sendable, Hashable {
+    public let userId: UserID
+    public let asOf: LocalDay?
+
+    public init(userId: UserID, asOf: LocalDay? = nil) {
+        self.userId = userId
+        self.asOf = asOf
+    }
+}
+
+/// A user's streak as `streak.get` returns it and `streak.updated` carries it (SEMANTICS §5).
+///
+/// `policy` is the policy's name (`seed`, `classic`): the schema names it but does not know the rules.
+public struct StreakState: Codable, Sendable, Hashable {
+    public let userId: UserID
+    public let asOf: LocalDay
+    public let policy: String
+    public let streakDays: Int
+    public let rewardsEarned: Int
+    public let rewardsUsed: Int
+    public let rewardsLost: Int
+    public let rewardsAvailable: Int
+    public let lastLoggedDay: LocalDay?
+    public let todayLogged: Bool
+
+    public init(userId: UserID, asOf: LocalDay, policy: String, streakDays: Int, rewardsEarned: Int, rewardsUsed: Int,
+                rewardsLost: Int, rewardsAvailable: Int, lastLoggedDay: LocalDay?, todayLogged: Bool) {
+        self.userId = userId
+        self.asOf = asOf
+        self.policy = policy
+        self.streakDays = streakDays
+        self.rewardsEarned = rewardsEarned
+        self.rewardsUsed = rewardsUsed
+        self.rewardsLost = rewardsLost
+        self.rewardsAvailable = rewardsAvailable
+        self.lastLoggedDay = lastLoggedDay
+        self.todayLogged = todayLogged
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case userId, asOf, policy, streakDays, rewardsEarned, rewardsUsed, rewardsLost, rewardsAvailable, lastLoggedDay, todayLogged
+    }
+
+    /// `lastLoggedDay` is written as an explicit null when nothing is logged, as PROTOCOL.md lists it.
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(userId, forKey: .userId)
+        try container.encode(asOf, forKey: .asOf)
+        try container.encode(policy, forKey: .policy)
+        try container.encode(streakDays, forKey: .streakDays)
+        try container.encode(rewardsEarned, forKey: .rewardsEarned)
+        try container.encode(rewardsUsed, forKey: .rewardsUsed)
+        try container.encode(rewardsLost, forKey: .rewardsLost)
+        try container.encode(rewardsAvailable, forKey: .rewardsAvailable)
+        try container.encode(lastLoggedDay, forKey: .lastLoggedDay)
+        try container.encode(todayLogged, forKey: .todayLogged)
+    }
+}
+
+/// `calendar.get` data: one month, `YYYY-MM`.
+public struct CalendarGetRequest: Codable, Sendable, Hashable {
+    public let userId: UserID
+    public let month: String
+    /// The month's first through last day.
+    public let days: ClosedRange<LocalDay>
+
+    public init?(userId: UserID, month: String) {
+        guard let days = CalendarGetRequest.days(of: month) else { return nil }
+        self.userId = userId
+        self.month = month
+        self.days = days
+    }
+
+    enum CodingKeys: String, CodingKey { case userId, month }
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        userId = try container.decode(UserID.self, forKey: .userId)
+        month = try container.decode(String.self, forKey: .month)
+        guard let days = CalendarGetRequest.days(of: month) else {
+            throw DecodingError.dataCorruptedError(forKey: .month, in: container,
+                                                   debugDescription: "expected a month as YYYY-MM, got \"\(month.prefix(40))\"")
+        }
+        self.days = days
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(userId, forKey: .userId)
+        try container.encode(month, forKey: .month)
+    }
+
+    /// Exactly `YYYY-MM` with a real month, or nil.
+    static func days(of month: String) -> ClosedRange<LocalDay>? {
+        let bytes = Array(month.utf8)
+        guard bytes.count == 7, bytes[4] == UInt8(ascii: "-"),
+              let year = Digits.value(bytes[0..<4]), let number = Digits.value(bytes[5..<7]),
+              let first = LocalDay(year: year, month: number, day: 1) else { return nil }
+        return first...first.adding(days: LocalDay.daysIn(month: number, year: year) - 1)
+    }
+}
+
+/// `calendar.get` reply: every day of the month, level and colour `null` where nothing is logged.
+public struct CalendarReply: Codable, Sendable, Hashable {
+    public let days: [Day]
+
+    public init(days: [Day]) { self.days = days }
+
+    public struct Day: Codable, Sendable, Hashable {
+        public let day: LocalDay
+        public let level: NoAlcLevel?
+        public let color: String?
+
+        public init(day: LocalDay, level: NoAlcLevel?, color: String?) {
+            self.day = day
+            self.level = level
+            self.color = color
+        }
+
+        enum CodingKeys: String, CodingKey { case day, level, color }
+
+        public func encode(to encoder: Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(day, forKey: .day)
+            try container.encode(level, forKey: .level)
+            try container.encode(color, forKey: .color)
+        }
+    }
+}
