@@ -10,7 +10,9 @@ let package = Package(
     products: [
         .executable(name: "session-logger", targets: ["SessionLoggerMain"]),
         .executable(name: "reminder-planner", targets: ["ReminderPlannerMain"]),
+        .executable(name: "notifier", targets: ["NotifierMain"]),
         .executable(name: "noalc-streak", targets: ["NoAlcStreakMain"]),
+        .executable(name: "lht", targets: ["LHTCommand"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -43,8 +45,14 @@ let package = Package(
         .executableTarget(name: "SessionLoggerMain", dependencies: ["SessionLogger"], path: "Services/SessionLogger/Main"),
         .target(name: "ReminderPlanner", dependencies: ["ServiceHost", "ReminderPlanning"], path: "Services/ReminderPlanner/App"),
         .executableTarget(name: "ReminderPlannerMain", dependencies: ["ReminderPlanner"], path: "Services/ReminderPlanner/Main"),
+        .target(name: "Notifier", dependencies: ["ServiceHost", "NotificationRendering"], path: "Services/Notifier/App"),
+        .executableTarget(name: "NotifierMain", dependencies: ["Notifier"], path: "Services/Notifier/Main"),
         .target(name: "NoAlcStreak", dependencies: ["ServiceHost", "StreakRules"], path: "Services/NoAlcStreak/App"),
         .executableTarget(name: "NoAlcStreakMain", dependencies: ["NoAlcStreak"], path: "Services/NoAlcStreak/Main"),
+        .executableTarget(
+            name: "LHTCommand",
+            dependencies: ["ServiceHost", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Services/LHT"),
 
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "ReminderPlanningTests", dependencies: ["ReminderPlanning", "LHTSchema"]),

@@ -1,0 +1,1 @@
+print("lht: not built yet")

@@ -1,0 +1,1 @@
+// The notifier service; filled in by its issue.

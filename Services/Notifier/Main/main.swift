@@ -1,0 +1,1 @@
+print("notifier: not built yet")
