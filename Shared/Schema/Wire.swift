@@ -143,12 +143,13 @@ private struct DataOnly<Payload: Decodable>: Decodable {
     let data: Payload
 }
 
-/// Encodes wire values: compact, slashes unescaped, keys in a stable order.
-public func wireEncoder() -> JSONEncoder {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-    return encoder
+/// The encoder for everything this system writes on the wire: compact, slashes unescaped, keys
+/// in the order each type encodes them (see `WireJSON`).
+public struct WireEncoder: Sendable {
+    public func encode<Value: Encodable>(_ value: Value) throws -> Data { try WireJSON.encode(value) }
 }
+
+public func wireEncoder() -> WireEncoder { WireEncoder() }
 
 /// Reply frames. Success embeds the payload's JSON bytes as they are, so stored JSON is never re-encoded.
 public enum Reply {

@@ -64,7 +64,8 @@ public final class Transaction {
         self.now = now
     }
 
-    private var nextSeq: Int64 { (events.last?.seq ?? eventLog.lastSeq) + 1 }
+    /// The seq the next `append` in this transaction gets, for payloads that carry their own seq.
+    public var nextSeq: Int64 { (events.last?.seq ?? eventLog.lastSeq) + 1 }
 
     /// Stores an event in the outbox and returns its seq.
     @discardableResult

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import LHTSchema
 import Logging
 import ZeroMQ
@@ -162,6 +163,8 @@ public final class UpstreamFeed {
                     guard header.seq == through + 1 else { break }
                     do {
                         try tx.isolated { try apply(header, envelope, tx) }
+                    } catch let error as DatabaseError {
+                        throw error  // storage trouble: apply nothing, and retry from the cursor later
                     } catch {
                         // A payload this service cannot use must not block the feed behind it forever.
                         host.logger.error("upstream event skipped", metadata: ["upstream": "\(name)", "seq": "\(header.seq)", "error": "\(error)"])

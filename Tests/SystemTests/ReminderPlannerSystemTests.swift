@@ -197,6 +197,19 @@ import Testing
         #expect(dues.compactMap { $0["data"]?["test"]?.boolValue } == [false, true])
     }
 
+    @Test func oneAdvanceOverSeveralDaysDecidesEveryOccurrenceInTimeOrder() throws {
+        let rig = try PlannerRig(clock: Self.mondayMorning)
+        try rig.user("many")
+        let morning = try rig.reminder("many", "workout", "09:00")
+        let evening = try rig.reminder("many", "mindfulness", "20:00")
+        #expect(try rig.advance(to: "2026-11-19T12:00:00+01:00") == 7)
+        let decisions = try rig.plannerClient.ok("events.since", ["limit": 100])["events"]!.arrayValue
+            .filter { $0["type"]?.stringValue == "reminder.due" }
+        #expect(decisions.map { $0["data"]!["reminderId"]!.stringValue! } == [morning, evening, morning, evening, morning, evening, morning])
+        let instants = decisions.map { $0["data"]!["at"]!.stringValue! }
+        #expect(instants == instants.sorted())
+    }
+
     @Test func daylightSavingNightsInTheRealService() throws {
         let rig = try PlannerRig(clock: "2026-03-28T12:00:00+01:00")
         try rig.user("dst")

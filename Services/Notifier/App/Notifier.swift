@@ -1,1 +1,179 @@
-// The notifier service; filled in by its issue.
+import Foundation
+import GRDB
+import LHTSchema
+import Logging
+import NotificationRendering
+import ServiceHost
+import ZeroMQ
+
+/// Turns the planner's `reminder.due` into notifications (`notify.<userId>.<activity>`), and a tap
+/// on a NoAlc quick action into an entry at the session logger (SEMANTICS §4, §2 target day).
+///
+/// Everything it decides lives in SQLite, written in the transaction that advances the planner
+/// cursor: an occurrence is notified (or dropped by the rate limit) exactly once whatever restarts
+/// or redelivery happen, and the rate limit survives restarts.
+public final class NotifierService: Service {
+    public let host: ServiceHost
+    private let settings: NotifierSettings
+    private let sessionLogger: APIClient
+    private var feed: UpstreamFeed!
+
+    /// Lazy Pirate against the session logger: tries × timeout bounds how long an action may wait.
+    static let loggerTries = 3
+    static let loggerTimeoutMilliseconds = 1000
+
+    public init(settings: NotifierSettings, logger: Logger, context: Context? = nil) throws {
+        self.settings = settings
+        host = try ServiceHost(name: settings.service.name, apiEndpoint: settings.service.api,
+                               eventsEndpoint: settings.service.events, dataDirectory: settings.service.dataDirectory,
+                               migrations: NotifierStore.migrate, logger: logger, context: context)
+        sessionLogger = APIClient(context: host.context, endpoint: settings.sessionLoggerAPI)
+        let counts = try host.read(NotifierStore.counts)
+        host.count("notified", by: counts.notified)
+        host.count("rateLimited", by: counts.rateLimited)
+        feed = try UpstreamFeed(name: "reminder-planner", host: host, eventsEndpoint: settings.plannerEvents,
+                                apiEndpoint: settings.plannerAPI) { [unowned self] header, envelope, tx in
+            try apply(header, envelope, tx)
+        }
+        registerOps()
+        // Before the ready line; if the planner does not answer, the loop keeps trying.
+        feed.catchUp(timeoutMilliseconds: 2000)
+        host.onTick = { [unowned self] in feed.catchUpIfQuiet() }
+    }
+
+    // MARK: Ops
+
+    private func registerOps() {
+        host.handle("notification.list") { request in
+            try NotifierStore.list(request.decode(NotificationListRequest.self), request.tx.db)
+        }
+        // Waits on the session logger, so it must not hold the batch's transaction meanwhile.
+        host.handleWithOwnTransactions("notification.action") { [unowned self] call in
+            try act(call.decode(NotificationActionRequest.self))
+        }
+    }
+
+    private func act(_ input: NotificationActionRequest) throws -> Data {
+        guard let notification = try host.read({ try NotifierStore.notification(input.notificationId, $0) }) else {
+            throw WireError(.notFound, "no notification \"\(input.notificationId.prefix(80))\"", field: "data.notificationId")
+        }
+        let offered = notification.actions.map { NotificationAction(id: $0.id, title: $0.title, opensApp: $0.opensApp) }
+        switch NotificationRenderer.resolve(actionId: input.actionId, actions: offered, deepLink: notification.deepLink) {
+        case nil:
+            let ids = notification.actions.map(\.id).joined(separator: ", ")
+            throw WireError(.notFound, "notification \(notification.notificationId) offers no action \"\(input.actionId.prefix(60))\" (it offers \(ids))",
+                            field: "data.actionId")
+        case .open(let deepLink):
+            return try replyData(NotificationDeepLinkReply(deepLink: deepLink))
+        case .logNoAlc(let level):
+            return try replyData(NotificationEntryReply(entry: log(level, for: notification, actionId: input.actionId)))
+        }
+    }
+
+    /// Logs `level` for the notification's target day and returns the entry as the logger stored it.
+    /// The idempotency id depends only on (notification, action): a retry after a lost ack, or the
+    /// user tapping again, gets the first entry back (`duplicate:true`) instead of a second one.
+    private func log(_ level: NoAlcLevel, for notification: LHTSchema.Notification, actionId: String) throws -> StoredNoAlcEntry {
+        guard let day = notification.targetDay else {
+            throw WireError(.internal, "notification \(notification.notificationId) has no target day to log for")
+        }
+        let request = NoAlcLogRequest(id: ActionKey.id(notificationId: notification.notificationId, actionId: actionId),
+                                      userId: notification.userId, day: day, level: level, source: "notification")
+        let receipt = try callSessionLogger("noalc.log", request, as: LogReceipt.self)
+        // The event the entry was published with is the stored entry, exactly (a later correction
+        // of the same day does not hide it, as it would from noalc.list).
+        let page = try callSessionLogger("events.since", EventsSinceRequest(after: receipt.seq - 1, limit: 1),
+                                         as: EventsSinceReply<StoredNoAlcEntry>.self)
+        guard let entry = page.events.first?.data, entry.id == receipt.id else {
+            throw WireError(.internal, "the session logger's event \(receipt.seq) is not entry \(receipt.id)")
+        }
+        return entry
+    }
+
+    /// One request to the session logger, retried on timeout; its refusals come back as ours,
+    /// without its field path, which names its request, not the caller's.
+    private func callSessionLogger<Payload: Encodable, Result: Decodable>(_ op: String, _ data: Payload, as type: Result.Type) throws -> Result {
+        for attempt in 1...Self.loggerTries {
+            switch sessionLogger.call(op, data, as: type, timeoutMilliseconds: Self.loggerTimeoutMilliseconds) {
+            case .success(let result):
+                return result
+            case .failure(let error) where error.code == .unavailable:
+                host.logger.warning("session logger did not answer", metadata: ["op": "\(op)", "attempt": "\(attempt)"])
+            case .failure(let error):
+                throw WireError(error.code, "the session logger refused \(op): \(error.message)")
+            }
+        }
+        throw WireError(.unavailable, "the session logger did not answer \(op) within \(Self.loggerTries) × \(Self.loggerTimeoutMilliseconds) ms; repeating the action is safe")
+    }
+
+    // MARK: Upstream
+
+    /// One planner event: a `reminder.due` becomes a notification, unless the rate limit drops it.
+    private func apply(_ header: EventHeader, _ envelope: Data, _ tx: Transaction) throws {
+        guard header.type == "reminder.due" else { return }
+        let event = try JSONDecoder().decode(EventEnvelope<DueOccurrence>.self, from: envelope)
+        let due = event.data
+        let occurrence = due.occurrence
+        // Each test firing is its own notification; the envelope id keeps a redelivered one the same.
+        let notificationId = due.test ? "\(occurrence.reminderId)@test-\(event.id)" : occurrence.identity
+        guard try !NotifierStore.isDecided(notificationId, tx.db) else { return }
+
+        if !due.test, let lastSent = try NotifierStore.lastSent(user: occurrence.userId, activity: occurrence.activity, tx.db),
+           !RateLimit.allows(occurrenceAt: occurrence.at, lastSentAt: lastSent, minutes: settings.rateLimitMinutes) {
+            // Recorded, not sent: the window keeps running from `lastSent`, and a redelivery stays dropped.
+            try NotifierStore.recordRateLimited(notificationId, user: occurrence.userId, activity: occurrence.activity,
+                                                at: occurrence.at, lastSent: lastSent, tx.db)
+            tx.afterCommit { [unowned self] in
+                host.count("rateLimited")
+                host.logger.notice("notification rate-limited", metadata: [
+                    "notificationId": "\(notificationId)", "lastSentOccurrence": "\(lastSent)", "limitMinutes": "\(settings.rateLimitMinutes)",
+                ])
+            }
+            return
+        }
+
+        let content = NotificationRenderer.render(activity: occurrence.activity, locale: due.locale, customTitle: due.title,
+                                                  customBody: due.body, occurrenceDay: occurrence.day, targetDay: occurrence.targetDay)
+        let seq = try NotifierStore.nextSeq(tx.db)
+        let notification = LHTSchema.Notification(
+            notificationId: notificationId, seq: seq, userId: occurrence.userId, activity: occurrence.activity,
+            title: content.title, body: content.body, category: content.category,
+            actions: content.actions.map { NotificationActionValue(id: $0.id, title: $0.title, opensApp: $0.opensApp) },
+            deepLink: content.deepLink, targetDay: content.targetDay, reminderId: occurrence.reminderId,
+            scheduledFor: occurrence.at, sentAt: tx.now, locale: due.locale, test: due.test)
+        let published = try tx.append(type: "notify", userId: occurrence.userId, activity: occurrence.activity, data: notification)
+        guard published == seq else {
+            // Never store a notification whose seq is not its event's (the savepoint undoes the append).
+            throw WireError(.internal, "notify event got seq \(published), expected \(seq)")
+        }
+        try NotifierStore.insert(notification, tx.db)
+        tx.afterCommit { [unowned self] in host.count("notified") }
+    }
+}
+
+/// Idempotency ids for quick actions: a UUID computed from (notificationId, actionId), stable
+/// across processes and platforms (Swift's `Hasher` is seeded per process).
+enum ActionKey {
+    static func id(notificationId: String, actionId: String) -> RecordID {
+        let input = Array("\(notificationId)\n\(actionId)".utf8)
+        // Two FNV-1a-64 passes, the second seeded with the first: 128 bits from one tiny, fixed hash.
+        let high = fnv1a64(input, basis: 0xcbf2_9ce4_8422_2325)
+        let low = fnv1a64(input, basis: high)
+        var bytes = (0..<8).map { UInt8(truncatingIfNeeded: high >> (56 - 8 * $0)) }
+            + (0..<8).map { UInt8(truncatingIfNeeded: low >> (56 - 8 * $0)) }
+        bytes[6] = (bytes[6] & 0x0F) | 0x80  // version 8: custom (RFC 9562)
+        bytes[8] = (bytes[8] & 0x3F) | 0x80  // variant 10xx
+        let uuid = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                               bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        return RecordID(uuid)
+    }
+
+    private static func fnv1a64(_ bytes: [UInt8], basis: UInt64) -> UInt64 {
+        var hash = basis
+        for byte in bytes {
+            hash ^= UInt64(byte)
+            hash &*= 0x0000_0100_0000_01B3
+        }
+        return hash
+    }
+}

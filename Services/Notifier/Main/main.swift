@@ -1,1 +1,9 @@
-print("notifier: not built yet")
+import Notifier
+import ServiceHost
+
+let options = ServiceCommandLine.parseOrExit(NotifierOptions.self, flags: NotifierOptions.flagNames) {
+    _ = try NotifierSettings($0)
+}
+ServiceCommandLine.serve("notifier") { logger in
+    try NotifierService(settings: NotifierSettings(options), logger: logger)
+}

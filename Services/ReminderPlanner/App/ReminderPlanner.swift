@@ -300,7 +300,9 @@ public final class ReminderPlanner: Service {
         var count = 0
         do {
             try host.write { tx in
-                for (id, at) in scheduler.popDue(through: now) {
+                // One at a time, rescheduling before the next pop: strict time order, and a reminder's
+                // following occurrence is decided in this call too when the clock moved over it.
+                while let (id, at) = scheduler.popNext(through: now) {
                     guard let reminder = reminders[id] else { continue }
                     let settings = user(reminder.userId)
                     if let planned = OccurrenceCalendar.occurrence(exactlyAt: at, time: reminder.time, on: Set(reminder.weekdays), in: settings.timeZone.timeZone),

@@ -41,18 +41,14 @@ struct Scheduler {
 
     mutating func unschedule(_ id: RecordID) { scheduled[id] = nil }
 
-    /// Removes and returns the live entries due at or before `now`, in time order. The caller
-    /// reschedules each reminder after deciding it.
-    mutating func popDue(through now: Instant) -> [(reminder: RecordID, at: Instant)] {
-        var due: [(RecordID, Instant)] = []
-        while true {
-            dropStale()
-            guard let top = heap.peek, top.at <= now.millisecondsSince1970 else { break }
-            heap.pop()
-            scheduled[top.reminder] = nil
-            due.append((top.reminder, Instant(millisecondsSince1970: top.at)))
-        }
-        return due
+    /// Removes and returns the earliest live entry if it is due at or before `now`. The caller
+    /// reschedules the reminder after deciding it.
+    mutating func popNext(through now: Instant) -> (reminder: RecordID, at: Instant)? {
+        dropStale()
+        guard let top = heap.peek, top.at <= now.millisecondsSince1970 else { return nil }
+        heap.pop()
+        scheduled[top.reminder] = nil
+        return (top.reminder, Instant(millisecondsSince1970: top.at))
     }
 
     private mutating func dropStale() {

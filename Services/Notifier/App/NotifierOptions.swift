@@ -1,0 +1,51 @@
+import ArgumentParser
+import Foundation
+import ServiceHost
+
+/// `notifier` flags (PROTOCOL.md "Running the services").
+public struct NotifierOptions: ParsableArguments {
+    @OptionGroup public var common: CommonOptions
+
+    @Option(name: .customLong("planner-api"), help: "The reminder planner's api, for catching up with events.since.")
+    public var plannerAPI: String?
+
+    @Option(name: .customLong("planner-events"), help: "The reminder planner's events, for reminder.due as it is decided.")
+    public var plannerEvents: String?
+
+    @Option(name: .customLong("session-logger-api"), help: "The session logger's api, where NoAlc quick actions log.")
+    public var sessionLoggerAPI: String?
+
+    // Unconditional, so `-1` is read as this flag's value and refused by range rather than as an unknown flag.
+    @Option(name: .customLong("rate-limit-minutes"), parsing: .unconditional,
+            help: "At most one notification per user and activity within this many minutes (0 = off).")
+    public var rateLimitMinutes = 60
+
+    public init() {}
+
+    public static let flagNames = CommonOptions.flagNames + ["planner-api", "planner-events", "session-logger-api", "rate-limit-minutes"]
+}
+
+/// Resolved settings; tests build these directly with wildcard ports and a temp directory.
+public struct NotifierSettings: Sendable {
+    public let service: ServiceSettings
+    public let plannerAPI: String
+    public let plannerEvents: String
+    public let sessionLoggerAPI: String
+    public let rateLimitMinutes: Int
+
+    /// A week: longer is surely a typo, and it keeps minutes × 60 000 far from overflow.
+    public static let rateLimitRange = 0...10_080
+
+    public init(_ options: NotifierOptions) throws {
+        // Flags without side effects first, so a bad one does not leave a data directory behind.
+        guard Self.rateLimitRange.contains(options.rateLimitMinutes) else {
+            throw ValidationError("--rate-limit-minutes: \(options.rateLimitMinutes) is not 0...\(Self.rateLimitRange.upperBound)")
+        }
+        rateLimitMinutes = options.rateLimitMinutes
+        plannerAPI = try Endpoint.validated(options.plannerAPI ?? "tcp://127.0.0.1:7311", flag: "planner-api")
+        plannerEvents = try Endpoint.validated(options.plannerEvents ?? "tcp://127.0.0.1:7312", flag: "planner-events")
+        sessionLoggerAPI = try Endpoint.validated(options.sessionLoggerAPI ?? "tcp://127.0.0.1:7301", flag: "session-logger-api")
+        service = try ServiceSettings(name: "notifier", common: options.common,
+                                      defaultAPI: "tcp://127.0.0.1:7321", defaultEvents: "tcp://127.0.0.1:7322")
+    }
+}
