@@ -13,6 +13,7 @@ let package = Package(
         .executable(name: "notifier", targets: ["NotifierMain"]),
         .executable(name: "noalc-streak", targets: ["NoAlcStreakMain"]),
         .executable(name: "lht", targets: ["LHTCommand"]),
+        .executable(name: "bench", targets: ["Bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -54,7 +55,15 @@ let package = Package(
             dependencies: ["ServiceHost", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Services/LHT"),
 
+        // Benchmarks are an executable, not tests: `swift run -c release bench <name>`.
+        .executableTarget(
+            name: "Bench",
+            dependencies: ["ZeroMQ", "ServiceHost", "LHTSchema", "SessionLogger", "ReminderPlanner", "StreakRules",
+                           .product(name: "GRDB", package: "GRDB.swift")],
+            path: "Tests/Benchmarks", exclude: ["c", "README.md"]),
+
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
+        .testTarget(name: "LHTSchemaTests", dependencies: ["LHTSchema"]),
         .testTarget(name: "ReminderPlanningTests", dependencies: ["ReminderPlanning", "LHTSchema"]),
         .testTarget(name: "StreakRulesTests", dependencies: ["StreakRules", "LHTSchema"]),
         .testTarget(name: "NotificationRenderingTests", dependencies: ["NotificationRendering", "LHTSchema"]),

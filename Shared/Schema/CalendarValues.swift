@@ -115,8 +115,9 @@ public struct ZoneID: Hashable, Sendable, CustomStringConvertible {
     /// Accepts IANA names only (`Europe/Berlin`, `UTC`), not abbreviations or offsets.
     public init?(_ identifier: String) {
         guard !identifier.isEmpty, identifier.utf8.count <= 64,
-              TimeZone.knownTimeZoneIdentifiers.contains(identifier) || identifier == "UTC",
-              let zone = TimeZone(identifier: identifier) else { return nil }
+              // Linux's knownTimeZoneIdentifiers misses real names (Asia/Kolkata, Etc/UTC); a zone that
+              // reports the very name asked for is an IANA zone, not an abbreviation or offset.
+              let zone = TimeZone(identifier: identifier), zone.identifier == identifier || identifier == "UTC" else { return nil }
         timeZone = zone
         self.identifier = identifier
     }

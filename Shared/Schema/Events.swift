@@ -79,7 +79,10 @@ public enum JSONValue: Codable, Sendable, Hashable {
             if value.rounded() == value, abs(value) < 9e15 { try container.encode(Int64(value)) } else { try container.encode(value) }
         case .string(let value): try container.encode(value)
         case .array(let value): try container.encode(value)
-        case .object(let value): try container.encode(value)
+        case .object(let value):
+            // Keys sorted, so the same value always encodes to the same bytes.
+            var object = encoder.container(keyedBy: DynamicKey.self)
+            for key in value.keys.sorted() { try object.encode(value[key]!, forKey: DynamicKey(key)) }
         }
     }
 
@@ -104,6 +107,15 @@ public enum JSONValue: Codable, Sendable, Hashable {
     }
 }
 
+/// A coding key for dictionary-shaped objects.
+struct DynamicKey: CodingKey {
+    let stringValue: String
+    var intValue: Int? { nil }
+    init(_ string: String) { stringValue = string }
+    init?(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
+}
+
 /// `events.since` request and reply.
 public struct EventsSinceRequest: Codable, Sendable {
     public let after: Int64
@@ -118,8 +130,8 @@ public struct EventsSinceRequest: Codable, Sendable {
 
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        after = try container.decodeIfPresent(Int64.self, forKey: .after) ?? 0
-        limit = try container.decodeIfPresent(Int.self, forKey: .limit) ?? 500
+        after = try container.decodeWholeNumberIfPresent(Int64.self, forKey: .after) ?? 0
+        limit = try container.decodeWholeNumberIfPresent(Int.self, forKey: .limit) ?? 500
         guard after >= 0 else { throw DecodingError.dataCorruptedError(forKey: .after, in: container, debugDescription: "after must be 0 or more") }
         guard (1...1000).contains(limit) else { throw DecodingError.dataCorruptedError(forKey: .limit, in: container, debugDescription: "limit must be 1...1000") }
     }
@@ -143,11 +155,48 @@ public struct HealthReply: Codable, Sendable {
     public let lastSeq: Int64
     public let counters: [String: Int64]
 
+    enum CodingKeys: String, CodingKey { case service, version, uptimeSeconds, lastSeq, counters }
+
+    /// Counters in name order, so two replies with the same counts are the same bytes.
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(service, forKey: .service)
+        try container.encode(version, forKey: .version)
+        try container.encode(uptimeSeconds, forKey: .uptimeSeconds)
+        try container.encode(lastSeq, forKey: .lastSeq)
+        var counts = container.nestedContainer(keyedBy: DynamicKey.self, forKey: .counters)
+        for name in counters.keys.sorted() { try counts.encode(counters[name]!, forKey: DynamicKey(name)) }
+    }
+
     public init(service: String, version: String, uptimeSeconds: Int64, lastSeq: Int64, counters: [String: Int64]) {
         self.service = service
         self.version = version
         self.uptimeSeconds = uptimeSeconds
         self.lastSeq = lastSeq
         self.counters = counters
+    }
+}
+
+extension KeyedDecodingContainer {
+    /// JSONDecoder reports a number that does not fit the type (1.5 or 1e20 for an Int) with an
+    /// error that has no coding path; this names the key instead.
+    public func decodeWholeNumberIfPresent<Number: Decodable & FixedWidthInteger>(_ type: Number.Type, forKey key: Key) throws -> Number? {
+        do {
+            return try decodeIfPresent(type, forKey: key)
+        } catch let error as DecodingError {
+            if case .dataCorrupted(let context) = error, context.codingPath.isEmpty {
+                throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: "\(key.stringValue) must be a whole number in range")
+            }
+            throw error
+        } catch {
+            throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: "\(key.stringValue) must be a whole number in range")
+        }
+    }
+
+    public func decodeWholeNumber<Number: Decodable & FixedWidthInteger>(_ type: Number.Type, forKey key: Key) throws -> Number {
+        guard let value = try decodeWholeNumberIfPresent(type, forKey: key) else {
+            throw DecodingError.keyNotFound(key, DecodingError.Context(codingPath: codingPath, debugDescription: "\(key.stringValue) is required"))
+        }
+        return value
     }
 }

@@ -29,7 +29,8 @@ public struct RecordID: Hashable, Comparable, Sendable, CustomStringConvertible 
     public init(_ uuid: UUID = UUID()) { self.uuid = uuid }
 
     public init?(_ text: String) {
-        guard text.utf8.count == 36, let uuid = UUID(uuidString: text) else { return nil }
+        // The 8-4-4-4-12 shape first: Foundation on Linux skips white space inside the groups.
+        guard text.utf8.count == 36, text.utf8.enumerated().allSatisfy(RecordID.fitsShape), let uuid = UUID(uuidString: text) else { return nil }
         self.uuid = uuid
     }
 
@@ -51,6 +52,12 @@ public struct RecordID: Hashable, Comparable, Sendable, CustomStringConvertible 
     }
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    private static func fitsShape(_ position: (offset: Int, element: UInt8)) -> Bool {
+        let byte = position.element
+        if [8, 13, 18, 23].contains(position.offset) { return byte == UInt8(ascii: "-") }
+        return (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte | 0x20)
+    }
 
     public static func < (lhs: RecordID, rhs: RecordID) -> Bool { lhs.description < rhs.description }
 }

@@ -71,6 +71,8 @@ public struct Instant: Hashable, Comparable, Sendable, CustomStringConvertible {
         }
         // A leap second is read as the last second of its minute.
         let seconds = Int64(day.ordinal) * 86_400 + Int64(hour * 3600 + minute * 60 + min(second, 59)) - Int64(offsetSeconds)
+        // Years 0001–9999 in UTC, so every accepted instant prints back in a form that parses.
+        guard (-62_135_596_800...253_402_300_799).contains(seconds) else { return nil }
         millisecondsSince1970 = seconds * 1000 + Int64(millis)
     }
 

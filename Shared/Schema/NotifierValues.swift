@@ -73,7 +73,7 @@ public struct NotificationListRequest: Codable, Sendable {
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         userId = try container.decode(UserID.self, forKey: .userId)
-        after = try container.decodeIfPresent(Int64.self, forKey: .after) ?? 0
+        after = try container.decodeWholeNumberIfPresent(Int64.self, forKey: .after) ?? 0
         guard after >= 0 else {
             throw DecodingError.dataCorruptedError(forKey: .after, in: container, debugDescription: "after must be 0 or more")
         }

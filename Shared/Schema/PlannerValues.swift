@@ -79,7 +79,7 @@ public struct ReminderPutRequest: Codable, Sendable {
         activity = try container.decode(Activity.self, forKey: .activity)
         time = try container.decodeIfPresent(LocalTime.self, forKey: .time)
         weekdays = try container.decodeIfPresent([Weekday].self, forKey: .weekdays)
-        lookbackHours = try container.decodeIfPresent(Int.self, forKey: .lookbackHours)
+        lookbackHours = try container.decodeWholeNumberIfPresent(Int.self, forKey: .lookbackHours)
         if let lookbackHours, !Self.lookbackRange.contains(lookbackHours) {
             throw DecodingError.dataCorruptedError(forKey: .lookbackHours, in: container, debugDescription: "lookbackHours must be 1...48")
         }
@@ -301,7 +301,7 @@ public struct UpcomingRequest: Codable, Sendable {
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         userId = try container.decode(UserID.self, forKey: .userId)
-        days = try container.decodeIfPresent(Int.self, forKey: .days) ?? 7
+        days = try container.decodeWholeNumberIfPresent(Int.self, forKey: .days) ?? 7
         guard Self.dayRange.contains(days) else {
             throw DecodingError.dataCorruptedError(forKey: .days, in: container, debugDescription: "days must be 1...31")
         }
@@ -345,7 +345,7 @@ public struct ClockAdvanceRequest: Codable, Sendable {
 
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        seconds = try container.decode(Int64.self, forKey: .seconds)
+        seconds = try container.decodeWholeNumber(Int64.self, forKey: .seconds)
         guard (0...(400 * 86_400)).contains(seconds) else {
             throw DecodingError.dataCorruptedError(forKey: .seconds, in: container, debugDescription: "seconds must be 0 or more (at most 400 days)")
         }

@@ -60,7 +60,7 @@ public struct WireError: Error, Codable, Sendable, Hashable, CustomStringConvert
 
     static func path(_ prefix: String, _ codingPath: [CodingKey]) -> String {
         codingPath.reduce(prefix) { path, key in
-            if let index = key.intValue, key.stringValue == "Index \(index)" || key.stringValue == String(index) {
+            if let index = key.intValue, key.stringValue == "Index \(index)" {
                 return path + "[\(index)]"
             }
             return path.isEmpty ? key.stringValue : path + "." + key.stringValue
@@ -87,6 +87,7 @@ public struct RequestHead: Sendable {
 
     /// Checks UTF-8 and JSON object, then `v`, then `op`, in that order, as PROTOCOL.md lists them.
     public init(frame: Data) throws(WireError) {
+        guard JSONSyntax.isObject(frame) else { throw WireError(.badJSON, "the request must be a UTF-8 JSON object") }
         let head: RawHead
         do {
             head = try JSONDecoder().decode(RawHead.self, from: frame)

@@ -1,66 +1,95 @@
 import Foundation
 
-/// Encodes wire values to compact JSON, keys in the order the type encodes them.
+/// Encodes wire values to compact JSON in one pass, keys in the order the type encodes them.
 ///
-/// Foundation's JSONEncoder costs ~15 µs for one event envelope on Linux, most of a `session.log`'s
-/// budget; this one builds a small tree of boxes and writes it out in one pass. Any `Encodable`
-/// works; strings are escaped as RFC 8259 requires, slashes are left alone, non-finite numbers throw.
+/// Foundation's JSONEncoder costs ~15 µs for one event envelope on Linux, a large part of a
+/// `session.log`'s budget. This one streams into a single buffer: Codable calls are strictly
+/// nested (a value's `encode(to:)` finishes before its parent writes the next key), so a container
+/// is closed as soon as anything is written at a shallower depth. Strings are escaped as RFC 8259
+/// requires, slashes are left alone, non-finite numbers throw.
 public enum WireJSON {
     public static func encode<Value: Encodable>(_ value: Value) throws -> Data {
-        let encoder = TreeEncoder(codingPath: [])
-        try value.encode(to: encoder)
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(256)
-        (encoder.root ?? .raw(Array("{}".utf8))).write(to: &bytes)
-        return Data(bytes)
+        let stream = JSONStream()
+        try stream.encodeValue(value, depth: 0, codingPath: [])
+        stream.close(deeperThan: 0)
+        return Data(stream.bytes)
     }
 }
 
-private enum Box {
-    case raw([UInt8])
-    case object(ObjectBox)
-    case array(ArrayBox)
+private final class JSONStream {
+    enum Kind { case object, array }
 
-    func write(to bytes: inout [UInt8]) {
-        switch self {
-        case .raw(let raw):
-            bytes.append(contentsOf: raw)
-        case .object(let object):
-            bytes.append(UInt8(ascii: "{"))
-            for (index, entry) in object.entries.enumerated() {
-                if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                JSONText.appendString(entry.key, to: &bytes)
-                bytes.append(UInt8(ascii: ":"))
-                entry.value.write(to: &bytes)
-            }
-            bytes.append(UInt8(ascii: "}"))
-        case .array(let array):
-            bytes.append(UInt8(ascii: "["))
-            for (index, element) in array.elements.enumerated() {
-                if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                element.write(to: &bytes)
-            }
-            bytes.append(UInt8(ascii: "]"))
+    struct Frame {
+        let kind: Kind
+        var count = 0
+        /// The encoder that opened it, so a second `container(keyedBy:)` call reuses it.
+        let owner: ObjectIdentifier
+    }
+
+    // Only this stream's own nested calls touch these, one at a time; dynamic exclusivity checks
+    // on them were a quarter of the encoding time.
+    @exclusivity(unchecked) var bytes: [UInt8] = []
+    @exclusivity(unchecked) var frames: [Frame] = []
+
+    init() { bytes.reserveCapacity(512) }
+
+    func close(deeperThan depth: Int) {
+        while frames.count > depth {
+            bytes.append(frames.removeLast().kind == .object ? UInt8(ascii: "}") : UInt8(ascii: "]"))
         }
     }
-}
 
-private final class ObjectBox {
-    var entries: [(key: String, value: Box)] = []
-
-    func set(_ key: String, _ value: Box) {
-        if let index = entries.firstIndex(where: { $0.key == key }) { entries[index].value = value } else { entries.append((key, value)) }
+    /// Prepares to write the next member of the container at `depth` (its frame is `frames[depth - 1]`).
+    func beginMember(depth: Int, key: String?) {
+        close(deeperThan: depth)
+        if frames[depth - 1].count > 0 { bytes.append(UInt8(ascii: ",")) }
+        frames[depth - 1].count += 1
+        if let key {
+            appendString(key)
+            bytes.append(UInt8(ascii: ":"))
+        }
     }
-}
 
-private final class ArrayBox {
-    var elements: [Box] = []
-}
+    func open(_ kind: Kind, depth: Int, owner: ObjectIdentifier) {
+        if frames.count > depth, frames[depth].owner == owner, frames[depth].kind == kind {
+            close(deeperThan: depth + 1)  // the same encoder asking again: keep writing into its container
+            return
+        }
+        close(deeperThan: depth)
+        bytes.append(kind == .object ? UInt8(ascii: "{") : UInt8(ascii: "["))
+        frames.append(Frame(kind: kind, owner: owner))
+    }
 
-enum JSONText {
+    /// Writes a value whose slot (key or array position) is already written.
+    func encodeValue<T: Encodable>(_ value: T, depth: Int, codingPath: [CodingKey]) throws {
+        // Metatype comparisons, not `as?` casts: failed dynamic casts cost more than the encoding.
+        if T.self == String.self { return appendString(value as! String) }
+        if T.self == Int.self { return appendInteger(value as! Int) }
+        if T.self == Int64.self { return appendInteger(value as! Int64) }
+        if T.self == Bool.self { return appendLiteral((value as! Bool) ? "true" : "false") }
+        if T.self == Double.self { return try appendDouble(value as! Double, codingPath) }
+        let start = bytes.count
+        let encoder = StreamEncoder(stream: self, depth: depth, codingPath: codingPath)
+        try value.encode(to: encoder)
+        if bytes.count == start { appendLiteral("{}") }  // encoded nothing at all
+    }
+
+    func appendLiteral(_ text: StaticString) {
+        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    func appendInteger<T: BinaryInteger>(_ value: T) { bytes.append(contentsOf: String(value).utf8) }
+
+    func appendDouble(_ value: Double, _ codingPath: [CodingKey]) throws {
+        guard value.isFinite else {
+            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: codingPath, debugDescription: "JSON has no \(value)"))
+        }
+        if value.rounded() == value, abs(value) < 1e15 { appendInteger(Int64(value)) } else { bytes.append(contentsOf: "\(value)".utf8) }
+    }
+
     private static let hex = Array("0123456789abcdef".utf8)
 
-    static func appendString(_ string: String, to bytes: inout [UInt8]) {
+    func appendString(_ string: String) {
         bytes.append(UInt8(ascii: "\""))
         for byte in string.utf8 {
             switch byte {
@@ -69,7 +98,7 @@ enum JSONText {
             case UInt8(ascii: "\n"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
             case UInt8(ascii: "\r"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
             case UInt8(ascii: "\t"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0..<0x20: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+            case 0..<0x20: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), 48, 48, Self.hex[Int(byte >> 4)], Self.hex[Int(byte & 0xF)]])
             default: bytes.append(byte)
             }
         }
@@ -77,98 +106,78 @@ enum JSONText {
     }
 }
 
-private final class TreeEncoder: Encoder {
+/// The encoder a value writes itself through; `depth` is how many containers enclose it.
+private final class StreamEncoder: Encoder {
+    let stream: JSONStream
+    let depth: Int
     let codingPath: [CodingKey]
     let userInfo: [CodingUserInfoKey: Any] = [:]
-    var root: Box?
 
-    init(codingPath: [CodingKey]) { self.codingPath = codingPath }
+    init(stream: JSONStream, depth: Int, codingPath: [CodingKey]) {
+        self.stream = stream
+        self.depth = depth
+        self.codingPath = codingPath
+    }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-        // A type may ask twice (an occurrence and the fields beside it): both write into one object.
-        if case .object(let object) = root { return KeyedEncodingContainer(KeyedWriter(object: object, codingPath: codingPath)) }
-        let object = ObjectBox()
-        root = .object(object)
-        return KeyedEncodingContainer(KeyedWriter(object: object, codingPath: codingPath))
+        stream.open(.object, depth: depth, owner: ObjectIdentifier(self))
+        return KeyedEncodingContainer(KeyedWriter<Key>(stream: stream, depth: depth + 1, codingPath: codingPath))
     }
 
     func unkeyedContainer() -> UnkeyedEncodingContainer {
-        if case .array(let array) = root { return ArrayWriter(array: array, codingPath: codingPath) }
-        let array = ArrayBox()
-        root = .array(array)
-        return ArrayWriter(array: array, codingPath: codingPath)
+        stream.open(.array, depth: depth, owner: ObjectIdentifier(self))
+        return ArrayWriter(stream: stream, depth: depth + 1, codingPath: codingPath)
     }
 
     func singleValueContainer() -> SingleValueEncodingContainer { SingleValueWriter(encoder: self) }
-
-    /// Encodes a nested value: primitives directly, anything else through its own `encode(to:)`.
-    static func box<T: Encodable>(_ value: T, at codingPath: [CodingKey]) throws -> Box {
-        // Metatype comparisons, not `as?` casts: a chain of failed dynamic casts costs more than the encoding.
-        if T.self == String.self { return string(value as! String) }
-        if T.self == Int.self { return integer(value as! Int) }
-        if T.self == Int64.self { return integer(value as! Int64) }
-        if T.self == Bool.self { return .raw(Array(((value as! Bool) ? "true" : "false").utf8)) }
-        if T.self == Double.self { return try double(value as! Double, codingPath) }
-        let encoder = TreeEncoder(codingPath: codingPath)
-        try value.encode(to: encoder)
-        return encoder.root ?? .raw(Array("{}".utf8))
-    }
-
-    static func string(_ text: String) -> Box {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(text.utf8.count + 2)
-        JSONText.appendString(text, to: &bytes)
-        return .raw(bytes)
-    }
-
-    static func double(_ value: Double, _ codingPath: [CodingKey]) throws -> Box {
-        guard value.isFinite else {
-            throw EncodingError.invalidValue(value, EncodingError.Context(codingPath: codingPath, debugDescription: "JSON has no \(value)"))
-        }
-        if value.rounded() == value, abs(value) < 1e15 { return .raw(Array(String(Int64(value)).utf8)) }
-        return .raw(Array("\(value)".utf8))
-    }
-
-    static func integer<T: BinaryInteger>(_ value: T) -> Box { .raw(Array(String(value).utf8)) }
 }
 
 private struct KeyedWriter<Key: CodingKey>: KeyedEncodingContainerProtocol {
-    let object: ObjectBox
+    let stream: JSONStream
+    let depth: Int
     let codingPath: [CodingKey]
 
-    mutating func encodeNil(forKey key: Key) throws { object.set(key.stringValue, .raw(Array("null".utf8))) }
-    mutating func encode(_ value: Bool, forKey key: Key) throws { object.set(key.stringValue, .raw(Array((value ? "true" : "false").utf8))) }
-    mutating func encode(_ value: String, forKey key: Key) throws { object.set(key.stringValue, TreeEncoder.string(value)) }
-    mutating func encode(_ value: Double, forKey key: Key) throws { object.set(key.stringValue, try TreeEncoder.double(value, codingPath + [key])) }
-    mutating func encode(_ value: Float, forKey key: Key) throws { object.set(key.stringValue, try TreeEncoder.double(Double(value), codingPath + [key])) }
-    mutating func encode(_ value: Int, forKey key: Key) throws { object.set(key.stringValue, TreeEncoder.integer(value)) }
-    mutating func encode(_ value: Int8, forKey key: Key) throws { object.set(key.stringValue, TreeEncoder.integer(value)) }
-    mutating func encode(_ value: Int16, forKey key: Key) throws { object.set(key.stringValue, TreeEncoder.integer(value)) }
-    mutating func encode(_ value: Int32, forKey key: Key) throws { object.set(key.stringValue, TreeEncoder.integer(value)) }
-    mutating func encode(_ value: Int64, forKey key: Key) throws { object.set(key.stringValue, TreeEncoder.integer(value)) }
-    mutating func encode(_ value: UInt, forKey key: Key) throws { object.set(key.stringValue, TreeEncoder.integer(value)) }
-    mutating func encode(_ value: UInt8, forKey key: Key) throws { object.set(key.stringValue, TreeEncoder.integer(value)) }
-    mutating func encode(_ value: UInt16, forKey key: Key) throws { object.set(key.stringValue, TreeEncoder.integer(value)) }
-    mutating func encode(_ value: UInt32, forKey key: Key) throws { object.set(key.stringValue, TreeEncoder.integer(value)) }
-    mutating func encode(_ value: UInt64, forKey key: Key) throws { object.set(key.stringValue, TreeEncoder.integer(value)) }
+    private func member(_ key: Key) { stream.beginMember(depth: depth, key: key.stringValue) }
+
+    mutating func encodeNil(forKey key: Key) throws { member(key); stream.appendLiteral("null") }
+    mutating func encode(_ value: Bool, forKey key: Key) throws { member(key); stream.appendLiteral(value ? "true" : "false") }
+    mutating func encode(_ value: String, forKey key: Key) throws { member(key); stream.appendString(value) }
+    mutating func encode(_ value: Double, forKey key: Key) throws { member(key); try stream.appendDouble(value, codingPath + [key]) }
+    mutating func encode(_ value: Float, forKey key: Key) throws { member(key); try stream.appendDouble(Double(value), codingPath + [key]) }
+    mutating func encode(_ value: Int, forKey key: Key) throws { member(key); stream.appendInteger(value) }
+    mutating func encode(_ value: Int8, forKey key: Key) throws { member(key); stream.appendInteger(value) }
+    mutating func encode(_ value: Int16, forKey key: Key) throws { member(key); stream.appendInteger(value) }
+    mutating func encode(_ value: Int32, forKey key: Key) throws { member(key); stream.appendInteger(value) }
+    mutating func encode(_ value: Int64, forKey key: Key) throws { member(key); stream.appendInteger(value) }
+    mutating func encode(_ value: UInt, forKey key: Key) throws { member(key); stream.appendInteger(value) }
+    mutating func encode(_ value: UInt8, forKey key: Key) throws { member(key); stream.appendInteger(value) }
+    mutating func encode(_ value: UInt16, forKey key: Key) throws { member(key); stream.appendInteger(value) }
+    mutating func encode(_ value: UInt32, forKey key: Key) throws { member(key); stream.appendInteger(value) }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws { member(key); stream.appendInteger(value) }
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
-        object.set(key.stringValue, try TreeEncoder.box(value, at: codingPath + [key]))
+        member(key)
+        try stream.encodeValue(value, depth: depth, codingPath: codingPath + [key])
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
-        let nested = ObjectBox()
-        object.set(key.stringValue, .object(nested))
-        return KeyedEncodingContainer(KeyedWriter<NestedKey>(object: nested, codingPath: codingPath + [key]))
+        member(key)
+        return StreamEncoder(stream: stream, depth: depth, codingPath: codingPath + [key]).container(keyedBy: keyType)
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> UnkeyedEncodingContainer {
-        let nested = ArrayBox()
-        object.set(key.stringValue, .array(nested))
-        return ArrayWriter(array: nested, codingPath: codingPath + [key])
+        member(key)
+        return StreamEncoder(stream: stream, depth: depth, codingPath: codingPath + [key]).unkeyedContainer()
     }
 
-    mutating func superEncoder() -> Encoder { DeferredEncoder(codingPath: codingPath) { [object] in object.set("super", $0) } }
-    mutating func superEncoder(forKey key: Key) -> Encoder { DeferredEncoder(codingPath: codingPath + [key]) { [object] in object.set(key.stringValue, $0) } }
+    mutating func superEncoder() -> Encoder {
+        stream.beginMember(depth: depth, key: "super")
+        return StreamEncoder(stream: stream, depth: depth, codingPath: codingPath)
+    }
+
+    mutating func superEncoder(forKey key: Key) -> Encoder {
+        member(key)
+        return StreamEncoder(stream: stream, depth: depth, codingPath: codingPath + [key])
+    }
 }
 
 private struct IndexKey: CodingKey {
@@ -183,102 +192,64 @@ private struct IndexKey: CodingKey {
 }
 
 private struct ArrayWriter: UnkeyedEncodingContainer {
-    let array: ArrayBox
+    let stream: JSONStream
+    let depth: Int
     let codingPath: [CodingKey]
-    var count: Int { array.elements.count }
+    private(set) var count = 0
 
-    mutating func encodeNil() throws { array.elements.append(.raw(Array("null".utf8))) }
+    init(stream: JSONStream, depth: Int, codingPath: [CodingKey]) {
+        self.stream = stream
+        self.depth = depth
+        self.codingPath = codingPath
+    }
+
+    private mutating func element() -> [CodingKey] {
+        stream.beginMember(depth: depth, key: nil)
+        count += 1
+        return codingPath + [IndexKey(count - 1)]
+    }
+
+    mutating func encodeNil() throws { _ = element(); stream.appendLiteral("null") }
     mutating func encode<T: Encodable>(_ value: T) throws {
-        array.elements.append(try TreeEncoder.box(value, at: codingPath + [IndexKey(count)]))
+        let path = element()
+        try stream.encodeValue(value, depth: depth, codingPath: path)
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
-        let nested = ObjectBox()
-        array.elements.append(.object(nested))
-        return KeyedEncodingContainer(KeyedWriter<NestedKey>(object: nested, codingPath: codingPath + [IndexKey(count - 1)]))
+        let path = element()
+        return StreamEncoder(stream: stream, depth: depth, codingPath: path).container(keyedBy: keyType)
     }
 
     mutating func nestedUnkeyedContainer() -> UnkeyedEncodingContainer {
-        let nested = ArrayBox()
-        array.elements.append(.array(nested))
-        return ArrayWriter(array: nested, codingPath: codingPath + [IndexKey(count - 1)])
+        let path = element()
+        return StreamEncoder(stream: stream, depth: depth, codingPath: path).unkeyedContainer()
     }
 
     mutating func superEncoder() -> Encoder {
-        let index = count
-        array.elements.append(.raw(Array("null".utf8)))
-        return DeferredEncoder(codingPath: codingPath + [IndexKey(index)]) { [array] in array.elements[index] = $0 }
+        let path = element()
+        return StreamEncoder(stream: stream, depth: depth, codingPath: path)
     }
 }
 
 private struct SingleValueWriter: SingleValueEncodingContainer {
-    let encoder: TreeEncoder
+    let encoder: StreamEncoder
     var codingPath: [CodingKey] { encoder.codingPath }
+    private var stream: JSONStream { encoder.stream }
 
-    mutating func encodeNil() throws { encoder.root = .raw(Array("null".utf8)) }
-    mutating func encode(_ value: Bool) throws { encoder.root = .raw(Array((value ? "true" : "false").utf8)) }
-    mutating func encode(_ value: String) throws { encoder.root = TreeEncoder.string(value) }
-    mutating func encode(_ value: Double) throws { encoder.root = try TreeEncoder.double(value, codingPath) }
-    mutating func encode(_ value: Float) throws { encoder.root = try TreeEncoder.double(Double(value), codingPath) }
-    mutating func encode(_ value: Int) throws { encoder.root = TreeEncoder.integer(value) }
-    mutating func encode(_ value: Int8) throws { encoder.root = TreeEncoder.integer(value) }
-    mutating func encode(_ value: Int16) throws { encoder.root = TreeEncoder.integer(value) }
-    mutating func encode(_ value: Int32) throws { encoder.root = TreeEncoder.integer(value) }
-    mutating func encode(_ value: Int64) throws { encoder.root = TreeEncoder.integer(value) }
-    mutating func encode(_ value: UInt) throws { encoder.root = TreeEncoder.integer(value) }
-    mutating func encode(_ value: UInt8) throws { encoder.root = TreeEncoder.integer(value) }
-    mutating func encode(_ value: UInt16) throws { encoder.root = TreeEncoder.integer(value) }
-    mutating func encode(_ value: UInt32) throws { encoder.root = TreeEncoder.integer(value) }
-    mutating func encode(_ value: UInt64) throws { encoder.root = TreeEncoder.integer(value) }
-    mutating func encode<T: Encodable>(_ value: T) throws { encoder.root = try TreeEncoder.box(value, at: codingPath) }
-}
-
-/// A super-encoder: whatever is encoded into it is stored where it belongs once asked for.
-private final class DeferredEncoder: Encoder {
-    let codingPath: [CodingKey]
-    let userInfo: [CodingUserInfoKey: Any] = [:]
-    private let inner: TreeEncoder
-    private let store: (Box) -> Void
-
-    init(codingPath: [CodingKey], store: @escaping (Box) -> Void) {
-        self.codingPath = codingPath
-        inner = TreeEncoder(codingPath: codingPath)
-        self.store = store
-    }
-
-    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-        defer { if let root = inner.root { store(root) } }
-        return inner.container(keyedBy: type)
-    }
-
-    func unkeyedContainer() -> UnkeyedEncodingContainer {
-        defer { if let root = inner.root { store(root) } }
-        return inner.unkeyedContainer()
-    }
-
-    func singleValueContainer() -> SingleValueEncodingContainer { DeferredSingleValue(encoder: self) }
-
-    fileprivate func stored(_ box: Box) { store(box) }
-
-    private struct DeferredSingleValue: SingleValueEncodingContainer {
-        let encoder: DeferredEncoder
-        var codingPath: [CodingKey] { encoder.codingPath }
-        func set(_ box: Box) { encoder.stored(box) }
-        mutating func encodeNil() throws { set(.raw(Array("null".utf8))) }
-        mutating func encode(_ value: Bool) throws { set(.raw(Array((value ? "true" : "false").utf8))) }
-        mutating func encode(_ value: String) throws { set(TreeEncoder.string(value)) }
-        mutating func encode(_ value: Double) throws { set(try TreeEncoder.double(value, codingPath)) }
-        mutating func encode(_ value: Float) throws { set(try TreeEncoder.double(Double(value), codingPath)) }
-        mutating func encode(_ value: Int) throws { set(TreeEncoder.integer(value)) }
-        mutating func encode(_ value: Int8) throws { set(TreeEncoder.integer(value)) }
-        mutating func encode(_ value: Int16) throws { set(TreeEncoder.integer(value)) }
-        mutating func encode(_ value: Int32) throws { set(TreeEncoder.integer(value)) }
-        mutating func encode(_ value: Int64) throws { set(TreeEncoder.integer(value)) }
-        mutating func encode(_ value: UInt) throws { set(TreeEncoder.integer(value)) }
-        mutating func encode(_ value: UInt8) throws { set(TreeEncoder.integer(value)) }
-        mutating func encode(_ value: UInt16) throws { set(TreeEncoder.integer(value)) }
-        mutating func encode(_ value: UInt32) throws { set(TreeEncoder.integer(value)) }
-        mutating func encode(_ value: UInt64) throws { set(TreeEncoder.integer(value)) }
-        mutating func encode<T: Encodable>(_ value: T) throws { set(try TreeEncoder.box(value, at: codingPath)) }
-    }
+    mutating func encodeNil() throws { stream.appendLiteral("null") }
+    mutating func encode(_ value: Bool) throws { stream.appendLiteral(value ? "true" : "false") }
+    mutating func encode(_ value: String) throws { stream.appendString(value) }
+    mutating func encode(_ value: Double) throws { try stream.appendDouble(value, codingPath) }
+    mutating func encode(_ value: Float) throws { try stream.appendDouble(Double(value), codingPath) }
+    mutating func encode(_ value: Int) throws { stream.appendInteger(value) }
+    mutating func encode(_ value: Int8) throws { stream.appendInteger(value) }
+    mutating func encode(_ value: Int16) throws { stream.appendInteger(value) }
+    mutating func encode(_ value: Int32) throws { stream.appendInteger(value) }
+    mutating func encode(_ value: Int64) throws { stream.appendInteger(value) }
+    mutating func encode(_ value: UInt) throws { stream.appendInteger(value) }
+    mutating func encode(_ value: UInt8) throws { stream.appendInteger(value) }
+    mutating func encode(_ value: UInt16) throws { stream.appendInteger(value) }
+    mutating func encode(_ value: UInt32) throws { stream.appendInteger(value) }
+    mutating func encode(_ value: UInt64) throws { stream.appendInteger(value) }
+    mutating func encode<T: Encodable>(_ value: T) throws { try stream.encodeValue(value, depth: encoder.depth, codingPath: codingPath) }
 }

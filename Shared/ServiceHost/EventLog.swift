@@ -11,7 +11,7 @@ public final class EventLog {
 
     init(source: String, database: DatabaseQueue) throws {
         self.source = source
-        lastSeq = try database.read { db in try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM outbox") ?? 0 }
+        lastSeq = try database.read { db in try db.fetchValue(Int64.self, "SELECT MAX(seq) FROM outbox") ?? 0 }
     }
 
     static func migrate(_ migrator: inout DatabaseMigrator) {
@@ -28,7 +28,7 @@ public final class EventLog {
 
     /// `events.since` reply bytes: the stored envelopes exactly as they were published.
     func since(_ request: EventsSinceRequest, in db: Database) throws -> Data {
-        let rows = try Row.fetchAll(db, sql: "SELECT envelope FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?",
+        let rows = try db.fetchRows("SELECT envelope FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?",
                                     arguments: [request.after, request.limit])
         var payload = Data(#"{"events":["#.utf8)
         for (index, row) in rows.enumerated() {
@@ -73,7 +73,7 @@ public final class Transaction {
         let topic = Topic(type: type, userId: userId, activity: activity).description
         let envelope = EventEnvelope(type: type, seq: nextSeq, time: now, source: eventLog.source, topic: topic, data: data)
         let bytes = try wireEncoder().encode(envelope)
-        try db.execute(sql: "INSERT INTO outbox (seq, topic, envelope) VALUES (?, ?, ?)", arguments: [envelope.seq, topic, bytes])
+        try db.run("INSERT INTO outbox (seq, topic, envelope) VALUES (?, ?, ?)", arguments: [envelope.seq, topic, bytes])
         events.append(PendingEvent(seq: envelope.seq, topic: topic, envelope: bytes))
         return envelope.seq
     }
@@ -99,11 +99,11 @@ public final class Transaction {
 
     /// The seq an upstream feed was applied through, stored beside the state it produced.
     public func cursor(_ upstream: String) throws -> Int64 {
-        try Int64.fetchOne(db, sql: "SELECT seq FROM cursor WHERE upstream = ?", arguments: [upstream]) ?? 0
+        try db.fetchValue(Int64.self, "SELECT seq FROM cursor WHERE upstream = ?", arguments: [upstream]) ?? 0
     }
 
     public func setCursor(_ upstream: String, _ seq: Int64) throws {
-        try db.execute(sql: "INSERT INTO cursor (upstream, seq) VALUES (?, ?) ON CONFLICT(upstream) DO UPDATE SET seq = excluded.seq",
+        try db.run("INSERT INTO cursor (upstream, seq) VALUES (?, ?) ON CONFLICT(upstream) DO UPDATE SET seq = excluded.seq",
                        arguments: [upstream, seq])
     }
 }

@@ -17,6 +17,10 @@ import ZeroMQ
 /// connects and receives until it has N data messages, checking each one's shape. Both high-water
 /// marks are 0, so nothing is dropped, and a run that does not receive exactly N fails. Time runs
 /// from just before the PUB's first data send to the SUB's receipt of the last message.
+///
+/// Each side also reports the CPU time per message of its PUB thread (the sending loop) and its
+/// SUB thread (the receiving loop). Those hold up better than throughput when the machine is busy,
+/// and show whether our layer's cost is on the sending or the receiving side.
 enum ZeroMQPubSub {
     static let topicSize = 20
     static let payloadSize = 80
@@ -39,18 +43,17 @@ enum ZeroMQPubSub {
         _ = try runC(program, messages: warmUp)
         _ = try runSwift(messages: warmUp)
 
-        print(row("round", "c msg/s", "swift msg/s", "swift/c"))
-        var cRates: [Double] = [], swiftRates: [Double] = []
+        print("msg/s: messages per second; pub ns, sub ns: CPU time per message of the PUB and SUB threads")
+        print(row("round", "c msg/s", "swift msg/s", "swift/c", "c pub ns", "c sub ns", "swift pub ns", "swift sub ns"))
+        var c: [Measurement] = [], swift: [Measurement] = []
         for round in 1...options.rounds {
-            let c = try runC(program, messages: options.messages)
-            let swift = try runSwift(messages: options.messages)
-            cRates.append(c)
-            swiftRates.append(swift)
-            print(row("\(round)", rate(c), rate(swift), String(format: "%.2f", swift / c)))
+            c.append(try runC(program, messages: options.messages))
+            swift.append(try runSwift(messages: options.messages))
+            print(row("\(round)", c[round - 1], swift[round - 1], ratio: swift[round - 1].rate / c[round - 1].rate))
         }
-        let cMedian = median(cRates), swiftMedian = median(swiftRates)
-        let ratio = swiftMedian / cMedian
-        print(row("median", rate(cMedian), rate(swiftMedian), String(format: "%.2f", ratio)))
+        let cMedian = Measurement(median: c), swiftMedian = Measurement(median: swift)
+        let ratio = swiftMedian.rate / cMedian.rate
+        print(row("median", cMedian, swiftMedian, ratio: ratio))
         print(String(format: "ratio swift/c = %.2f", ratio))
         print(String(format: "target swift/c >= %.2f: ", target) + (ratio >= target ? "met" : "NOT met"))
     }
@@ -92,20 +95,20 @@ enum ZeroMQPubSub {
         return program
     }
 
-    /// Runs the C program once and returns its messages per second.
-    static func runC(_ program: URL, messages: Int) throws -> Double {
+    /// Runs the C program once.
+    static func runC(_ program: URL, messages: Int) throws -> Measurement {
         let (status, output, errors) = try execute(program.path, ["\(messages)"])
         guard status == 0 else { throw BenchError("C baseline failed (\(status)): \(errors)") }
-        // One line: received=N seconds=S rate=R
+        // One line: received=N seconds=S rate=R pub_cpu_ns=P sub_cpu_ns=Q
         let fields = Dictionary(
             output.split(whereSeparator: \.isWhitespace).compactMap { field -> (String, String)? in
                 let parts = field.split(separator: "=", maxSplits: 1)
                 return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
             }, uniquingKeysWith: { $1 })
-        guard fields["received"] == "\(messages)", let rate = fields["rate"].flatMap(Double.init) else {
-            throw BenchError("unexpected output from the C baseline: \(output)")
-        }
-        return rate
+        guard fields["received"] == "\(messages)", let rate = fields["rate"].flatMap(Double.init),
+              let pub = fields["pub_cpu_ns"].flatMap(Double.init), let sub = fields["sub_cpu_ns"].flatMap(Double.init)
+        else { throw BenchError("unexpected output from the C baseline: \(output)") }
+        return Measurement(rate: rate, publisherNanoseconds: pub, subscriberNanoseconds: sub)
     }
 
     static func execute(_ path: String, _ arguments: [String]) throws -> (Int32, String, String) {
@@ -141,6 +144,9 @@ enum ZeroMQPubSub {
         let start = Mutex<ContinuousClock.Instant?>(nil)
         let end = Mutex<ContinuousClock.Instant?>(nil)
         let received = Atomic<Int>(0)
+        /// CPU time of the PUB's sending loop and of the SUB's receiving loop.
+        let publisherCPU = Atomic<UInt64>(0)
+        let subscriberCPU = Atomic<UInt64>(0)
 
         init(messages: Int) { self.messages = messages }
 
@@ -152,8 +158,8 @@ enum ZeroMQPubSub {
         var hasFailed: Bool { failed.load(ordering: .sequentiallyConsistent) }
     }
 
-    /// Runs the Swift side once and returns its messages per second.
-    static func runSwift(messages: Int) throws -> Double {
+    /// Runs the Swift side once.
+    static func runSwift(messages: Int) throws -> Measurement {
         let context = try Context()
         let run = Run(messages: messages)
         let threads = DispatchGroup()
@@ -180,7 +186,10 @@ enum ZeroMQPubSub {
         guard received == messages, let start = run.start.withLock({ $0 }), let end = run.end.withLock({ $0 })
         else { throw BenchError("Swift side received \(received) of \(messages) messages") }
         let elapsed = (end - start).components
-        return Double(messages) / (Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18)
+        return Measurement(
+            rate: Double(messages) / (Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18),
+            publisherNanoseconds: Double(run.publisherCPU.load(ordering: .sequentiallyConsistent)) / Double(messages),
+            subscriberNanoseconds: Double(run.subscriberCPU.load(ordering: .sequentiallyConsistent)) / Double(messages))
     }
 
     static func publish(_ context: Context, _ run: Run) throws {
@@ -202,11 +211,13 @@ enum ZeroMQPubSub {
 
         let message = [Data(repeating: UInt8(ascii: "t"), count: topicSize),
                        Data(repeating: UInt8(ascii: "p"), count: payloadSize)]
+        let cpu = threadCPUNanoseconds()
         run.start.withLock { $0 = .now }
         for _ in 0..<run.messages {
             if run.hasFailed { break }
             try publisher.send(multipart: message)
         }
+        run.publisherCPU.store(threadCPUNanoseconds() - cpu, ordering: .sequentiallyConsistent)
         // Closing now would discard what is still queued (LINGER 0): wait for the SUB to finish.
         while !run.finished.load(ordering: .sequentiallyConsistent) && !run.hasFailed { usleep(1000) }
     }
@@ -220,6 +231,7 @@ enum ZeroMQPubSub {
 
         var received = 0
         defer { run.received.store(received, ordering: .sequentiallyConsistent) }
+        let cpu = threadCPUNanoseconds()
         while received < run.messages && !run.hasFailed {
             guard let frames = try subscriber.receiveMultipart() else {
                 throw BenchError("nothing for \(receiveTimeoutMilliseconds) ms after \(received) messages")
@@ -236,9 +248,24 @@ enum ZeroMQPubSub {
             received += 1
         }
         run.end.withLock { $0 = .now }
+        run.subscriberCPU.store(threadCPUNanoseconds() - cpu, ordering: .sequentiallyConsistent)
+    }
+
+    static func threadCPUNanoseconds() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
     }
 
     // MARK: Printing
+
+    struct Measurement {
+        /// Messages per second.
+        var rate: Double
+        /// CPU time per message of the PUB thread's sending loop and the SUB thread's receiving loop.
+        var publisherNanoseconds: Double
+        var subscriberNanoseconds: Double
+    }
 
     static func median(_ values: [Double]) -> Double {
         let sorted = values.sorted()
@@ -246,12 +273,26 @@ enum ZeroMQPubSub {
         return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
     }
 
-    static func rate(_ value: Double) -> String { String(Int(value.rounded())) }
+    static func row(_ round: String, _ c: Measurement, _ swift: Measurement, ratio: Double) -> String {
+        let whole = { (value: Double) in String(Int(value.rounded())) }
+        return row(round, whole(c.rate), whole(swift.rate), String(format: "%.2f", ratio),
+                   whole(c.publisherNanoseconds), whole(c.subscriberNanoseconds),
+                   whole(swift.publisherNanoseconds), whole(swift.subscriberNanoseconds))
+    }
 
     static func row(_ columns: String...) -> String {
-        zip(columns, [8, 12, 12, 8]).map { text, width in
+        zip(columns, [8, 10, 12, 9, 9, 9, 13, 12]).map { text, width in
             text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
-        }.joined()
+        }.joined().trimmingCharacters(in: .whitespaces)
+    }
+}
+
+extension ZeroMQPubSub.Measurement {
+    /// Each figure's median over the rounds, separately.
+    init(median rounds: [Self]) {
+        self.init(rate: ZeroMQPubSub.median(rounds.map(\.rate)),
+                  publisherNanoseconds: ZeroMQPubSub.median(rounds.map(\.publisherNanoseconds)),
+                  subscriberNanoseconds: ZeroMQPubSub.median(rounds.map(\.subscriberNanoseconds)))
     }
 }
 

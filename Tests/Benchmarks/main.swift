@@ -3,6 +3,8 @@ import Foundation
 // `bench <name> [arguments]`: one entry per benchmark; each parses its own arguments.
 let benchmarks: [String: ([String]) throws -> Void] = [
     "zmq-pubsub": ZeroMQPubSub.run,
+    "session-log": SessionLogBenchmark.run,
+    "streak": StreakBenchmark.run,
 ]
 
 let arguments = CommandLine.arguments.dropFirst()

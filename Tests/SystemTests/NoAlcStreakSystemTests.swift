@@ -26,7 +26,7 @@ import ZeroMQ
     }
 
     /// `streak.get` once the feed has caught up far enough for `condition`; delivery is asynchronous.
-    func streakOnce(_ data: [String: Any], on client: WireClient? = nil, _ condition: (JSONValue) -> Bool) throws -> JSONValue {
+    func stateWhen(_ data: [String: Any], on client: WireClient? = nil, _ condition: (JSONValue) -> Bool) throws -> JSONValue {
         var state = JSONValue.null
         _ = try eventually { state = try (client ?? self.client).ok("streak.get", data); return condition(state) }
         return state
@@ -36,7 +36,7 @@ import ZeroMQ
         let subscriber = try EventSubscriber(streak.events, context: context, prefixes: ["streak.updated.anna."])
         let week = days(from: "2026-03-01", count: 7)
         try logLevels("anna", week, "steady")
-        let state = try streakOnce(["userId": "anna", "asOf": week[6]]) { $0["streakDays"]?.intValue == 7 }
+        let state = try stateWhen(["userId": "anna", "asOf": week[6]]) { $0["streakDays"]?.intValue == 7 }
         #expect(state == streakState("anna", asOf: week[6], policy: "seed", streak: 7, earned: 1, used: 0, lost: 0, available: 1,
                                      lastLogged: week[6], todayLogged: true))
 
@@ -50,7 +50,7 @@ import ZeroMQ
 
         // A correction of a past day (a new entry, latest wins): steady, steady, easy without a joker, 4 × steady.
         _ = try log.ok("noalc.log", ["userId": "anna", "day": week[2], "level": "easy"])
-        let corrected = try streakOnce(["userId": "anna", "asOf": week[6]]) { $0["streakDays"]?.intValue == 4 }
+        let corrected = try stateWhen(["userId": "anna", "asOf": week[6]]) { $0["streakDays"]?.intValue == 4 }
         #expect(corrected["rewardsEarned"]?.intValue == 0)
         #expect(corrected["rewardsAvailable"]?.intValue == 0)
         let update = try subscriber.receive(1)
@@ -60,7 +60,7 @@ import ZeroMQ
         // The same level again changes nothing, so nothing is published; bert's entry shows the feed got past it.
         _ = try log.ok("noalc.log", ["userId": "anna", "day": week[2], "level": "easy"])
         _ = try log.ok("noalc.log", ["userId": "bert", "day": week[0], "level": "steady"])
-        _ = try streakOnce(["userId": "bert", "asOf": week[0]]) { $0["streakDays"]?.intValue == 1 }
+        _ = try stateWhen(["userId": "bert", "asOf": week[0]]) { $0["streakDays"]?.intValue == 1 }
         #expect(try subscriber.receive(1, timeout: 0.3).isEmpty)
         #expect(try client.ok("events.since", [:])["lastSeq"]?.intValue == 9)
     }
@@ -69,7 +69,7 @@ import ZeroMQ
         let week = days(from: "2026-03-01", count: 7)
         try logLevels("carl", week, "steady")
         _ = try log.ok("noalc.log", ["userId": "carl", "day": "2026-03-20", "level": "wild"])
-        _ = try streakOnce(["userId": "carl", "asOf": "2026-03-20"]) { $0["lastLoggedDay"]?.stringValue == "2026-03-20" }
+        _ = try stateWhen(["userId": "carl", "asOf": "2026-03-20"]) { $0["lastLoggedDay"]?.stringValue == "2026-03-20" }
 
         // Seven steady days: streak 7 and one joker.
         #expect(try client.ok("streak.get", ["userId": "carl", "asOf": week[6]])
@@ -106,8 +106,8 @@ import ZeroMQ
         try logLevels("dora", Array(week.prefix(7)), "steady")
         try logLevels("dora", [week[7]], "wild")
         let request: [String: Any] = ["userId": "dora", "asOf": week[7]]
-        let seed = try streakOnce(request) { $0["lastLoggedDay"]?.stringValue == week[7] }
-        let classical = try streakOnce(request, on: classicClient) { $0["lastLoggedDay"]?.stringValue == week[7] }
+        let seed = try stateWhen(request) { $0["lastLoggedDay"]?.stringValue == week[7] }
+        let classical = try stateWhen(request, on: classicClient) { $0["lastLoggedDay"]?.stringValue == week[7] }
         #expect(seed == streakState("dora", asOf: week[7], policy: "seed", streak: 0, earned: 1, used: 0, lost: 1, available: 0,
                                     lastLogged: week[7], todayLogged: true))
         #expect(classical == streakState("dora", asOf: week[7], policy: "classic", streak: 8, earned: 1, used: 1, lost: 0, available: 0,
@@ -122,7 +122,7 @@ import ZeroMQ
         _ = try log.ok("noalc.log", ["userId": "emil", "day": "2026-02-14", "level": "easy"])
         _ = try log.ok("noalc.log", ["userId": "emil", "day": "2026-02-28", "level": "wild"])
         _ = try log.ok("noalc.log", ["userId": "emil", "day": "2026-03-01", "level": "steady"])
-        _ = try streakOnce(["userId": "emil", "asOf": "2026-03-01"]) { $0["lastLoggedDay"]?.stringValue == "2026-03-01" }
+        _ = try stateWhen(["userId": "emil", "asOf": "2026-03-01"]) { $0["lastLoggedDay"]?.stringValue == "2026-03-01" }
 
         let month = try client.ok("calendar.get", ["userId": "emil", "month": "2026-02"])["days"]!.arrayValue
         #expect(month.map { $0["day"]?.stringValue } == days(from: "2026-02-01", count: 28))
@@ -156,7 +156,7 @@ import ZeroMQ
     ] as [(String, [String: any Sendable], String)])
     func invalidRequestsNameTheFieldAndChangeNothing(op: String, data: [String: any Sendable], field: String) throws {
         try logLevels("anna", days(from: "2026-03-01", count: 3), "steady")
-        _ = try streakOnce(["userId": "anna", "asOf": "2026-03-03"]) { $0["streakDays"]?.intValue == 3 }
+        _ = try stateWhen(["userId": "anna", "asOf": "2026-03-03"]) { $0["streakDays"]?.intValue == 3 }
         let before = try client.ok("events.since", [:])
         let failure = try client.failure(op, data)
         #expect(failure.code == "invalid_argument")

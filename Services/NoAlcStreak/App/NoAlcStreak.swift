@@ -1,1 +1,136 @@
-// The noalc-streak service; filled in by its issue.
+import ArgumentParser
+import Foundation
+import LHTSchema
+import Logging
+import ServiceHost
+import StreakRules
+import ZeroMQ
+
+/// `noalc-streak` flags (PROTOCOL.md "Running the services").
+public struct NoAlcStreakOptions: ParsableArguments {
+    @OptionGroup public var common: CommonOptions
+
+    @Option(name: .customLong("session-logger-api"), help: "The session logger's api, asked for missed events.")
+    public var sessionLoggerAPI: String?
+
+    @Option(name: .customLong("session-logger-events"), help: "The session logger's events PUB.")
+    public var sessionLoggerEvents: String?
+
+    @Option(help: "Joker rules: seed (default) or classic (the shipped app's arithmetic).")
+    public var policy: String?
+
+    @Option(name: .customLong("time-zone"), help: "IANA zone whose today streak.get uses without asOf (default UTC).")
+    public var timeZone: String?
+
+    public init() {}
+
+    public static let flagNames = CommonOptions.flagNames + ["session-logger-api", "session-logger-events", "policy", "time-zone"]
+}
+
+/// Resolved settings; tests and benchmarks build these directly.
+public struct NoAlcStreakSettings: Sendable {
+    public let service: ServiceSettings
+    public let sessionLoggerAPI: String
+    public let sessionLoggerEvents: String
+    public let policy: StreakPolicy
+    public let timeZone: ZoneID
+
+    public init(_ options: NoAlcStreakOptions) throws {
+        // Flags without side effects first, so a bad one does not leave a data directory behind.
+        let policyName = options.policy ?? StreakPolicy.seed.rawValue
+        guard let policy = StreakPolicy(rawValue: policyName) else {
+            throw ValidationError("--policy: \"\(policyName.prefix(40))\" is not seed or classic")
+        }
+        self.policy = policy
+        timeZone = try ZoneOption.validated(options.timeZone ?? "UTC")
+        sessionLoggerAPI = try Endpoint.validated(options.sessionLoggerAPI ?? "tcp://127.0.0.1:7301", flag: "session-logger-api")
+        sessionLoggerEvents = try Endpoint.validated(options.sessionLoggerEvents ?? "tcp://127.0.0.1:7302", flag: "session-logger-events")
+        service = try ServiceSettings(name: "noalc-streak", common: options.common,
+                                      defaultAPI: "tcp://127.0.0.1:7331", defaultEvents: "tcp://127.0.0.1:7332")
+    }
+}
+
+/// Alcohol-free streaks with jokers (SEMANTICS §5–§6), kept from the session logger's `noalc.logged`
+/// events: each user's latest level per day, in SQLite and in memory, and `streak.updated` whenever
+/// a user's state as of their latest logged day changes.
+public final class NoAlcStreakService: Service {
+    public let host: ServiceHost
+    public let policy: StreakPolicy
+    private let zone: ZoneID
+    private let histories: Histories
+    private var feed: UpstreamFeed!
+
+    public init(settings: NoAlcStreakSettings, logger: Logger, context: Context? = nil) throws {
+        host = try ServiceHost(name: settings.service.name, apiEndpoint: settings.service.api,
+                               eventsEndpoint: settings.service.events, dataDirectory: settings.service.dataDirectory,
+                               migrations: StreakStore.migrate, logger: logger, context: context)
+        policy = settings.policy
+        zone = settings.timeZone
+        var loaded = try host.read(StreakStore.load)
+        for (user, history) in loaded {
+            loaded[user]?.latest = history.lastDay.map { Self.streak(of: history, user: user, asOf: $0, policy: settings.policy) }
+        }
+        histories = Histories(loaded)
+        feed = try UpstreamFeed(name: "session-logger", host: host, eventsEndpoint: settings.sessionLoggerEvents,
+                                apiEndpoint: settings.sessionLoggerAPI) { [unowned self] header, envelope, tx in
+            try apply(header, envelope, in: tx)
+        }
+        registerOps()
+        // Before the ready line, so a client asking right after start sees everything logged so far.
+        // If the session logger does not answer, the loop keeps trying (PROTOCOL "Running the services").
+        feed.catchUp(timeoutMilliseconds: 2000)
+        host.onTick = { [unowned self] in feed.catchUpIfQuiet() }
+    }
+
+    private func registerOps() {
+        host.handle("streak.get") { [unowned self] request in
+            let query = try request.decode(StreakGetRequest.self)
+            let asOf = query.asOf ?? request.tx.now.local(in: zone.timeZone).day
+            return try replyData(Self.streak(of: histories.history(of: query.userId, in: request.tx),
+                                             user: query.userId, asOf: asOf, policy: policy))
+        }
+        host.handle("calendar.get") { [unowned self] request in
+            let query = try request.decode(CalendarGetRequest.self)
+            let levels = histories.history(of: query.userId, in: request.tx).levels(in: query.days)
+            guard let days = NoAlcCalendar.month(query.month, levels: levels) else {
+                throw WireError.invalid("data.month", "expected a month as YYYY-MM")
+            }
+            return try replyData(CalendarReply(days: days.map { CalendarReply.Day(day: $0.day, level: $0.level, color: $0.color) }))
+        }
+    }
+
+    /// One upstream event. Only `noalc.logged` matters here; the feed advances past the rest.
+    private func apply(_ header: EventHeader, _ envelope: Data, in tx: Transaction) throws {
+        guard header.type == "noalc.logged" else { return }
+        let entry = try JSONDecoder().decode(LoggedEvent.self, from: envelope).data
+        guard try StreakStore.record(user: entry.userId, day: entry.day, level: entry.level, seq: header.seq, in: tx.db) else { return }
+        var history = histories.history(of: entry.userId, in: tx)
+        history.record(entry.level, on: entry.day)
+        // Event time: as of the user's latest logged day, so replaying the log gives the same events.
+        let state = Self.streak(of: history, user: entry.userId, asOf: history.lastDay!, policy: policy)
+        if state != history.latest {
+            try tx.append(type: "streak.updated", userId: entry.userId, activity: .noalc, data: state)
+            history.latest = state
+        }
+        histories.stage(history, for: entry.userId, in: tx)
+    }
+
+    static func streak(of history: History, user: UserID, asOf: LocalDay, policy: StreakPolicy) -> StreakState {
+        let result = Streak.compute(sortedLevels: history.entries, today: asOf, policy: policy)
+        return StreakState(userId: user, asOf: asOf, policy: policy.rawValue, streakDays: result.streakDays,
+                           rewardsEarned: result.rewardsEarned, rewardsUsed: result.rewardsUsed, rewardsLost: result.rewardsLost,
+                           rewardsAvailable: result.rewardsAvailable, lastLoggedDay: result.lastLoggedDay,
+                           todayLogged: result.todayLogged)
+    }
+}
+
+/// The part of a `noalc.logged` envelope the streak needs.
+private struct LoggedEvent: Decodable {
+    struct Entry: Decodable {
+        let userId: UserID
+        let day: LocalDay
+        let level: NoAlcLevel
+    }
+
+    let data: Entry
+}

@@ -1,1 +1,9 @@
-print("noalc-streak: not built yet")
+import NoAlcStreak
+import ServiceHost
+
+let options = ServiceCommandLine.parseOrExit(NoAlcStreakOptions.self, flags: NoAlcStreakOptions.flagNames) {
+    _ = try NoAlcStreakSettings($0)
+}
+ServiceCommandLine.serve("noalc-streak") { logger in
+    try NoAlcStreakService(settings: NoAlcStreakSettings(options), logger: logger)
+}

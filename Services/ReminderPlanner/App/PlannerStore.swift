@@ -30,7 +30,7 @@ enum PlannerStore {
     // MARK: Users and reminders
 
     static func users(_ db: Database) throws -> [UserSettings] {
-        try Row.fetchAll(db, sql: "SELECT * FROM user").compactMap { row in
+        try db.fetchRows("SELECT * FROM user").compactMap { row in
             guard let id = UserID(row["user_id"]), let zone = ZoneID(row["time_zone"]),
                   let locale = NotificationLocale(rawValue: row["locale"]) else { return nil }
             return UserSettings(userId: id, timeZone: zone, locale: locale, paused: row["paused"])
@@ -38,14 +38,14 @@ enum PlannerStore {
     }
 
     static func save(_ user: UserSettings, _ db: Database) throws {
-        try db.execute(sql: """
+        try db.run("""
             INSERT INTO user (user_id, time_zone, locale, paused) VALUES (?, ?, ?, ?)
             ON CONFLICT(user_id) DO UPDATE SET time_zone = excluded.time_zone, locale = excluded.locale, paused = excluded.paused
             """, arguments: [user.userId.rawValue, user.timeZone.identifier, user.locale.rawValue, user.paused])
     }
 
     static func reminders(_ db: Database) throws -> [Reminder] {
-        try Row.fetchAll(db, sql: "SELECT * FROM reminder").compactMap { row in
+        try db.fetchRows("SELECT * FROM reminder").compactMap { row in
             guard let id = RecordID(row["id"]), let user = UserID(row["user_id"]), let activity = Activity(rawValue: row["activity"]),
                   let time = LocalTime(row["time"]) else { return nil }
             let weekdays = (row["weekdays"] as String).split(separator: ",").compactMap { Weekday(rawValue: String($0)) }
@@ -56,7 +56,7 @@ enum PlannerStore {
     }
 
     static func save(_ reminder: Reminder, _ db: Database) throws {
-        try db.execute(sql: """
+        try db.run("""
             INSERT OR REPLACE INTO reminder (id, user_id, activity, time, weekdays, lookback_hours, enabled, title, body, created_at_ms)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, arguments: [reminder.id.description, reminder.userId.rawValue, reminder.activity.rawValue, reminder.time.description,
@@ -65,16 +65,16 @@ enum PlannerStore {
     }
 
     static func delete(reminder id: RecordID, _ db: Database) throws {
-        try db.execute(sql: "DELETE FROM reminder WHERE id = ?", arguments: [id.description])
-        try db.execute(sql: "DELETE FROM announced WHERE reminder_id = ?", arguments: [id.description])
-        try db.execute(sql: "DELETE FROM restored WHERE reminder_id = ?", arguments: [id.description])
+        try db.run("DELETE FROM reminder WHERE id = ?", arguments: [id.description])
+        try db.run("DELETE FROM announced WHERE reminder_id = ?", arguments: [id.description])
+        try db.run("DELETE FROM restored WHERE reminder_id = ?", arguments: [id.description])
     }
 
     // MARK: What covers occurrences
 
     /// Returns false when the session was known already (a repeated event).
     static func insert(session: StoredSession, seq: Int64, _ db: Database) throws -> Bool {
-        try db.execute(sql: "INSERT OR IGNORE INTO session (id, user_id, activity, start_ms, end_ms, seq) VALUES (?, ?, ?, ?, ?, ?)",
+        try db.run("INSERT OR IGNORE INTO session (id, user_id, activity, start_ms, end_ms, seq) VALUES (?, ?, ?, ?, ?, ?)",
                        arguments: [session.id.description, session.userId.rawValue, session.activity.rawValue,
                                    session.start.millisecondsSince1970, session.end.millisecondsSince1970, seq])
         return db.changesCount > 0
@@ -82,7 +82,7 @@ enum PlannerStore {
 
     /// Records that the day has an entry; the first entry stays the day's cause. False if known.
     static func insert(noalcDay day: LocalDay, user: UserID, entry: RecordID, _ db: Database) throws -> Bool {
-        try db.execute(sql: "INSERT OR IGNORE INTO noalc_day (user_id, day, entry_id) VALUES (?, ?, ?)",
+        try db.run("INSERT OR IGNORE INTO noalc_day (user_id, day, entry_id) VALUES (?, ?, ?)",
                        arguments: [user.rawValue, day.description, entry.description])
         return db.changesCount > 0
     }
@@ -92,7 +92,7 @@ enum PlannerStore {
         let windowStart = Coverage.windowStart(of: at, lookbackHours: reminder.lookbackHours)
         // Sessions last at most 24 h, so a covering one starts no earlier than a day before the window.
         let earliestStart = windowStart.adding(seconds: -SessionLogRequest.longestSessionSeconds)
-        let id = try String.fetchOne(db, sql: """
+        let id = try db.fetchValue(String.self, """
             SELECT id FROM session WHERE user_id = ? AND activity = ? AND start_ms BETWEEN ? AND ? AND end_ms >= ?
             ORDER BY seq LIMIT 1
             """, arguments: [reminder.userId.rawValue, reminder.activity.rawValue, earliestStart.millisecondsSince1970,
@@ -101,7 +101,7 @@ enum PlannerStore {
     }
 
     static func noalcEntry(user: UserID, day: LocalDay, _ db: Database) throws -> RecordID? {
-        try String.fetchOne(db, sql: "SELECT entry_id FROM noalc_day WHERE user_id = ? AND day = ?",
+        try db.fetchValue(String.self, "SELECT entry_id FROM noalc_day WHERE user_id = ? AND day = ?",
                             arguments: [user.rawValue, day.description]).flatMap(RecordID.init)
     }
 
@@ -114,14 +114,14 @@ enum PlannerStore {
 
     /// Stores a decision; false if the occurrence was decided before (it never is decided twice).
     static func decide(_ reminder: RecordID, at: Instant, status: OccurrenceStatus, cause: RecordID?, _ db: Database) throws -> Bool {
-        try db.execute(sql: "INSERT OR IGNORE INTO decision (reminder_id, at_ms, status, cause) VALUES (?, ?, ?, ?)",
+        try db.run("INSERT OR IGNORE INTO decision (reminder_id, at_ms, status, cause) VALUES (?, ?, ?, ?)",
                        arguments: [reminder.description, at.millisecondsSince1970, status.rawValue, cause?.description])
         return db.changesCount > 0
     }
 
     static func decisions(of reminder: RecordID, from: Instant, through: Instant, _ db: Database) throws -> [Int64: Recorded] {
         var result: [Int64: Recorded] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT at_ms, status, cause FROM decision WHERE reminder_id = ? AND at_ms BETWEEN ? AND ?",
+        for row in try db.fetchRows("SELECT at_ms, status, cause FROM decision WHERE reminder_id = ? AND at_ms BETWEEN ? AND ?",
                                     arguments: [reminder.description, from.millisecondsSince1970, through.millisecondsSince1970]) {
             if let status = OccurrenceStatus(rawValue: row["status"]) {
                 result[row["at_ms"]] = Recorded(status: status, cause: (row["cause"] as String?).flatMap(RecordID.init))
@@ -131,19 +131,19 @@ enum PlannerStore {
     }
 
     static func isRestored(_ reminder: RecordID, at: Instant, _ db: Database) throws -> Bool {
-        try Bool.fetchOne(db, sql: "SELECT 1 FROM restored WHERE reminder_id = ? AND at_ms = ?",
+        try db.fetchValue(Bool.self, "SELECT 1 FROM restored WHERE reminder_id = ? AND at_ms = ?",
                           arguments: [reminder.description, at.millisecondsSince1970]) ?? false
     }
 
     static func restore(_ reminder: RecordID, at: Instant, _ db: Database) throws {
-        try db.execute(sql: "INSERT OR IGNORE INTO restored (reminder_id, at_ms) VALUES (?, ?)", arguments: [reminder.description, at.millisecondsSince1970])
-        try db.execute(sql: "DELETE FROM announced WHERE reminder_id = ? AND at_ms = ?", arguments: [reminder.description, at.millisecondsSince1970])
+        try db.run("INSERT OR IGNORE INTO restored (reminder_id, at_ms) VALUES (?, ?)", arguments: [reminder.description, at.millisecondsSince1970])
+        try db.run("DELETE FROM announced WHERE reminder_id = ? AND at_ms = ?", arguments: [reminder.description, at.millisecondsSince1970])
     }
 
     /// Occurrences announced as cancelled and not decided yet, with their cause.
     static func announced(of reminder: RecordID, _ db: Database) throws -> [Int64: RecordID] {
         var result: [Int64: RecordID] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT at_ms, cause FROM announced WHERE reminder_id = ?", arguments: [reminder.description]) {
+        for row in try db.fetchRows("SELECT at_ms, cause FROM announced WHERE reminder_id = ?", arguments: [reminder.description]) {
             if let cause = RecordID(row["cause"] as String) { result[row["at_ms"]] = cause }
         }
         return result
@@ -151,23 +151,23 @@ enum PlannerStore {
 
     /// Records an announcement; false if this occurrence was announced already.
     static func announce(_ reminder: RecordID, at: Instant, cause: RecordID, _ db: Database) throws -> Bool {
-        try db.execute(sql: "INSERT OR IGNORE INTO announced (reminder_id, at_ms, cause) VALUES (?, ?, ?)",
+        try db.run("INSERT OR IGNORE INTO announced (reminder_id, at_ms, cause) VALUES (?, ?, ?)",
                        arguments: [reminder.description, at.millisecondsSince1970, cause.description])
         return db.changesCount > 0
     }
 
     static func withdrawAnnouncement(_ reminder: RecordID, at: Int64, _ db: Database) throws {
-        try db.execute(sql: "DELETE FROM announced WHERE reminder_id = ? AND at_ms = ?", arguments: [reminder.description, at])
+        try db.run("DELETE FROM announced WHERE reminder_id = ? AND at_ms = ?", arguments: [reminder.description, at])
     }
 
     // MARK: Planner state
 
     static func value(_ key: String, _ db: Database) throws -> Int64? {
-        try Int64.fetchOne(db, sql: "SELECT value FROM planner_state WHERE key = ?", arguments: [key])
+        try db.fetchValue(Int64.self, "SELECT value FROM planner_state WHERE key = ?", arguments: [key])
     }
 
     static func setValue(_ key: String, _ value: Int64, _ db: Database) throws {
-        try db.execute(sql: "INSERT INTO planner_state (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        try db.run("INSERT INTO planner_state (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                        arguments: [key, value])
     }
 }

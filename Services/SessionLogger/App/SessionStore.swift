@@ -27,7 +27,7 @@ enum SessionStore {
     /// Stores a session and its `session.logged` event, or returns the first result for a repeated id.
     static func log(_ input: SessionLogRequest, in tx: Transaction) throws -> LogReceipt {
         let id = input.id ?? RecordID()
-        if let row = try Row.fetchOne(tx.db, sql: "SELECT user_id, activity, start_ms, end_ms, seq FROM session WHERE id = ?",
+        if let row = try tx.db.fetchRow("SELECT user_id, activity, start_ms, end_ms, seq FROM session WHERE id = ?",
                                       arguments: [id.description]) {
             let same = row["user_id"] == input.userId.rawValue && row["activity"] == input.activity.rawValue
                 && row["start_ms"] == input.start.millisecondsSince1970 && row["end_ms"] == input.end.millisecondsSince1970
@@ -37,7 +37,7 @@ enum SessionStore {
         let session = StoredSession(id: id, userId: input.userId, activity: input.activity, start: input.start,
                                     end: input.end, source: input.source, loggedAt: tx.now)
         let seq = try tx.append(type: "session.logged", userId: session.userId, activity: session.activity, data: session)
-        try tx.db.execute(sql: """
+        try tx.db.run("""
             INSERT INTO session (id, user_id, activity, start_ms, end_ms, source, logged_at_ms, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             """, arguments: [id.description, session.userId.rawValue, session.activity.rawValue, session.start.millisecondsSince1970,
                              session.end.millisecondsSince1970, session.source, session.loggedAt.millisecondsSince1970, seq])
@@ -47,7 +47,7 @@ enum SessionStore {
     /// Stores a NoAlc entry; the newest entry for a day is the day's level (a correction has a new id).
     static func log(_ input: NoAlcLogRequest, in tx: Transaction) throws -> LogReceipt {
         let id = input.id ?? RecordID()
-        if let row = try Row.fetchOne(tx.db, sql: "SELECT user_id, day, level, seq FROM noalc_entry WHERE id = ?",
+        if let row = try tx.db.fetchRow("SELECT user_id, day, level, seq FROM noalc_entry WHERE id = ?",
                                       arguments: [id.description]) {
             let same = row["user_id"] == input.userId.rawValue && row["day"] == input.day.description
                 && row["level"] == input.level.rawValue
@@ -56,7 +56,7 @@ enum SessionStore {
         }
         let entry = StoredNoAlcEntry(id: id, userId: input.userId, day: input.day, level: input.level, source: input.source, loggedAt: tx.now)
         let seq = try tx.append(type: "noalc.logged", userId: entry.userId, activity: .noalc, data: entry)
-        try tx.db.execute(sql: """
+        try tx.db.run("""
             INSERT INTO noalc_entry (id, user_id, day, level, source, logged_at_ms, seq) VALUES (?, ?, ?, ?, ?, ?, ?)
             """, arguments: [id.description, entry.userId.rawValue, entry.day.description, entry.level.rawValue,
                              entry.source, entry.loggedAt.millisecondsSince1970, seq])
@@ -73,12 +73,12 @@ enum SessionStore {
             sql += " AND activity = ?"
             arguments += [activity.rawValue]
         }
-        return try Row.fetchAll(db, sql: sql + " ORDER BY start_ms, seq", arguments: arguments).map(session(from:))
+        return try db.fetchRows(sql + " ORDER BY start_ms, seq", arguments: arguments).map(session(from:))
     }
 
     /// The newest entry of each day in `[from, until]`, by day.
     static func latestEntries(userId: UserID, from: LocalDay, until: LocalDay, in db: Database) throws -> [StoredNoAlcEntry] {
-        try Row.fetchAll(db, sql: """
+        try db.fetchRows("""
             SELECT * FROM noalc_entry AS e WHERE user_id = ? AND day BETWEEN ? AND ?
               AND seq = (SELECT MAX(seq) FROM noalc_entry WHERE user_id = e.user_id AND day = e.day)
             ORDER BY day

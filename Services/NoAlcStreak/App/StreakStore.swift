@@ -1,0 +1,125 @@
+import Foundation
+import GRDB
+import LHTSchema
+import ServiceHost
+import StreakRules
+
+/// One user's NoAlc days, latest entry per day, sorted by day: the form `Streak.compute(sortedLevels:)`
+/// walks without hashing.
+struct History {
+    private(set) var entries: [(day: LocalDay, level: NoAlcLevel)] = []
+    /// The state as of the latest logged day, as last published: what a new entry is compared with.
+    var latest: StreakState?
+
+    var lastDay: LocalDay? { entries.last?.day }
+
+    /// Sets a day's level; entries mostly arrive in day order, so this is usually an append.
+    mutating func record(_ level: NoAlcLevel, on day: LocalDay) {
+        if let last = entries.last?.day, last < day {
+            entries.append((day, level))
+            return
+        }
+        let index = firstIndex(notBefore: day)
+        if index < entries.count, entries[index].day == day {
+            entries[index].level = level
+        } else {
+            entries.insert((day, level), at: index)
+        }
+    }
+
+    /// The levels logged within `days`.
+    func levels(in days: ClosedRange<LocalDay>) -> [LocalDay: NoAlcLevel] {
+        var levels: [LocalDay: NoAlcLevel] = [:]
+        var index = firstIndex(notBefore: days.lowerBound)
+        while index < entries.count, entries[index].day <= days.upperBound {
+            levels[entries[index].day] = entries[index].level
+            index += 1
+        }
+        return levels
+    }
+
+    private func firstIndex(notBefore day: LocalDay) -> Int {
+        var low = 0, high = entries.count
+        while low < high {
+            let middle = (low + high) / 2
+            if entries[middle].day < day { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+}
+
+/// Every user's history in memory, plus the changes of the transaction being applied.
+///
+/// Memory may change only once the transaction commits (`Transaction.afterCommit`), yet a batch of
+/// upstream events in one transaction must see its own earlier entries; so they are staged here and
+/// merged on commit. Staged changes of a transaction that never committed are dropped when the
+/// next transaction asks.
+final class Histories {
+    private var committed: [UserID: History]
+    private var staged: [UserID: History] = [:]
+    private weak var stagedIn: Transaction?
+
+    init(_ histories: [UserID: History]) { committed = histories }
+
+    /// The user's history as `tx` sees it.
+    func history(of user: UserID, in tx: Transaction) -> History {
+        if stagedIn === tx, let history = staged[user] { return history }
+        return committed[user] ?? History()
+    }
+
+    /// Must be the last step of a change: nothing after it may throw, or the savepoint it ran in
+    /// would roll back while the staged history stays.
+    func stage(_ history: History, for user: UserID, in tx: Transaction) {
+        if stagedIn !== tx {
+            staged = [:]
+            stagedIn = tx
+            tx.afterCommit { [unowned self] in
+                committed.merge(staged) { $1 }
+                staged = [:]
+                stagedIn = nil
+            }
+        }
+        staged[user] = history
+    }
+}
+
+/// The streak service's table: the latest level per user and day, with the upstream seq that set it.
+enum StreakStore {
+    static func migrate(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("noalc_level") { db in
+            try db.execute(sql: """
+                CREATE TABLE noalc_level (
+                    user_id TEXT NOT NULL, day TEXT NOT NULL, level TEXT NOT NULL, seq INTEGER NOT NULL,
+                    PRIMARY KEY (user_id, day)) WITHOUT ROWID;
+                """)
+        }
+    }
+
+    /// Stores a day's level unless a newer upstream entry already set it (latest by seq wins).
+    /// False when nothing changed.
+    static func record(user: UserID, day: LocalDay, level: NoAlcLevel, seq: Int64, in db: Database) throws -> Bool {
+        try db.execute(sql: """
+            INSERT INTO noalc_level (user_id, day, level, seq) VALUES (?, ?, ?, ?)
+            ON CONFLICT (user_id, day) DO UPDATE SET level = excluded.level, seq = excluded.seq WHERE excluded.seq > noalc_level.seq
+            """, arguments: [user.rawValue, day.description, level.rawValue, seq])
+        return db.changesCount > 0
+    }
+
+    /// Every user's history, read once at start.
+    static func load(from db: Database) throws -> [UserID: History] {
+        var histories: [UserID: History] = [:]
+        var current: (user: String, history: History)?
+        let rows = try Row.fetchCursor(db, sql: "SELECT user_id, day, level FROM noalc_level ORDER BY user_id, day")
+        while let row = try rows.next() {
+            let user: String = row[0]
+            if current?.user != user {
+                if let (user, history) = current { histories[UserID(user)!] = history }
+                current = (user, History())
+            }
+            guard let day = LocalDay(row[1] as String), let level = NoAlcLevel(rawValue: row[2]) else { continue }
+            current!.history.record(level, on: day)
+        }
+        if let (user, history) = current { histories[UserID(user)!] = history }
+        return histories
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import Synchronization
+import ZeroMQ
+
+/// Pipelined DEALER clients and a ROUTER echo baseline, shared by the request/reply benchmarks.
+enum LoadClients {
+    /// Runs `clients` DEALER threads against `endpoint`; each sends its frames keeping up to
+    /// `window` requests in flight and counts replies. Returns replies per second for all of them.
+    static func throughput(endpoint: String, context: Context, clients: Int, window: Int,
+                           frames: @escaping @Sendable (_ client: Int) -> [Data]) -> Double {
+        let done = DispatchGroup()
+        let start = Mutex<Date?>(nil)
+        let total = Atomic<Int>(0)
+        let ready = DispatchSemaphore(value: 0)
+        let go = DispatchSemaphore(value: 0)
+        for client in 0..<clients {
+            done.enter()
+            let thread = Thread {
+                defer { done.leave() }
+                let requests = frames(client)
+                guard let socket = try? Socket(context, .dealer), (try? socket.setReceiveTimeout(milliseconds: 10_000)) != nil,
+                      (try? socket.connect(endpoint)) != nil else { ready.signal(); return }
+                ready.signal()
+                go.wait()
+                var sent = 0, received = 0
+                while received < requests.count {
+                    while sent < requests.count && sent - received < window {
+                        _ = try? socket.send(multipart: [Data(), requests[sent]])
+                        sent += 1
+                    }
+                    guard (try? socket.receiveMultipart()) != nil else { break }
+                    received += 1
+                }
+                total.add(received, ordering: .relaxed)
+            }
+            thread.start()
+        }
+        for _ in 0..<clients { ready.wait() }
+        Thread.sleep(forTimeInterval: 0.2)  // connections settle before the clock starts
+        start.withLock { $0 = Date() }
+        for _ in 0..<clients { go.signal() }
+        done.wait()
+        let elapsed = Date().timeIntervalSince(start.withLock { $0! })
+        return Double(total.load(ordering: .relaxed)) / elapsed
+    }
+
+    /// Sends `count` requests at `rate` per second from one DEALER, draining replies between sends
+    /// on the same thread, and returns each request's round-trip latency in milliseconds.
+    static func latencies(endpoint: String, context: Context, rate: Double, count: Int,
+                          frame: @escaping @Sendable (Int) -> Data) -> [Double] {
+        let result = Mutex<[Double]>([])
+        let finished = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            defer { finished.signal() }
+            guard let socket = try? Socket(context, .dealer), (try? socket.connect(endpoint)) != nil else { return }
+            Thread.sleep(forTimeInterval: 0.2)
+            var sentAt: [Int: UInt64] = [:]
+            var latencies: [Double] = []
+            func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+            func drain(until deadline: UInt64) {
+                repeat {
+                    let current = now()
+                    let remaining = deadline > current ? Int((deadline - current) / 1_000_000) : 0
+                    guard let ready = try? Poller.readable([socket], timeoutMilliseconds: remaining), ready[0] else { continue }
+                    while let frames = try? socket.receiveMultipart(dontWait: true), let body = frames.last {
+                        if let tag = LoadClients.tag(in: body), let sent = sentAt.removeValue(forKey: tag) {
+                            latencies.append(Double(now() &- sent) / 1_000_000)
+                        }
+                    }
+                } while now() < deadline && !(sentAt.isEmpty && latencies.count == count)
+            }
+            let interval = UInt64(1_000_000_000 / rate)
+            let begin = now()
+            for n in 0..<count {
+                drain(until: begin + UInt64(n) * interval)
+                sentAt[n] = now()
+                _ = try? socket.send(multipart: [Data(), frame(n)])
+            }
+            drain(until: now() + 3_000_000_000)
+            result.withLock { $0 = latencies }
+        }
+        thread.start()
+        finished.wait()
+        return result.withLock { $0 }
+    }
+
+    /// Requests carry their number as the `idN` suffix of a UUID (`…-00000000NNNN`), which both the
+    /// echo and the session logger's receipt give back.
+    static func tag(in reply: Data) -> Int? {
+        guard let text = String(data: reply, encoding: .utf8), let range = text.range(of: "-8000-") else { return nil }
+        return Int(text[range.upperBound...].prefix(12))
+    }
+
+    static func uuid(_ n: Int, client: Int = 0) -> String {
+        String(format: "%08x-0000-4000-8000-%012d", client, n)
+    }
+
+    /// A ROUTER on its own thread that sends every request straight back: the floor any service
+    /// on the same sockets can reach. Returns its endpoint and a stop signal.
+    static func startEcho(context: Context) -> (endpoint: String, stop: @Sendable () -> Void) {
+        let endpoint = Mutex<String?>(nil)
+        let bound = DispatchSemaphore(value: 0)
+        let stopping = Atomic<Bool>(false)
+        let thread = Thread {
+            guard let router = try? Socket(context, .router), let bound_ = try? router.bind("tcp://127.0.0.1:*") else { bound.signal(); return }
+            try? router.setReceiveHighWaterMark(100_000)
+            try? router.setSendHighWaterMark(100_000)
+            endpoint.withLock { $0 = bound_ }
+            bound.signal()
+            while !stopping.load(ordering: .relaxed) {
+                guard let ready = try? Poller.readable([router], timeoutMilliseconds: 100), ready[0] else { continue }
+                while let frames = try? router.receiveMultipart(dontWait: true) { _ = try? router.send(multipart: frames, dontWait: true) }
+            }
+        }
+        thread.start()
+        bound.wait()
+        return (endpoint.withLock { $0 } ?? "", { stopping.store(true, ordering: .relaxed) })
+    }
+
+    static func percentile(_ values: [Double], _ p: Double) -> Double {
+        guard !values.isEmpty else { return .nan }
+        let sorted = values.sorted()
+        return sorted[min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)]
+    }
+}

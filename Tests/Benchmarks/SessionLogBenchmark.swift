@@ -1,0 +1,103 @@
+import Foundation
+import Synchronization
+import LHTSchema
+import Logging
+import ServiceHost
+import SessionLogger
+import ZeroMQ
+
+/// `bench session-log [--clients 8] [--per-client 5000] [--rate 1000] [--seconds 5]`
+///
+/// Acknowledged, durable `session.log` throughput with pipelined DEALER clients, and ack latency at
+/// a fixed rate, each beside a raw ROUTER echo measured in the same run on the same sockets.
+enum SessionLogBenchmark {
+    static func run(_ arguments: [String]) throws {
+        let clients = Options.int(arguments, "--clients", 8)
+        let perClient = Options.int(arguments, "--per-client", 5000)
+        let rate = Double(Options.int(arguments, "--rate", 1000))
+        let seconds = Options.int(arguments, "--seconds", 5)
+        let context = try Context()
+        let service = try InProcessService(context: context) { directory, context in
+            let options = try SessionLoggerOptions.parse(["--api", "tcp://127.0.0.1:*", "--events", "tcp://127.0.0.1:*",
+                                                         "--intake", "tcp://127.0.0.1:*", "--data-dir", directory])
+            return try SessionLogger(settings: SessionLoggerSettings(options), logger: Logger(label: "bench"), context: context)
+        }
+        defer { service.stop() }
+        let echo = LoadClients.startEcho(context: context)
+        defer { echo.stop() }
+
+        // Every request is distinct (its own id), so each is a real insert, never a duplicate.
+        let sessionFrames: @Sendable (Int) -> [Data] = { client in (0..<perClient).map { sessionLog(n: $0, client: client + 1) } }
+        let echoRate = LoadClients.throughput(endpoint: echo.endpoint, context: context, clients: clients, window: 64, frames: sessionFrames)
+        let logRate = LoadClients.throughput(endpoint: service.api, context: context, clients: clients, window: 64) { client in
+            (0..<perClient).map { sessionLog(n: $0, client: client + 100) }
+        }
+        print("throughput, \(clients) pipelined DEALER clients × \(perClient) requests")
+        print(String(format: "  raw ROUTER echo        %9.0f replies/s", echoRate))
+        print(String(format: "  session.log (durable)  %9.0f acks/s   ratio %.3f of echo   target ≥ 20000/s: %@",
+                     logRate, logRate / echoRate, logRate >= 20_000 ? "met" : "NOT met"))
+
+        let count = Int(rate) * seconds
+        let echoLatency = LoadClients.latencies(endpoint: echo.endpoint, context: context, rate: rate, count: count) { sessionLog(n: $0, client: 7000) }
+        let logLatency = LoadClients.latencies(endpoint: service.api, context: context, rate: rate, count: count) { sessionLog(n: $0, client: 9000) }
+        print("ack latency at \(Int(rate)) requests/s for \(seconds) s (\(logLatency.count)/\(count) answered)")
+        for (name, values) in [("raw ROUTER echo", echoLatency), ("session.log", logLatency)] {
+            print(String(format: "  %-22@ p50 %6.3f ms   p99 %6.3f ms   max %6.3f ms", name as NSString,
+                         LoadClients.percentile(values, 0.5), LoadClients.percentile(values, 0.99), values.max() ?? .nan))
+        }
+        let p99 = LoadClients.percentile(logLatency, 0.99)
+        print(String(format: "  session.log p99 / echo p99 = %.1f   target p99 < 5 ms: %@", p99 / LoadClients.percentile(echoLatency, 0.99),
+                     p99 < 5 ? "met" : "NOT met"))
+    }
+
+    static func sessionLog(n: Int, client: Int) -> Data {
+        let end = Instant.now().adding(seconds: -Int64(60 + n % 600) * 60)
+        let start = end.adding(seconds: -900)
+        return Data(#"{"v":1,"op":"session.log","data":{"id":"\#(LoadClients.uuid(n, client: client))","userId":"bench\#(client % 50)","activity":"mindfulness","start":"\#(start)","end":"\#(end)"}}"#.utf8)
+    }
+}
+
+/// A service built by its library and run on its own thread (the thread owns its sockets), with a
+/// fresh data directory; what the executables do, without a process boundary.
+final class InProcessService: @unchecked Sendable {
+    let api: String
+    let events: String
+    private let shutdown = ShutdownSignal()
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(context: Context, build: @escaping @Sendable (_ dataDirectory: String, _ context: Context) throws -> Service) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lht-bench-\(UUID().uuidString.prefix(8))").path
+        let endpoints = Mutex<Result<(String, String), Error>?>(nil)
+        let started = DispatchSemaphore(value: 0)
+        let shutdown = shutdown, finished = finished
+        let thread = Thread {
+            defer { finished.signal() }
+            do {
+                let service = try build(directory, context)
+                endpoints.withLock { $0 = .success((service.host.apiEndpoint, service.host.eventsEndpoint)) }
+                started.signal()
+                service.run(until: shutdown)
+            } catch {
+                endpoints.withLock { $0 = .failure(error) }
+                started.signal()
+            }
+        }
+        thread.stackSize = 8 << 20
+        thread.start()
+        started.wait()
+        (api, events) = try endpoints.withLock { $0! }.get()
+    }
+
+    func stop() {
+        shutdown.request()
+        finished.wait()
+    }
+}
+
+/// `--name value` lookups for the benchmarks' few numeric options.
+enum Options {
+    static func int(_ arguments: [String], _ name: String, _ fallback: Int) -> Int {
+        guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count, let value = Int(arguments[index + 1]) else { return fallback }
+        return value
+    }
+}

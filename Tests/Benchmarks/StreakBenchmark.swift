@@ -1,0 +1,371 @@
+import Foundation
+import GRDB
+import LHTSchema
+import StreakRules
+import Synchronization
+import ZeroMQ
+
+/// `bench streak [--years Y] [--runs K] [--users N] [--days D] [--requests R] [--compute-only] [--through-logger]`
+///
+/// (a) `Streak.compute` over Y (10) years of daily entries for one user, K (2000) timed runs, against
+/// two baselines timed in the same run on the same array: one pass over it, and building the
+/// day → level dictionary the service would otherwise need. Target: p99 under 1 ms.
+///
+/// (b) `streak.get` round trips against the real executables, `noalc-streak` following a
+/// `session-logger`, with N (10,000) users × D (365) days: by default written straight into the
+/// streak's table (which it loads at start), since feeding millions of entries through the
+/// session logger and the catch-up takes many minutes; `--through-logger` does exactly that and
+/// reports the ingest figures too. R (20,000) requests for random users, each as of the user's last
+/// day (so the whole year is walked), are timed one at a time from a DEALER. The baseline, timed in
+/// the same run and interleaved with it, is a raw ROUTER in this process echoing a reply frame of
+/// the same size: what the transport alone costs. Target: p99 under 1 ms.
+///
+/// The executables are taken from the directory of this binary (`swift build -c release` puts
+/// them all there).
+enum StreakBenchmark {
+    static let target = Duration.milliseconds(1)
+
+    static func run(_ arguments: [String]) throws {
+        let options = try Options(arguments)
+        computeBenchmark(options)
+        if !options.computeOnly { try serviceBenchmark(options) }
+    }
+
+    // MARK: (a) The pure calculation
+
+    static func computeBenchmark(_ options: Options) {
+        let today = LocalDay("2026-11-23")!
+        let dayCount = options.years * 365 + options.years / 4
+        var entries: [(day: LocalDay, level: NoAlcLevel)] = []
+        for index in 0..<dayCount {
+            if let level = level(user: 0, dayIndex: index) { entries.append((today.adding(days: index - dayCount + 1), level)) }
+        }
+        print("streak compute: \(options.years) years = \(dayCount) days, \(entries.count) entries (the rest unlogged), \(options.runs) runs")
+
+        let sorted = Streak.compute(sortedLevels: entries, today: today, policy: .seed)
+        let byDictionary = Streak.compute(levels: dayMap(entries), today: today, policy: .seed)
+        precondition(sorted == byDictionary, "the two input forms disagree")
+        print("result (seed): streak \(sorted.streakDays), earned \(sorted.rewardsEarned), used \(sorted.rewardsUsed),",
+              "lost \(sorted.rewardsLost), available \(sorted.rewardsAvailable)")
+
+        let map = dayMap(entries)
+        var sink = 0
+        let cases: [(String, () -> Int)] = [
+            ("baseline: one pass over the entries", { entries.reduce(0) { $0 &+ $1.day.ordinal &+ $1.level.drinks } }),
+            ("baseline: build the day map", { dayMap(entries).count }),
+            ("compute(sortedLevels:) seed", { Streak.compute(sortedLevels: entries, today: today, policy: .seed).streakDays }),
+            ("compute(sortedLevels:) classic", { Streak.compute(sortedLevels: entries, today: today, policy: .classic).streakDays }),
+            ("compute(levels:) seed, map given", { Streak.compute(levels: map, today: today, policy: .seed).streakDays }),
+        ]
+        var samples = Array(repeating: [Duration](), count: cases.count)
+        for _ in 0..<max(options.runs / 10, 10) { for (_, body) in cases { sink &+= body() } }  // warm-up
+        // Interleaved, so a noisy moment hurts every case alike.
+        for _ in 0..<options.runs {
+            for (index, (_, body)) in cases.enumerated() {
+                let start = ContinuousClock.now
+                sink &+= body()
+                samples[index].append(ContinuousClock.now - start)
+            }
+        }
+        print(row("case", "median µs", "p99 µs", "× one pass"), "(checksum \(sink & 0xFF))")
+        let baseline = percentile(samples[0], 0.5)
+        for (index, (name, _)) in cases.enumerated() {
+            let median = percentile(samples[index], 0.5)
+            print(row(name, micros(median), micros(percentile(samples[index], 0.99)), String(format: "%.1f", median / baseline)))
+        }
+        let p99 = percentile(samples[2], 0.99)
+        print("target compute(sortedLevels:) p99 < 1000 µs: " + (p99 < target ? "met" : "NOT met"))
+    }
+
+    static func dayMap(_ entries: [(day: LocalDay, level: NoAlcLevel)]) -> [LocalDay: NoAlcLevel] {
+        var levels = [LocalDay: NoAlcLevel](minimumCapacity: entries.count)
+        for entry in entries { levels[entry.day] = entry.level }
+        return levels
+    }
+
+    /// A deterministic history: mostly steady, some easy and wild days, a few unlogged ones.
+    static func level(user: Int, dayIndex: Int) -> NoAlcLevel? {
+        var mixer = UInt64(truncatingIfNeeded: user &* 1_000_003 &+ dayIndex) &+ 0x9E37_79B9_7F4A_7C15
+        mixer = (mixer ^ (mixer >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        mixer = (mixer ^ (mixer >> 27)) &* 0x94D0_49BB_1331_11EB
+        switch (mixer ^ (mixer >> 31)) % 100 {
+        case 0..<3: return nil
+        case 3..<8: return .wild
+        case 8..<20: return .easy
+        default: return .steady
+        }
+    }
+
+    // MARK: (b) streak.get against the running service
+
+    static func serviceBenchmark(_ options: Options) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("bench-streak-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let context = try Context()
+        let wildcard = "tcp://127.0.0.1:*"
+        let logger = try Child("session-logger", ["--data-dir", directory.appendingPathComponent("logger").path,
+                                                  "--api", wildcard, "--events", wildcard, "--intake", wildcard])
+        defer { logger.stop() }
+
+        // A year ending yesterday, so the session logger has nothing to object to.
+        let lastDay = LocalDay(ordinal: Int(Instant.now().secondsSince1970 / 86_400) - 1)
+        let dayTexts = (0..<options.days).map { lastDay.adding(days: $0 - options.days + 1).description }
+        let streakArguments = ["--data-dir", directory.appendingPathComponent("streak").path, "--api", wildcard, "--events", wildcard,
+                               "--session-logger-api", logger.endpoints["api"]!, "--session-logger-events", logger.endpoints["events"]!]
+        print("\nstreak.get: \(options.users) users × \(options.days) days, seeded " + (options.throughLogger
+            ? "through session-logger → noalc-streak's catch-up" : "straight into noalc-streak's table (--through-logger for the whole path)"))
+        var seeded = 0
+        if options.throughLogger {
+            let seedTime = try ContinuousClock().measure {
+                seeded = try feed(logger.endpoints["api"]!, context: context, users: options.users, days: dayTexts)
+            }
+            print("session-logger took \(seeded) noalc.log entries in \(format(seedTime)) s (\(Int(Double(seeded) / seconds(seedTime))) /s)")
+        } else {
+            // Started once so the service creates its own schema; then its table is filled as its feed would fill it.
+            try Child("noalc-streak", streakArguments).stop()
+            let seedTime = try ContinuousClock().measure {
+                seeded = try fillTable(directory.appendingPathComponent("streak/noalc-streak.sqlite"), users: options.users, days: dayTexts)
+            }
+            print("wrote \(seeded) day levels in \(format(seedTime)) s")
+        }
+        var streak: Child!
+        let startTime = try ContinuousClock().measure { streak = try Child("noalc-streak", streakArguments, readyTimeout: 7200) }
+        defer { streak.stop() }
+        print("noalc-streak " + (options.throughLogger ? "caught up" : "loaded its table") + " and was ready in \(format(startTime)) s")
+
+        let client = try Socket(context, .dealer)
+        try client.setReceiveTimeout(milliseconds: 10_000)
+        try client.connect(streak.endpoints["api"]!)
+        let asOf = dayTexts.last!
+        func request(_ user: Int) -> Data {
+            Data(#"{"v":1,"op":"streak.get","data":{"userId":"u\#(user)","asOf":"\#(asOf)"}}"#.utf8)
+        }
+        // The service's answers must be the calculation's.
+        for user in stride(from: 0, to: options.users, by: max(options.users / 20, 1)) {
+            let reply = try JSONDecoder().decode(ReplyFrame<StreakState>.self, from: call(client, request(user)))
+            var levels: [(day: LocalDay, level: NoAlcLevel)] = []
+            for (index, text) in dayTexts.enumerated() { if let level = level(user: user, dayIndex: index) { levels.append((LocalDay(text)!, level)) } }
+            let expected = Streak.compute(sortedLevels: levels, today: LocalDay(asOf)!, policy: .seed)
+            guard let state = reply.data, state.streakDays == expected.streakDays, state.rewardsAvailable == expected.rewardsAvailable,
+                  state.rewardsUsed == expected.rewardsUsed, state.lastLoggedDay == expected.lastLoggedDay else {
+                throw BenchError("u\(user): service says \(String(describing: reply.data)), the calculation \(expected)")
+            }
+        }
+        let replySize = try call(client, request(0)).count
+
+        let echo = try Echo(context: context, replySize: replySize)
+        defer { echo.stop() }
+        let echoClient = try Socket(context, .dealer)
+        try echoClient.setReceiveTimeout(milliseconds: 10_000)
+        try echoClient.connect(echo.endpoint)
+
+        var random = UInt64(0x57_2EA4)
+        func nextUser() -> Int {
+            random = random &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((random >> 33) % UInt64(options.users))
+        }
+        for _ in 0..<1000 {  // warm-up of both paths
+            _ = try call(client, request(nextUser()))
+            _ = try call(echoClient, request(0))
+        }
+        var streakSamples: [Duration] = [], echoSamples: [Duration] = []
+        streakSamples.reserveCapacity(options.requests)
+        echoSamples.reserveCapacity(options.requests)
+        for _ in 0..<options.requests {
+            let frame = request(nextUser())
+            var start = ContinuousClock.now
+            _ = try call(echoClient, frame)
+            echoSamples.append(ContinuousClock.now - start)
+            start = ContinuousClock.now
+            _ = try call(client, frame)
+            streakSamples.append(ContinuousClock.now - start)
+        }
+        print("\(options.requests) round trips each, one at a time, interleaved; reply \(replySize) bytes")
+        print(row("path", "median µs", "p99 µs", "p99.9 µs"))
+        for (name, samples) in [("baseline: ROUTER echo", echoSamples), ("streak.get", streakSamples)] {
+            print(row(name, micros(percentile(samples, 0.5)), micros(percentile(samples, 0.99)), micros(percentile(samples, 0.999))))
+        }
+        let p99 = percentile(streakSamples, 0.99)
+        print(String(format: "streak.get p99 − echo p99 = %.0f µs", (p99 - percentile(echoSamples, 0.99)) / .microseconds(1)))
+        print("target streak.get p99 < 1000 µs: " + (p99 < target ? "met" : "NOT met"))
+    }
+
+    /// Logs every user's days through the session logger's api, keeping a window of requests in
+    /// flight (below the reply queue's limit, so no reply is ever dropped). Returns how many were logged.
+    static func feed(_ endpoint: String, context: Context, users: Int, days: [String]) throws -> Int {
+        let socket = try Socket(context, .dealer)
+        try socket.setSendHighWaterMark(0)
+        try socket.setReceiveHighWaterMark(0)
+        try socket.setReceiveTimeout(milliseconds: 60_000)
+        try socket.connect(endpoint)
+        let window = 900
+        var inFlight = 0, sent = 0
+        func receiveOne() throws {
+            guard let frames = try socket.receiveMultipart(), let body = frames.last else { throw BenchError("session-logger stopped answering") }
+            guard body.starts(with: Data(#"{"v":1,"ok":true"#.utf8)) else { throw BenchError("noalc.log failed: \(String(decoding: body, as: UTF8.self))") }
+            inFlight -= 1
+        }
+        for user in 0..<users {
+            for (index, day) in days.enumerated() {
+                guard let level = level(user: user, dayIndex: index) else { continue }
+                if inFlight == window { try receiveOne() }
+                let frame = #"{"v":1,"op":"noalc.log","data":{"userId":"u\#(user)","day":"\#(day)","level":"\#(level.rawValue)"}}"#
+                try socket.send(multipart: [Data(), Data(frame.utf8)])
+                inFlight += 1
+                sent += 1
+            }
+        }
+        while inFlight > 0 { try receiveOne() }
+        return sent
+    }
+
+    /// Writes the rows `noalc-streak` keeps per user and day, as applying the same entries would.
+    static func fillTable(_ database: URL, users: Int, days: [String]) throws -> Int {
+        var rows = 0
+        try DatabaseQueue(path: database.path).write { db in
+            let insert = try db.makeStatement(sql: "INSERT INTO noalc_level (user_id, day, level, seq) VALUES (?, ?, ?, ?)")
+            for user in 0..<users {
+                for (index, day) in days.enumerated() {
+                    guard let level = level(user: user, dayIndex: index) else { continue }
+                    rows += 1
+                    try insert.execute(arguments: ["u\(user)", day, level.rawValue, rows])
+                }
+            }
+        }
+        return rows
+    }
+
+    static func call(_ socket: Socket, _ frame: Data) throws -> Data {
+        try socket.send(multipart: [Data(), frame])
+        guard let frames = try socket.receiveMultipart(), let body = frames.last else { throw BenchError("no reply within 10 s") }
+        return body
+    }
+
+    /// A ROUTER on its own thread answering every request with a fixed frame: the transport's cost alone.
+    final class Echo: Sendable {
+        let endpoint: String
+        private let control: Control
+
+        /// What the caller and the echo thread share; the socket itself stays on its thread.
+        final class Control: Sendable {
+            let bound = Mutex<Result<String, BenchError>?>(nil)
+            let ready = DispatchSemaphore(value: 0)
+            let stopped = Atomic<Bool>(false)
+            let finished = DispatchSemaphore(value: 0)
+        }
+
+        init(context: Context, replySize: Int) throws {
+            let control = Control()
+            Thread {
+                defer { control.finished.signal() }
+                let reply = Data(repeating: UInt8(ascii: "x"), count: replySize)
+                do {
+                    let router = try Socket(context, .router)
+                    try router.setReceiveTimeout(milliseconds: 50)
+                    let endpoint = try router.bind("tcp://127.0.0.1:*")
+                    control.bound.withLock { $0 = .success(endpoint) }
+                    control.ready.signal()
+                    while !control.stopped.load(ordering: .relaxed) {
+                        guard let frames = try router.receiveMultipart() else { continue }
+                        try router.send(multipart: frames.dropLast() + [reply])
+                    }
+                } catch {
+                    control.bound.withLock { if $0 == nil { $0 = .failure(BenchError("echo: \(error)")) } }
+                    control.ready.signal()
+                }
+            }.start()
+            control.ready.wait()
+            endpoint = try control.bound.withLock { $0! }.get()
+            self.control = control
+        }
+
+        func stop() {
+            control.stopped.store(true, ordering: .relaxed)
+            control.finished.wait()
+        }
+    }
+
+    /// A built executable started like the system tests start it: wildcard ports, endpoints read from `ready`.
+    final class Child {
+        let process = Process()
+        private(set) var endpoints: [String: String] = [:]
+
+        init(_ name: String, _ arguments: [String], readyTimeout: TimeInterval = 60) throws {
+            let directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+            process.executableURL = directory.appendingPathComponent(name)
+            process.arguments = arguments
+            var environment = ProcessInfo.processInfo.environment
+            environment["LHT_LOG_LEVEL"] = environment["LHT_LOG_LEVEL"] ?? "error"
+            process.environment = environment
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            // The ready line is all a service prints on standard output; a read of nothing means it exited.
+            var text = ""
+            let deadline = Date().addingTimeInterval(readyTimeout)
+            while !text.contains("\n") {
+                let chunk = output.fileHandleForReading.availableData
+                guard !chunk.isEmpty, Date() < deadline else { throw BenchError("\(name) printed no ready line") }
+                text += String(decoding: chunk, as: UTF8.self)
+            }
+            for part in text.split(separator: "\n")[0].split(separator: " ").dropFirst(2) {
+                let pair = part.split(separator: "=", maxSplits: 1)
+                if pair.count == 2 { endpoints[String(pair[0])] = String(pair[1]) }
+            }
+        }
+
+        func stop() {
+            guard process.isRunning else { return }
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+
+    // MARK: Options and printing
+
+    struct Options {
+        var years = 10
+        var runs = 2000
+        var users = 10_000
+        var days = 365
+        var requests = 20_000
+        var computeOnly = false
+        var throughLogger = false
+
+        init(_ arguments: [String]) throws {
+            var rest = arguments[...]
+            while let flag = rest.popFirst() {
+                if flag == "--compute-only" || flag == "--through-logger" {
+                    if flag == "--compute-only" { computeOnly = true } else { throughLogger = true }
+                    continue
+                }
+                guard let text = rest.popFirst(), let value = Int(text), value > 0 else { throw BenchError("\(flag) needs a positive number") }
+                switch flag {
+                case "--years": years = value
+                case "--runs": runs = value
+                case "--users": users = value
+                case "--days": days = value
+                case "--requests": requests = value
+                default: throw BenchError("unknown flag \(flag)")
+                }
+            }
+        }
+    }
+
+    static func percentile(_ samples: [Duration], _ fraction: Double) -> Duration {
+        let sorted = samples.sorted()
+        return sorted[min(sorted.count - 1, max(0, Int((Double(sorted.count) * fraction).rounded(.up)) - 1))]
+    }
+
+    static func micros(_ duration: Duration) -> String { String(format: "%.1f", duration / .microseconds(1)) }
+
+    static func seconds(_ duration: Duration) -> Double { duration / .seconds(1) }
+
+    static func format(_ duration: Duration) -> String { String(format: "%.1f", seconds(duration)) }
+
+    static func row(_ columns: String...) -> String {
+        zip(columns, [36, 12, 12, 12]).map { text, width in
+            text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
+        }.joined()
+    }
+}

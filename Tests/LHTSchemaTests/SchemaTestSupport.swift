@@ -1,0 +1,149 @@
+import Foundation
+import Testing
+@testable import LHTSchema
+
+// Shared helpers for the LHTSchema tests: frames, the request pipeline as a service runs it,
+// and a seeded PRNG for the fuzz tests.
+
+/// UTF-8 bytes of a JSON text.
+func frame(_ json: String) -> Data { Data(json.utf8) }
+
+/// A request frame `{"v":1,"op":<op>,"data":<data>}` with `data` given as JSON text.
+func wireRequest(_ op: String, _ data: String) -> Data {
+    frame(#"{"v":1,"op":"\#(op)","data":\#(data)}"#)
+}
+
+/// What a service does with a frame: read the head, then the op's payload.
+func pipeline<Payload: Decodable>(_ type: Payload.Type, _ frame: Data) -> Result<Payload, WireError> {
+    do {
+        let head = try RequestHead(frame: frame)
+        return .success(try decodeRequestData(Payload.self, from: frame, head: head))
+    } catch {
+        return .failure(error)
+    }
+}
+
+extension Result {
+    var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}
+
+/// The head alone.
+func headResult(_ frame: Data) -> Result<RequestHead, WireError> {
+    do { return .success(try RequestHead(frame: frame)) } catch { return .failure(error) }
+}
+
+/// Decodes `frame` as a request for `Payload` and expects `invalid_argument` naming exactly `field`.
+func expectInvalid<Payload: Decodable>(
+    _ type: Payload.Type, _ frame: Data, field: String, sourceLocation: SourceLocation = #_sourceLocation
+) {
+    switch pipeline(Payload.self, frame) {
+    case .success(let value):
+        Issue.record("accepted \(printable(frame)) as \(value); expected invalid_argument at \(field)", sourceLocation: sourceLocation)
+    case .failure(let error):
+        #expect(error.code == .invalidArgument, "\(error) for \(printable(frame))", sourceLocation: sourceLocation)
+        #expect(error.field == field, "\(error) for \(printable(frame))", sourceLocation: sourceLocation)
+        #expect(!error.message.isEmpty, sourceLocation: sourceLocation)
+    }
+}
+
+/// Expects the frame to be refused before the payload is read, with `code` (and `field`, when given).
+func expectHeadError(
+    _ frame: Data, _ code: ErrorCode, field: String? = nil, sourceLocation: SourceLocation = #_sourceLocation
+) {
+    // Run the whole pipeline with a payload that has no required fields, so that a frame the head lets
+    // through still shows what a service would answer.
+    switch pipeline(NoFields.self, frame) {
+    case .success:
+        Issue.record("accepted \(printable(frame)); expected \(code.rawValue)", sourceLocation: sourceLocation)
+    case .failure(let error):
+        #expect(error.code == code, "\(error) for \(printable(frame))", sourceLocation: sourceLocation)
+        if let field {
+            #expect(error.field == field, "\(error) for \(printable(frame))", sourceLocation: sourceLocation)
+        }
+    }
+}
+
+/// A short, printable rendering of a frame for failure messages.
+func printable(_ frame: Data, limit: Int = 160) -> String {
+    var text = ""
+    for byte in frame.prefix(limit) {
+        if byte >= 0x20, byte < 0x7f, byte != UInt8(ascii: "\\") {
+            text.unicodeScalars.append(Unicode.Scalar(byte))
+        } else {
+            text += "\\x" + String(byte, radix: 16, uppercase: false).leftPadded(to: 2)
+        }
+    }
+    return frame.count > limit ? "\(text)… (\(frame.count) bytes)" : text
+}
+
+extension String {
+    func leftPadded(to width: Int, with pad: Character = "0") -> String {
+        count >= width ? self : String(repeating: pad, count: width - count) + self
+    }
+}
+
+/// Decodes with a plain `JSONDecoder`, encodes with `wireEncoder()`, decodes again.
+/// Returns the first value, the wire bytes, and the second value.
+func wireRoundTrip<Value: Codable>(_ type: Value.Type, _ json: String) throws -> (first: Value, bytes: Data, second: Value) {
+    let first = try JSONDecoder().decode(Value.self, from: frame(json))
+    let bytes = try wireEncoder().encode(first)
+    let second = try JSONDecoder().decode(Value.self, from: bytes)
+    return (first, bytes, second)
+}
+
+/// Round trip for values without `Equatable`: the second encoding must be byte-identical to the first.
+@discardableResult
+func expectStableRoundTrip<Value: Codable>(
+    _ type: Value.Type, _ json: String, sourceLocation: SourceLocation = #_sourceLocation
+) throws -> (value: Value, wire: String) {
+    let (first, bytes, second) = try wireRoundTrip(Value.self, json)
+    let again = try wireEncoder().encode(second)
+    #expect(again == bytes, "\(String(decoding: bytes, as: UTF8.self)) vs \(String(decoding: again, as: UTF8.self))", sourceLocation: sourceLocation)
+    return (first, String(decoding: bytes, as: UTF8.self))
+}
+
+/// Round trip for `Equatable` values: decode, encode, decode again, equal; the encoding is stable too.
+@discardableResult
+func expectEqualRoundTrip<Value: Codable & Equatable>(
+    _ type: Value.Type, _ json: String, sourceLocation: SourceLocation = #_sourceLocation
+) throws -> (value: Value, wire: String) {
+    let (first, bytes, second) = try wireRoundTrip(Value.self, json)
+    #expect(first == second, sourceLocation: sourceLocation)
+    let again = try wireEncoder().encode(second)
+    #expect(again == bytes, sourceLocation: sourceLocation)
+    return (first, String(decoding: bytes, as: UTF8.self))
+}
+
+/// The wire text parsed back into a generic JSON value: for checking single fields of an encoding, and
+/// for comparing encodings whose key order is not part of the contract.
+func jsonObject(_ wire: String) throws -> JSONValue {
+    try JSONDecoder().decode(JSONValue.self, from: frame(wire))
+}
+
+/// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, and the same sequence on every platform.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// A value in `0..<bound` (bound > 0). Kept local so the sequence does not depend on the stdlib's
+    /// `random(in:using:)` algorithm.
+    mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
+
+    mutating func chance(_ numerator: Int, in denominator: Int) -> Bool { below(denominator) < numerator }
+
+    mutating func pick<Element>(_ elements: [Element]) -> Element { elements[below(elements.count)] }
+
+    mutating func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8(truncatingIfNeeded: next()) } }
+}
