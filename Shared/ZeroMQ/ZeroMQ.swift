@@ -11,7 +11,7 @@ public struct ZMQError: Error, Equatable, CustomStringConvertible {
         message = String(cString: zmq_strerror(code))
     }
 
-    static func last() -> ZMQError { ZMQError(code: zmq_errno()) }
+    @usableFromInline static func last() -> ZMQError { ZMQError(code: zmq_errno()) }
 
     /// The context was terminated: the owning loop should end.
     public var isTerminated: Bool { code == ETERM }
@@ -91,7 +91,7 @@ public final class Socket {
         }
     }
 
-    private func open() throws -> UnsafeMutableRawPointer {
+    @usableFromInline func open() throws -> UnsafeMutableRawPointer {
         guard let handle else { throw ZMQError(code: ENOTSOCK) }
         return handle
     }
@@ -153,7 +153,7 @@ public final class Socket {
     // MARK: Sending
 
     /// Sends one frame. Returns false when `dontWait` is set and the message would block.
-    @discardableResult
+    @inlinable @discardableResult
     public func send<Bytes: ContiguousBytes>(_ frame: Bytes, more: Bool = false, dontWait: Bool = false) throws -> Bool {
         let handle = try open()
         let flags = (more ? ZMQ_SNDMORE : 0) | (dontWait ? ZMQ_DONTWAIT : 0)
@@ -175,11 +175,13 @@ public final class Socket {
     }
 
     /// Sends every frame as one multipart message. Returns false only if the first frame would block.
-    @discardableResult
+    @inlinable @discardableResult
     public func send<Bytes: ContiguousBytes>(multipart frames: [Bytes], dontWait: Bool = false) throws -> Bool {
-        for (index, frame) in frames.enumerated() {
+        // Not `enumerated()`: unspecialized (called from another module), it builds the generic
+        // iterator and tuple metadata through the runtime's caches on every call.
+        for index in 0..<frames.count {
             // Once the first frame is queued libzmq accepts the rest atomically.
-            let sent = try send(frame, more: index < frames.count - 1, dontWait: dontWait)
+            let sent = try send(frames[index], more: index < frames.count - 1, dontWait: dontWait)
             if !sent && index == 0 { return false }
         }
         return true

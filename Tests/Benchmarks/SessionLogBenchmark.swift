@@ -67,6 +67,7 @@ final class InProcessService: @unchecked Sendable {
 
     init(context: Context, build: @escaping @Sendable (_ dataDirectory: String, _ context: Context) throws -> Service) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lht-bench-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let endpoints = Mutex<Result<(String, String), Error>?>(nil)
         let started = DispatchSemaphore(value: 0)
         let shutdown = shutdown, finished = finished

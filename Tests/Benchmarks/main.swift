@@ -5,6 +5,7 @@ let benchmarks: [String: ([String]) throws -> Void] = [
     "zmq-pubsub": ZeroMQPubSub.run,
     "session-log": SessionLogBenchmark.run,
     "streak": StreakBenchmark.run,
+    "planner": PlannerBenchmark.run,
 ]
 
 let arguments = CommandLine.arguments.dropFirst()

@@ -1,0 +1,308 @@
+import ArgumentParser
+import Foundation
+import LHTSchema
+
+struct ReminderCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reminder",
+        abstract: "Plan reminders and see what will happen to each occurrence.",
+        subcommands: [ReminderAdd.self, ReminderEdit.self, ReminderList.self, ReminderDelete.self, ReminderUpcoming.self,
+                      ReminderRestore.self, ReminderTest.self])
+}
+
+/// The rule fields `add` and `edit` share.
+struct RuleOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Local time HH:mm (default mindfulness 20:00, workout 18:00, noalc 09:00).", valueName: "HH:mm"))
+    var time: String?
+
+    @Option(help: ArgumentHelp("Weekdays, e.g. mon,wed, or daily, weekdays, weekend (default daily).", valueName: "days"))
+    var days: String?
+
+    @Option(help: ArgumentHelp("Hours before the reminder in which activity cancels it, 1...48 (default 12, noalc 24).", valueName: "hours"))
+    var lookback: Int?
+
+    @Option(help: "The notification's own title (default: by activity and locale; \"\" clears it).")
+    var title: String?
+
+    @Option(help: "The notification's own body (\"\" clears it).")
+    var body: String?
+
+    init() {}
+
+    /// `--days` as the wire's weekday list; unknown names go to the service, which names the bad item.
+    var weekdays: JSONValue? {
+        guard let days else { return nil }
+        let names: [String] = days.split(separator: ",").flatMap { part -> [String] in
+            switch part.trimmingCharacters(in: .whitespaces).lowercased() {
+            case "daily", "all": Weekday.allCases.map(\.rawValue)
+            case "weekdays": ["mon", "tue", "wed", "thu", "fri"]
+            case "weekend", "weekends": ["sat", "sun"]
+            case "none": []
+            case let name: [name]
+            }
+        }
+        return .array(names.map(JSONValue.string))
+    }
+}
+
+struct ReminderAdd: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "add",
+        abstract: "Add a reminder: it fires at its time unless activity within the look-back window covers it.")
+
+    @Argument(help: "mindfulness, workout or noalc.")
+    var activity: String
+
+    @OptionGroup var rule: RuleOptions
+
+    @Option(help: ArgumentHelp("Choose the reminder's id (a UUID).", valueName: "uuid"))
+    var id: String?
+
+    @Flag(help: "Store it disabled.")
+    var disabled = false
+
+    @OptionGroup var user: UserOption
+    @OptionGroup var output: OutputOptions
+    @OptionGroup(title: "Connection") var connection: Connection
+
+    func run() throws {
+        let client = try Client(connection)
+        let data = JSONValue.fields([
+            "id": .text(id), "userId": .string(user.id), "activity": .string(activity), "time": .text(rule.time),
+            "weekdays": rule.weekdays, "lookbackHours": .int(rule.lookback), "enabled": disabled ? .bool(false) : nil,
+            "title": rule.title.flatMap { $0.isEmpty ? nil : .string($0) }, "body": rule.body.flatMap { $0.isEmpty ? nil : .string($0) },
+        ])
+        try printPut(client.call(.planner, "reminder.put", data, as: ReminderPutReply.self), verb: "added", json: output.json)
+    }
+}
+
+struct ReminderEdit: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "edit", abstract: "Change a reminder: fetches it and stores it again with the changes given.")
+
+    @Argument(help: "The reminder's id.")
+    var id: String
+
+    @OptionGroup var rule: RuleOptions
+
+    @Option(help: "Change the activity.")
+    var activity: String?
+
+    @Option(help: ArgumentHelp("Enable or disable it: true or false.", valueName: "true|false"))
+    var enabled: Bool?
+
+    @OptionGroup var output: OutputOptions
+    @OptionGroup(title: "Connection") var connection: Connection
+
+    func run() throws {
+        let client = try Client(connection)
+        let current = try client.call(.planner, "reminder.get", .fields(["id": .string(id)]), as: Reminder.self).value
+        func text(_ change: String?, _ old: String?) -> JSONValue? {
+            guard let change else { return .text(old) }
+            return change.isEmpty ? nil : .string(change)
+        }
+        let data = JSONValue.fields([
+            "id": .string(current.id.description), "userId": .string(current.userId.rawValue),
+            "activity": .string(activity ?? current.activity.rawValue), "time": .string(rule.time ?? current.time.description),
+            "weekdays": rule.weekdays ?? .array(current.weekdays.map { .string($0.rawValue) }),
+            "lookbackHours": .int(rule.lookback ?? current.lookbackHours), "enabled": .bool(enabled ?? current.enabled),
+            "title": text(rule.title, current.title), "body": text(rule.body, current.body),
+        ])
+        try printPut(client.call(.planner, "reminder.put", data, as: ReminderPutReply.self), verb: "changed", json: output.json)
+    }
+}
+
+private func printPut(_ answer: Answer<ReminderPutReply>, verb: String, json: Bool) {
+    for warning in answer.value.warnings ?? [] { warn("warning: \(warning)") }
+    json ? emit(answer.rawText) : emit("\(verb) reminder \(answer.value.reminder.id): \(describe(answer.value.reminder))")
+}
+
+func describe(_ reminder: Reminder) -> String {
+    var text = "\(reminder.activity.rawValue) at \(reminder.time) \(describe(reminder.weekdays)), look-back \(reminder.lookbackHours) h"
+    if !reminder.enabled { text += ", disabled" }
+    if let title = reminder.title { text += ", title \"\(title)\"" }
+    return text
+}
+
+func describe(_ weekdays: [Weekday]) -> String {
+    switch Set(weekdays) {
+    case Set(Weekday.allCases): "daily"
+    case [.mon, .tue, .wed, .thu, .fri]: "on weekdays"
+    case [.sat, .sun]: "on weekends"
+    case []: "on no day"
+    default: "on " + weekdays.map(\.rawValue).joined(separator: ",")
+    }
+}
+
+struct ReminderList: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "List the user's reminders.")
+
+    @OptionGroup var user: UserOption
+    @OptionGroup var output: OutputOptions
+    @OptionGroup(title: "Connection") var connection: Connection
+
+    func run() throws {
+        let client = try Client(connection)
+        let answer = try client.call(.planner, "reminder.list", .fields(["userId": .string(user.id)]), as: ReminderListReply.self)
+        if output.json { return emit(answer.rawText) }
+        guard !answer.value.reminders.isEmpty else { return emit("no reminders for \(user.id)") }
+        var table = Table("id", "activity", "time", "days", "look-back", "enabled", "title")
+        for reminder in answer.value.reminders {
+            table.add(reminder.id.description, reminder.activity.rawValue, reminder.time.description,
+                      reminder.weekdays.count == 7 ? "daily" : reminder.weekdays.map(\.rawValue).joined(separator: ","),
+                      "\(reminder.lookbackHours) h", reminder.enabled ? "yes" : "no", reminder.title ?? "")
+        }
+        table.lines.forEach(emit)
+    }
+}
+
+struct ReminderDelete: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete a reminder.")
+
+    @Argument(help: "The reminder's id.")
+    var id: String
+
+    @OptionGroup var output: OutputOptions
+    @OptionGroup(title: "Connection") var connection: Connection
+
+    func run() throws {
+        let client = try Client(connection)
+        let answer = try client.call(.planner, "reminder.delete", .fields(["id": .string(id)]), as: ReminderDeleted.self)
+        output.json ? emit(answer.rawText) : emit("deleted reminder \(answer.value.id)")
+    }
+}
+
+struct ReminderUpcoming: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "upcoming",
+        abstract: "Every occurrence from today on, with its status and why.",
+        discussion: """
+            STATUS is scheduled or cancelled before the reminder's time, then fired, suppressed, skipped or \
+            missed. WHY names the session or NoAlc entry that covers it, "restored" for a covered occurrence \
+            the user chose to keep, "paused", or "planner was down".
+            """)
+
+    @Option(help: "How many days from today, 1...31.")
+    var days = 7
+
+    @Flag(help: "Add each occurrence's identity (<reminderId>@<instant>), as restore takes it.")
+    var ids = false
+
+    @OptionGroup var user: UserOption
+    @OptionGroup var output: OutputOptions
+    @OptionGroup(title: "Connection") var connection: Connection
+
+    func run() throws {
+        let client = try Client(connection)
+        let answer = try client.call(.planner, "reminder.upcoming", .fields(["userId": .string(user.id), "days": .int(days)]),
+                                     as: UpcomingReply.self)
+        if output.json { return emit(answer.rawText) }
+        let occurrences = answer.value.occurrences
+        guard !occurrences.isEmpty else { return emit("nothing planned for \(user.id) in the next \(days) days") }
+        let restored = restoredOccurrences(occurrences, client: client)
+        var table = ids ? Table("day", "weekday", "time", "activity", "status", "why", "occurrence")
+                        : Table("day", "weekday", "time", "activity", "status", "why")
+        for occurrence in occurrences {
+            var row = [occurrence.day.description, occurrence.weekday.rawValue, occurrence.localTime.description,
+                       occurrence.activity.rawValue, occurrence.status.rawValue,
+                       why(occurrence, restored: restored.contains(occurrence.identity))]
+            if ids { row.append(occurrence.identity) }
+            table.rows.append(row)
+        }
+        table.lines.forEach(emit)
+    }
+
+    private func why(_ occurrence: Occurrence, restored: Bool) -> String {
+        let target = occurrence.targetDay.map { " (about \($0))" } ?? ""
+        switch occurrence.status {
+        case .cancelled, .suppressed: return occurrence.cause.map { "\($0)" + target } ?? "covered" + target
+        case .skipped: return "paused"
+        case .missed: return "planner was down"
+        case .scheduled, .fired:
+            if restored { return "restored" }
+            return occurrence.targetDay.map { "asks about \($0)" } ?? ""
+        }
+    }
+
+    /// Scheduled occurrences that activity covers: the planner shows them scheduled only when the user restored them.
+    /// Found from the session logger's records; without an answer from it the column just stays empty.
+    private func restoredOccurrences(_ occurrences: [Occurrence], client: Client) -> Set<String> {
+        let scheduled = occurrences.filter { $0.status == .scheduled }
+        guard !scheduled.isEmpty else { return [] }
+        var restored: Set<String> = []
+        let sessions = scheduled.filter { $0.activity.isSession && $0.windowStart != nil }
+        if let first = sessions.map({ $0.windowStart! }).min(), let last = sessions.map(\.at).max() {
+            // A session is at most 24 h long, so one starting a day before the earliest window can still reach it.
+            let query = JSONValue.fields(["userId": .string(user.id), "from": .string(first.adding(seconds: -86_400).description),
+                                          "until": .string(last.adding(seconds: 1).description)])
+            if let list = try? client.call(.sessionLogger, "session.list", query, as: SessionListReply.self).value.sessions {
+                for occurrence in sessions where list.contains(where: {
+                    $0.activity == occurrence.activity && $0.start <= occurrence.at && $0.end >= occurrence.windowStart!
+                }) { restored.insert(occurrence.identity) }
+            }
+        }
+        let noalc = scheduled.filter { $0.activity == .noalc && $0.targetDay != nil }
+        if let first = noalc.map({ $0.targetDay! }).min(), let last = noalc.map({ $0.targetDay! }).max() {
+            let query = JSONValue.fields(["userId": .string(user.id), "from": .string(first.description), "until": .string(last.description)])
+            if let entries = try? client.call(.sessionLogger, "noalc.list", query, as: NoAlcListReply.self).value.entries {
+                let days = Set(entries.map(\.day))
+                for occurrence in noalc where days.contains(occurrence.targetDay!) { restored.insert(occurrence.identity) }
+            }
+        }
+        return restored
+    }
+}
+
+struct ReminderRestore: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "restore",
+        abstract: "Keep one covered occurrence: it fires even though activity cancelled it.",
+        discussion: "Name the occurrence as <reminderId> --at <instant>, or as <reminderId>@<instant> (see upcoming --ids).")
+
+    @Argument(help: "The reminder's id, or an occurrence identity <reminderId>@<instant>.")
+    var id: String
+
+    @Option(help: ArgumentHelp("The occurrence's instant (RFC 3339).", valueName: "instant"))
+    var at: String?
+
+    @OptionGroup var output: OutputOptions
+    @OptionGroup(title: "Connection") var connection: Connection
+
+    private var parts: (id: String, at: String?) {
+        let pieces = id.split(separator: "@", maxSplits: 1).map(String.init)
+        return pieces.count == 2 ? (pieces[0], pieces[1]) : (id, at)
+    }
+
+    func validate() throws {
+        guard let instant = parts.at else { throw ValidationError("--at is required (or name the occurrence as <reminderId>@<instant>)") }
+        _ = try parseInstant(instant, option: "--at")
+    }
+
+    func run() throws {
+        let client = try Client(connection)
+        let instant = try parseInstant(parts.at!, option: "--at")
+        let answer = try client.call(.planner, "reminder.restore",
+                                     .fields(["reminderId": .string(parts.id), "at": .string(instant.description)]), as: Occurrence.self)
+        if output.json { return emit(answer.rawText) }
+        let occurrence = answer.value
+        emit("restored: \(occurrence.activity.rawValue) on \(occurrence.weekday.rawValue) \(occurrence.day) at \(occurrence.localTime) will fire (\(occurrence.identity))")
+    }
+}
+
+struct ReminderTest: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "test", abstract: "Fire a reminder now as a test notification, whatever its time, coverage or pause.")
+
+    @Argument(help: "The reminder's id.")
+    var id: String
+
+    @OptionGroup var output: OutputOptions
+    @OptionGroup(title: "Connection") var connection: Connection
+
+    func run() throws {
+        let client = try Client(connection)
+        let answer = try client.call(.planner, "reminder.test", .fields(["reminderId": .string(id)]), as: Occurrence.self)
+        if output.json { return emit(answer.rawText) }
+        emit("test reminder fired: \(answer.value.activity.rawValue) at \(answer.value.at) for \(answer.value.userId)")
+    }
+}

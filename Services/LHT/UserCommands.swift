@@ -1,0 +1,62 @@
+import ArgumentParser
+import Foundation
+import LHTSchema
+
+struct UserCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "user", abstract: "A user's time zone, language and pause.", subcommands: [UserSet.self, UserShow.self])
+}
+
+struct UserSet: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "set",
+        abstract: "Set the user's time zone, notification language or pause (what is not given stays).",
+        discussion: "Reminders follow the user's zone; a paused user's occurrences are skipped.")
+
+    @Option(help: ArgumentHelp("IANA time zone, e.g. Europe/Berlin.", valueName: "zone"))
+    var zone: String?
+
+    @Option(help: "Notification language: de or en.")
+    var locale: String?
+
+    @Option(help: ArgumentHelp("Pause all reminders: true or false.", valueName: "true|false"))
+    var paused: Bool?
+
+    @OptionGroup var user: UserOption
+    @OptionGroup var output: OutputOptions
+    @OptionGroup(title: "Connection") var connection: Connection
+
+    func validate() throws {
+        if zone == nil && locale == nil && paused == nil { throw ValidationError("give at least one of --zone, --locale, --paused") }
+    }
+
+    func run() throws {
+        let client = try Client(connection)
+        let current = try userZone(client, user: user.id).settings
+        let data = JSONValue.fields([
+            "userId": .string(user.id), "timeZone": .string(zone ?? current.timeZone.identifier),
+            "locale": .string(locale ?? current.locale.rawValue), "paused": .bool(paused ?? current.paused),
+        ])
+        let stored = try client.call(.planner, "user.put", data, as: UserSettings.self)
+        output.json ? emit(stored.rawText) : emit(describe(stored.value))
+    }
+}
+
+struct UserShow: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show", abstract: "Show the user's settings (the planner's defaults if never set).")
+
+    @OptionGroup var user: UserOption
+    @OptionGroup var output: OutputOptions
+    @OptionGroup(title: "Connection") var connection: Connection
+
+    func run() throws {
+        let client = try Client(connection)
+        let stored = try client.call(.planner, "user.get", .fields(["userId": .string(user.id)]), as: UserSettings.self)
+        output.json ? emit(stored.rawText) : emit(describe(stored.value))
+    }
+}
+
+func describe(_ user: UserSettings) -> String {
+    "user \(user.userId): time zone \(user.timeZone), locale \(user.locale.rawValue), \(user.paused ? "paused" : "not paused")"
+}

@@ -1,1 +1,0 @@
-print("lht: not built yet")

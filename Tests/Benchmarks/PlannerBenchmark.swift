@@ -1,0 +1,162 @@
+import Foundation
+import GRDB
+import LHTSchema
+import Logging
+import ReminderPlanner
+import ServiceHost
+import SessionLogger
+import ZeroMQ
+
+/// `bench planner [--users 100000] [--reminders 10] [--burst 100000] [--sessions 300]`
+///
+/// 1. Start-up: users × reminders stored in the planner's database, loaded by a fresh planner;
+///    time and resident memory, beside reading the same rows with a bare SQL scan.
+/// 2. A burst: one `clock.advance` over `burst` due occurrences, decided and persisted, beside
+///    inserting as many rows in one transaction (the persistence floor).
+/// 3. Cancellation latency: a covering session acknowledged by the session logger until its
+///    `reminder.cancelled` arrives from the planner, beside the logger's own ack round trip.
+enum PlannerBenchmark {
+    static let clockStart = Instant(rfc3339: "2026-11-16T00:00:00Z")!
+
+    static func run(_ arguments: [String]) throws {
+        let users = Options.int(arguments, "--users", 100_000)
+        let perUser = Options.int(arguments, "--reminders", 10)
+        let burst = Options.int(arguments, "--burst", 100_000)
+        let sessions = Options.int(arguments, "--sessions", 300)
+        let context = try Context()
+        let logger = try InProcessService(context: context) { directory, context in
+            let options = try SessionLoggerOptions.parse(["--api", "tcp://127.0.0.1:*", "--events", "tcp://127.0.0.1:*",
+                                                         "--intake", "tcp://127.0.0.1:*", "--data-dir", directory])
+            return try SessionLogger(settings: SessionLoggerSettings(options), logger: Logger(label: "bench"), context: context)
+        }
+        defer { logger.stop() }
+
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lht-bench-planner-\(UUID().uuidString.prefix(8))").path
+        print("seeding \(users) users × \(perUser) reminders …")
+        func startPlanner() throws -> InProcessService {
+            try InProcessService(context: context) { _, context in
+                let options = try PlannerOptions.parse([
+                    "--api", "tcp://127.0.0.1:*", "--events", "tcp://127.0.0.1:*", "--data-dir", directory,
+                    "--clock", "manual:\(clockStart)", "--session-logger-api", logger.api, "--session-logger-events", logger.events])
+                return try ReminderPlanner(settings: PlannerSettings(options), logger: Logger(label: "bench"), context: context)
+            }
+        }
+        try startPlanner().stop()  // creates the schema through the planner's own migrations
+        try seed(directory: directory, users: users, perUser: perUser)
+        let scanSeconds = try time { try scanReminders(directory: directory) }
+
+        let rssBefore = residentMegabytes()
+        var planner: InProcessService!
+        let startSeconds = try time { planner = try startPlanner() }
+        defer { planner.stop() }
+        let rss = residentMegabytes() - rssBefore
+        print("start-up with \(users * perUser) reminders")
+        print(String(format: "  bare SQL scan of the reminder rows  %6.2f s", scanSeconds))
+        print(String(format: "  planner ready                       %6.2f s   ratio %.1f × scan   target < 5 s: %@",
+                     startSeconds, startSeconds / scanSeconds, startSeconds < 5 ? "met" : "NOT met"))
+        print(String(format: "  resident memory added               %6.0f MB   target < 1024 MB: %@", rss, rss < 1024 ? "met" : "NOT met"))
+
+        // Reminder times are spread evenly over the day, so this many minutes hold `burst` occurrences.
+        let minutes = Int64((Double(burst) / Double(users * perUser) * 1440).rounded(.up))
+        let client = APIClient(context: context, endpoint: planner.api)
+        var decided = 0
+        let burstSeconds = try time {
+            let reply = client.call("clock.advance", ClockAdvanceRequest(seconds: minutes * 60), as: ClockReply.self, timeoutMilliseconds: 600_000)
+            decided = try reply.get().decided ?? 0
+        }
+        let floorSeconds = try time { try insertFloor(rows: decided) }
+        print("burst: one clock.advance over \(minutes) minutes")
+        print(String(format: "  raw INSERT of %d rows, one transaction  %9.0f rows/s", decided, Double(decided) / floorSeconds))
+        print(String(format: "  planner decisions (with events)         %9.0f decisions/s   ratio %.3f of raw   target ≥ 50000/s: %@",
+                     Double(decided) / burstSeconds, floorSeconds / burstSeconds, Double(decided) / burstSeconds >= 50_000 ? "met" : "NOT met"))
+
+        try cancellationLatency(context: context, logger: logger, planner: planner, users: users, sessions: sessions)
+    }
+
+    /// Users in Europe/Berlin; reminder k of user u at minute (u·perUser + k) mod 1440, every day.
+    static func seed(directory: String, users: Int, perUser: Int) throws {
+        let database = try DatabaseQueue(path: directory + "/reminder-planner.sqlite")
+        try database.write { db in
+            let created = clockStart.adding(seconds: -86_400).millisecondsSince1970
+            for user in 0..<users {
+                try db.run("INSERT INTO user (user_id, time_zone, locale, paused) VALUES (?, 'Europe/Berlin', 'en', 0)", arguments: ["u\(user)"])
+                for k in 0..<perUser {
+                    let minute = (user * perUser + k) % 1440
+                    let time = String(format: "%02d:%02d", minute / 60, minute % 60)
+                    try db.run("""
+                        INSERT INTO reminder (id, user_id, activity, time, weekdays, lookback_hours, enabled, title, body, created_at_ms)
+                        VALUES (?, ?, ?, ?, 'mon,tue,wed,thu,fri,sat,sun', 12, 1, NULL, NULL, ?)
+                        """, arguments: [RecordID().description, "u\(user)", k % 2 == 0 ? "mindfulness" : "workout", time, created])
+                }
+            }
+            try db.run("UPDATE planner_state SET value = ? WHERE key = 'decidedThroughMs'", arguments: [clockStart.millisecondsSince1970])
+        }
+    }
+
+    static func scanReminders(directory: String) throws {
+        let database = try DatabaseQueue(path: directory + "/reminder-planner.sqlite")
+        _ = try database.read { db in try Row.fetchAll(db, sql: "SELECT * FROM reminder").count }
+    }
+
+    /// The persistence floor: as many rows as decisions, one transaction, synchronous=FULL like the services.
+    static func insertFloor(rows: Int) throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("lht-floor-\(UUID().uuidString.prefix(8)).sqlite").path
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL") }
+        let database = try DatabaseQueue(path: path, configuration: configuration)
+        try database.write { db in
+            try db.execute(sql: "CREATE TABLE decision (reminder_id TEXT NOT NULL, at_ms INTEGER NOT NULL, status TEXT NOT NULL, PRIMARY KEY (reminder_id, at_ms))")
+        }
+        try database.write { db in
+            for n in 0..<rows { try db.run("INSERT INTO decision VALUES (?, ?, 'fired')", arguments: [RecordID().description, n]) }
+        }
+    }
+
+    /// Sessions for users whose reminders are still ahead of the clock: each one covers an undecided occurrence.
+    static func cancellationLatency(context: Context, logger: InProcessService, planner: InProcessService, users: Int, sessions: Int) throws {
+        let subscriber = try Socket(context, .sub)
+        try subscriber.subscribe("reminder.cancelled.")
+        try subscriber.connect(planner.events)
+        let loggerClient = APIClient(context: context, endpoint: logger.api)
+        Thread.sleep(forTimeInterval: 0.3)
+        var cancel: [Double] = [], ack: [Double] = []
+        let now = Instant.now()
+        for n in 0..<sessions {
+            let user = "u\((users / 2 + n) % users)"
+            let start = now.adding(seconds: -Int64(3600 + n))
+            let request = SessionLogRequest(userId: UserID(user)!, activity: .mindfulness, start: start, end: start.adding(seconds: 600))
+            let sent = DispatchTime.now().uptimeNanoseconds
+            guard case .success = loggerClient.call("session.log", request, as: LogReceipt.self, timeoutMilliseconds: 5000) else { continue }
+            let acked = DispatchTime.now().uptimeNanoseconds
+            ack.append(Double(acked - sent) / 1_000_000)
+            // The first announcement for this user marks the planner's reaction.
+            try subscriber.setReceiveTimeout(milliseconds: 2000)
+            while let frames = try subscriber.receiveMultipart() {
+                if String(decoding: frames[0], as: UTF8.self).hasPrefix("reminder.cancelled.\(user).") {
+                    cancel.append(Double(DispatchTime.now().uptimeNanoseconds - acked) / 1_000_000)
+                    break
+                }
+            }
+            // Later announcements of this session (other covered occurrences) are drained before the next.
+            while (try? subscriber.receiveMultipart(dontWait: true)) ?? nil != nil {}
+        }
+        print("covering session → reminder.cancelled (\(cancel.count)/\(sessions) observed)")
+        print(String(format: "  session.log ack round trip      p50 %6.3f ms   p99 %6.3f ms", LoadClients.percentile(ack, 0.5), LoadClients.percentile(ack, 0.99)))
+        let p99 = LoadClients.percentile(cancel, 0.99)
+        print(String(format: "  ack → reminder.cancelled        p50 %6.3f ms   p99 %6.3f ms   ratio p99 %.1f × ack p99   target p99 < 2 ms: %@",
+                     LoadClients.percentile(cancel, 0.5), p99, p99 / LoadClients.percentile(ack, 0.99), p99 < 2 ? "met" : "NOT met"))
+    }
+
+    static func time(_ body: () throws -> Void) throws -> Double {
+        let start = DispatchTime.now().uptimeNanoseconds
+        try body()
+        return Double(DispatchTime.now().uptimeNanoseconds - start) / 1_000_000_000
+    }
+
+    static func residentMegabytes() -> Double {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+              let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "") else { return .nan }
+        return kilobytes / 1024
+    }
+}
