@@ -77,21 +77,39 @@ public struct Instant: Hashable, Comparable, Sendable, CustomStringConvertible {
     }
 
     /// UTC, `Z`, milliseconds only where there are any.
-    public var description: String {
-        let seconds = secondsSince1970
-        let millis = Int(millisecondsSince1970 - seconds * 1000)
-        let base = Instant.utcSecondsText(seconds)
-        return millis == 0 ? base + "Z" : base + "." + Digits.padded(millis, 3) + "Z"
-    }
+    public var description: String { text(withMilliseconds: true) }
 
     /// Seconds precision, always `Z`: the form used in occurrence identities.
-    public var secondsText: String { Instant.utcSecondsText(secondsSince1970) + "Z" }
+    public var secondsText: String { text(withMilliseconds: false) }
 
-    private static func utcSecondsText(_ seconds: Int64) -> String {
+    /// Written digit by digit into one buffer: this runs for every instant of every event.
+    private func text(withMilliseconds: Bool) -> String {
+        let seconds = secondsSince1970
+        let millis = Int(millisecondsSince1970 - seconds * 1000)
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondOfDay = Int(seconds - days * 86_400)
-        return LocalDay(ordinal: Int(days)).description + "T" + Digits.padded(secondOfDay / 3600, 2) + ":"
-            + Digits.padded(secondOfDay / 60 % 60, 2) + ":" + Digits.padded(secondOfDay % 60, 2)
+        let (year, month, day) = LocalDay(ordinal: Int(days)).components
+        let showMillis = withMilliseconds && millis != 0
+        return String(unsafeUninitializedCapacity: showMillis ? 24 : 20) { buffer in
+            var index = 0
+            func put(_ value: Int, _ width: Int) {
+                var remaining = value
+                for offset in stride(from: width - 1, through: 0, by: -1) {
+                    buffer[index + offset] = UInt8(ascii: "0") + UInt8(remaining % 10)
+                    remaining /= 10
+                }
+                index += width
+            }
+            func put(_ byte: Unicode.Scalar) {
+                buffer[index] = UInt8(ascii: byte)
+                index += 1
+            }
+            put(year, 4); put("-"); put(month, 2); put("-"); put(day, 2); put("T")
+            put(secondOfDay / 3600, 2); put(":"); put(secondOfDay / 60 % 60, 2); put(":"); put(secondOfDay % 60, 2)
+            if showMillis { put("."); put(millis, 3) }
+            put("Z")
+            return index
+        }
     }
 }
 

@@ -9,6 +9,11 @@ import Foundation
 /// requires, slashes are left alone, non-finite numbers throw.
 public enum WireJSON {
     public static func encode<Value: Encodable>(_ value: Value) throws -> Data {
+        if let writable = value as? WireJSONWritable {
+            var object = JSONObjectWriter()
+            writable.writeFields(to: &object)
+            return object.finished()
+        }
         let stream = JSONStream()
         try stream.encodeValue(value, depth: 0, codingPath: [])
         stream.close(deeperThan: 0)
@@ -68,10 +73,28 @@ private final class JSONStream {
         if T.self == Int64.self { return appendInteger(value as! Int64) }
         if T.self == Bool.self { return appendLiteral((value as! Bool) ? "true" : "false") }
         if T.self == Double.self { return try appendDouble(value as! Double, codingPath) }
+        if let text = Self.scalarText(value) { return appendString(text) }
         let start = bytes.count
         let encoder = StreamEncoder(stream: self, depth: depth, codingPath: codingPath)
         try value.encode(to: encoder)
         if bytes.count == start { appendLiteral("{}") }  // encoded nothing at all
+    }
+
+    /// The schema's own single-string values, written directly: going through their `encode(to:)`
+    /// costs an encoder and a container per field, most of an occurrence's encoding time.
+    static func scalarText<T>(_ value: T) -> String? {
+        if T.self == Instant.self { return unsafeBitCast(value, to: Instant.self).description }
+        if T.self == RecordID.self { return unsafeBitCast(value, to: RecordID.self).description }
+        if T.self == UserID.self { return unsafeBitCast(value, to: UserID.self).rawValue }
+        if T.self == LocalDay.self { return unsafeBitCast(value, to: LocalDay.self).description }
+        if T.self == LocalTime.self { return unsafeBitCast(value, to: LocalTime.self).description }
+        if T.self == ZoneID.self { return unsafeBitCast(value, to: ZoneID.self).identifier }
+        if T.self == Activity.self { return unsafeBitCast(value, to: Activity.self).rawValue }
+        if T.self == Weekday.self { return unsafeBitCast(value, to: Weekday.self).rawValue }
+        if T.self == NoAlcLevel.self { return unsafeBitCast(value, to: NoAlcLevel.self).rawValue }
+        if T.self == NotificationLocale.self { return unsafeBitCast(value, to: NotificationLocale.self).rawValue }
+        if T.self == OccurrenceStatus.self { return unsafeBitCast(value, to: OccurrenceStatus.self).rawValue }
+        return nil
     }
 
     func appendLiteral(_ text: StaticString) {
@@ -87,23 +110,7 @@ private final class JSONStream {
         if value.rounded() == value, abs(value) < 1e15 { appendInteger(Int64(value)) } else { bytes.append(contentsOf: "\(value)".utf8) }
     }
 
-    private static let hex = Array("0123456789abcdef".utf8)
-
-    func appendString(_ string: String) {
-        bytes.append(UInt8(ascii: "\""))
-        for byte in string.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case UInt8(ascii: "\n"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case UInt8(ascii: "\r"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case UInt8(ascii: "\t"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0..<0x20: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), 48, 48, Self.hex[Int(byte >> 4)], Self.hex[Int(byte & 0xF)]])
-            default: bytes.append(byte)
-            }
-        }
-        bytes.append(UInt8(ascii: "\""))
-    }
+    func appendString(_ string: String) { JSONText.appendString(string, to: &bytes) }
 }
 
 /// The encoder a value writes itself through; `depth` is how many containers enclose it.

@@ -71,11 +71,12 @@ public final class Transaction {
     @discardableResult
     public func append<Payload: Codable & Sendable>(type: String, userId: UserID, activity: Activity, data: Payload) throws -> Int64 {
         let topic = Topic(type: type, userId: userId, activity: activity).description
-        let envelope = EventEnvelope(type: type, seq: nextSeq, time: now, source: eventLog.source, topic: topic, data: data)
-        let bytes = try wireEncoder().encode(envelope)
-        try db.run("INSERT INTO outbox (seq, topic, envelope) VALUES (?, ?, ?)", arguments: [envelope.seq, topic, bytes])
-        events.append(PendingEvent(seq: envelope.seq, topic: topic, envelope: bytes))
-        return envelope.seq
+        let seq = nextSeq
+        let bytes = EventEnvelope<Payload>.frame(type: type, seq: seq, time: now, source: eventLog.source, topic: topic,
+                                                 encodedData: try wireEncoder().encode(data))
+        try db.run("INSERT INTO outbox (seq, topic, envelope) VALUES (?, ?, ?)", arguments: [seq, topic, bytes])
+        events.append(PendingEvent(seq: seq, topic: topic, envelope: bytes))
+        return seq
     }
 
     public func afterCommit(_ action: @escaping () -> Void) { commitActions.append(action) }

@@ -130,9 +130,10 @@ enum PlannerStore {
         return result
     }
 
-    static func isRestored(_ reminder: RecordID, at: Instant, _ db: Database) throws -> Bool {
-        try db.fetchValue(Bool.self, "SELECT 1 FROM restored WHERE reminder_id = ? AND at_ms = ?",
-                          arguments: [reminder.description, at.millisecondsSince1970]) ?? false
+    static func restoredOccurrences(_ db: Database) throws -> Set<OccurrenceKey> {
+        Set(try db.fetchRows("SELECT reminder_id, at_ms FROM restored").compactMap { row in
+            RecordID(row["reminder_id"] as String).map { OccurrenceKey(reminder: $0, at: Instant(millisecondsSince1970: row["at_ms"])) }
+        })
     }
 
     static func restore(_ reminder: RecordID, at: Instant, _ db: Database) throws {
@@ -170,4 +171,10 @@ enum PlannerStore {
         try db.run("INSERT INTO planner_state (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                        arguments: [key, value])
     }
+}
+
+/// One occurrence of one reminder.
+struct OccurrenceKey: Hashable {
+    let reminder: RecordID
+    let at: Instant
 }

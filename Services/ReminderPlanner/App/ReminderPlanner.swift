@@ -23,6 +23,8 @@ public final class ReminderPlanner: Service {
     private var remindersByUser: [UserID: Set<RecordID>] = [:]
     /// Every occurrence at or before this instant is decided (or never existed).
     private var decidedThrough: Instant
+    /// Occurrences the user restored (few; read for every decision, so kept in memory too).
+    private var restored: Set<OccurrenceKey> = []
 
     private enum DecisionMode {
         /// The loop reached T on the system clock: on time unless the loop lagged a minute or more.
@@ -48,7 +50,8 @@ public final class ReminderPlanner: Service {
                                migrations: PlannerStore.migrate, logger: logger, time: time, context: context)
         let stored = try host.read { db in
             (users: try PlannerStore.users(db), reminders: try PlannerStore.reminders(db),
-             decidedThrough: try PlannerStore.value("decidedThroughMs", db), manualNow: try PlannerStore.value("manualNowMs", db))
+             decidedThrough: try PlannerStore.value("decidedThroughMs", db), manualNow: try PlannerStore.value("manualNowMs", db),
+             restored: try PlannerStore.restoredOccurrences(db))
         }
         if let manualClock {
             // A restart never moves a manual clock backwards, whatever the flag says.
@@ -57,6 +60,7 @@ public final class ReminderPlanner: Service {
         }
         // A fresh planner has nothing to catch up on: occurrences exist from now on.
         decidedThrough = stored.decidedThrough.map(Instant.init(millisecondsSince1970:)) ?? time.now()
+        restored = stored.restored
         for user in stored.users { users[user.userId] = user }
         for reminder in stored.reminders { remember(reminder) }
         rebuildSchedule()
@@ -179,6 +183,7 @@ public final class ReminderPlanner: Service {
             throw WireError(.conflict, "the occurrence at \(planned.at) is decided already", field: "data.at")
         }
         try PlannerStore.restore(reminder.id, at: planned.at, tx.db)
+        tx.afterCommit { [unowned self] in restored.insert(OccurrenceKey(reminder: reminder.id, at: planned.at)) }
         let occurrence = makeOccurrence(reminder, planned, status: .scheduled, cause: nil)
         try tx.append(type: "reminder.restored", userId: reminder.userId, activity: reminder.activity, data: occurrence)
         return try replyData(occurrence)
@@ -243,7 +248,7 @@ public final class ReminderPlanner: Service {
     /// Announces `reminder.cancelled` once for each undecided occurrence that became covered.
     private func announceCancellations(_ reminder: Reminder, _ candidates: [PlannedOccurrence], in tx: Transaction) throws {
         for planned in candidates where planned.at > decidedThrough && planned.at >= reminder.createdAt {
-            guard !(try PlannerStore.isRestored(reminder.id, at: planned.at, tx.db)),
+            guard !restored.contains(OccurrenceKey(reminder: reminder.id, at: planned.at)),
                   let cause = try cause(covering: planned, of: reminder, tx.db),
                   try PlannerStore.announce(reminder.id, at: planned.at, cause: cause, tx.db) else { continue }
             try tx.append(type: "reminder.cancelled", userId: reminder.userId, activity: reminder.activity,
@@ -275,7 +280,7 @@ public final class ReminderPlanner: Service {
                 if let decided = decisions[occurrence.at.millisecondsSince1970] {
                     result.append(makeOccurrence(reminder, occurrence, status: decided.status, cause: decided.cause))
                 } else if occurrence.at > decidedThrough {
-                    let restored = try PlannerStore.isRestored(reminder.id, at: occurrence.at, db)
+                    let restored = restored.contains(OccurrenceKey(reminder: reminder.id, at: occurrence.at))
                     let cause = restored ? nil : try cause(covering: occurrence, of: reminder, db)
                     result.append(makeOccurrence(reminder, occurrence, status: cause == nil ? .scheduled : .cancelled, cause: cause))
                 }
@@ -335,7 +340,7 @@ public final class ReminderPlanner: Service {
         var status = OccurrenceStatus.missed
         var cause: RecordID?
         if timeliness != .missed {
-            let restored = try PlannerStore.isRestored(reminder.id, at: planned.at, tx.db)
+            let restored = restored.contains(OccurrenceKey(reminder: reminder.id, at: planned.at))
             let covering = restored ? nil : try self.cause(covering: planned, of: reminder, tx.db)
             switch Decision.decide(paused: user.paused, coveringCause: covering?.description, restored: restored) {
             case .skipped: status = .skipped
@@ -343,8 +348,8 @@ public final class ReminderPlanner: Service {
             case .due: status = .fired
             }
         }
+        // Its announcement row, if any, stays: announcements only ever matter for undecided occurrences.
         guard try PlannerStore.decide(reminder.id, at: planned.at, status: status, cause: cause, tx.db) else { return false }
-        try PlannerStore.withdrawAnnouncement(reminder.id, at: planned.at.millisecondsSince1970, tx.db)
         let occurrence = makeOccurrence(reminder, planned, status: status, cause: cause)
         switch status {
         case .fired:

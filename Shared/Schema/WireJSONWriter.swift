@@ -1,0 +1,126 @@
+import Foundation
+
+/// Values on the hottest paths (the planner's decisions) write their JSON fields directly;
+/// `WireJSON.encode` uses this instead of their `encode(to:)`, which must produce the same object
+/// (a schema test checks they decode to the same value).
+public protocol WireJSONWritable: Encodable {
+    func writeFields(to object: inout JSONObjectWriter)
+}
+
+/// Writes one JSON object's members, in order, with strings escaped as the encoder does.
+public struct JSONObjectWriter {
+    private(set) var bytes: [UInt8]
+    private var empty = true
+
+    public init() {
+        bytes = [UInt8(ascii: "{")]
+        bytes.reserveCapacity(512)
+    }
+
+    private mutating func key(_ key: StaticString) {
+        if !empty { bytes.append(UInt8(ascii: ",")) }
+        empty = false
+        bytes.append(UInt8(ascii: "\""))
+        key.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        bytes.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
+    }
+
+    public mutating func field(_ name: StaticString, _ value: String) {
+        key(name)
+        JSONText.appendString(value, to: &bytes)
+    }
+
+    /// nil is written as null.
+    public mutating func field(_ name: StaticString, _ value: String?) {
+        key(name)
+        if let value { JSONText.appendString(value, to: &bytes) } else { bytes.append(contentsOf: "null".utf8) }
+    }
+
+    /// nil leaves the member out, as `encodeIfPresent` does.
+    public mutating func fieldIfPresent(_ name: StaticString, _ value: String?) {
+        if let value { field(name, value) }
+    }
+
+    public mutating func field(_ name: StaticString, _ value: Int64) {
+        key(name)
+        bytes.append(contentsOf: String(value).utf8)
+    }
+
+    public mutating func field(_ name: StaticString, _ value: Bool) {
+        key(name)
+        bytes.append(contentsOf: (value ? "true" : "false").utf8)
+    }
+
+    /// A member whose value is JSON already.
+    public mutating func field(_ name: StaticString, json: Data) {
+        key(name)
+        bytes.append(contentsOf: json)
+    }
+
+    public func finished() -> Data { Data(bytes + [UInt8(ascii: "}")]) }
+}
+
+enum JSONText {
+    private static let hex = Array("0123456789abcdef".utf8)
+
+    static func appendString(_ string: String, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in string.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+            case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case UInt8(ascii: "\n"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+            case UInt8(ascii: "\r"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+            case UInt8(ascii: "\t"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            case 0..<0x20: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+}
+
+extension EventEnvelope {
+    /// The envelope frame around `data` that is JSON already: what the outbox stores and publishes.
+    public static func frame(type: String, seq: Int64, id: RecordID = RecordID(), time: Instant, source: String,
+                             topic: String, encodedData: Data) -> Data {
+        var object = JSONObjectWriter()
+        object.field("v", Int64(wireVersion))
+        object.field("type", type)
+        object.field("seq", seq)
+        object.field("id", id.description)
+        object.field("time", time.description)
+        object.field("source", source)
+        object.field("topic", topic)
+        object.field("data", json: encodedData)
+        return object.finished()
+    }
+}
+
+extension Occurrence: WireJSONWritable {
+    public func writeFields(to object: inout JSONObjectWriter) {
+        object.field("reminderId", reminderId.description)
+        object.field("userId", userId.rawValue)
+        object.field("activity", activity.rawValue)
+        object.field("at", at.description)
+        object.field("localTime", localTime.description)
+        object.field("day", day.description)
+        object.field("weekday", weekday.rawValue)
+        object.fieldIfPresent("windowStart", windowStart?.description)
+        object.field("status", status.rawValue)
+        object.fieldIfPresent("cause", cause?.description)
+        object.fieldIfPresent("targetDay", targetDay?.description)
+    }
+}
+
+extension DueOccurrence: WireJSONWritable {
+    public func writeFields(to object: inout JSONObjectWriter) {
+        occurrence.writeFields(to: &object)
+        object.field("timeZone", timeZone.identifier)
+        object.field("locale", locale.rawValue)
+        object.field("title", title)
+        object.field("body", body)
+        object.field("late", late)
+        object.field("test", test)
+    }
+}

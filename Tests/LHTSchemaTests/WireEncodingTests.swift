@@ -1,0 +1,70 @@
+import Foundation
+import Testing
+@testable import LHTSchema
+
+/// The wire encoder (a streaming Codable encoder, and hand-written fields for the hottest types)
+/// must say exactly what Foundation's JSONEncoder says, up to key order.
+@Suite("wire encoding matches JSONEncoder")
+struct WireEncodingTests {
+    func same<Value: Encodable>(_ value: Value, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let ours = try JSONDecoder().decode(JSONValue.self, from: wireEncoder().encode(value))
+        let foundation = try JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(value))
+        #expect(ours == foundation, sourceLocation: sourceLocation)
+    }
+
+    static let at = Instant(rfc3339: "2026-11-23T17:00:00.250Z")!
+
+    static func occurrence(noalc: Bool, cause: RecordID?) -> Occurrence {
+        Occurrence(reminderId: RecordID(), userId: UserID("henning")!, activity: noalc ? .noalc : .workout, at: at,
+                   localTime: LocalTime("18:00")!, day: LocalDay("2026-11-23")!, weekday: .mon,
+                   windowStart: noalc ? nil : at.adding(seconds: -43_200), status: .cancelled, cause: cause,
+                   targetDay: noalc ? LocalDay("2026-11-22") : nil)
+    }
+
+    @Test func handWrittenOccurrencesMatchTheirCodableForm() throws {
+        for noalc in [false, true] {
+            for cause in [nil, RecordID()] {
+                let occurrence = Self.occurrence(noalc: noalc, cause: cause)
+                try same(occurrence)
+                try same(DueOccurrence(occurrence: occurrence, timeZone: ZoneID("Europe/Berlin")!, locale: .de,
+                                       title: noalc ? nil : "Los \"geht's\"\n", body: nil, late: noalc, test: !noalc))
+            }
+        }
+    }
+
+    @Test func streamedValuesMatch() throws {
+        let session = StoredSession(id: RecordID(), userId: UserID("u-1")!, activity: .mindfulness, start: Self.at,
+                                    end: Self.at.adding(seconds: 900), source: "tab\there \\ \u{1}", loggedAt: Self.at)
+        try same(session)
+        try same(EventEnvelope(type: "session.logged", seq: 7, time: Self.at, source: "session-logger", topic: "t", data: session))
+        let reminder = Reminder(id: RecordID(), userId: UserID("u1")!, activity: .noalc, time: LocalTime("09:00")!, weekdays: [.sun, .mon],
+                                lookbackHours: 24, enabled: true, title: nil, body: "ü 🌿", createdAt: Self.at)
+        try same(ReminderPutReply(reminder: reminder, warnings: ["w"]))
+        try same(ReminderListReply(reminders: [reminder, reminder]))
+        try same(HealthReply(service: "s", version: "1", uptimeSeconds: 3, lastSeq: 9, counters: ["b": 2, "a": 1]))
+        try same(JSONValue.object(["x": .array([.null, .bool(true), .number(-2.5), .string("/")]), "y": .object([:])]))
+        try same(WireError(.invalidArgument, "bad", field: "data.start"))
+        try same([[1, 2], [], [3]])
+    }
+
+    @Test func eventFramesAroundEncodedDataMatchTheEnvelope() throws {
+        let occurrence = Self.occurrence(noalc: true, cause: nil)
+        let id = RecordID()
+        let frame = EventEnvelope<Occurrence>.frame(type: "reminder.cancelled", seq: 3, id: id, time: Self.at, source: "reminder-planner",
+                                                    topic: "reminder.cancelled.henning.noalc", encodedData: try wireEncoder().encode(occurrence))
+        let envelope = EventEnvelope(type: "reminder.cancelled", seq: 3, id: id, time: Self.at, source: "reminder-planner",
+                                     topic: "reminder.cancelled.henning.noalc", data: occurrence)
+        #expect(try JSONDecoder().decode(JSONValue.self, from: frame) == JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(envelope)))
+    }
+
+    @Test func newIdsAreVersion4AndDistinct() {
+        let ids = (0..<10_000).map { _ in RecordID() }
+        #expect(Set(ids).count == ids.count)
+        for id in ids.prefix(100) {
+            let text = id.description
+            #expect(Array(text)[14] == "4")
+            #expect("89ab".contains(Array(text)[19]))
+            #expect(RecordID(text) == id)
+        }
+    }
+}
