@@ -113,7 +113,10 @@ public struct Reminder: Codable, Sendable, Hashable {
         self.userId = userId
         self.activity = activity
         self.time = time
-        self.weekdays = Array(Set(weekdays)).sorted()
+        // In week order without repeats; a mask, since this runs for every reminder loaded at start.
+        var seen: UInt8 = 0
+        for day in weekdays { seen |= 1 << day.index }
+        self.weekdays = Weekday.allCases.filter { seen & (1 << $0.index) != 0 }
         self.lookbackHours = lookbackHours
         self.enabled = enabled
         self.title = title

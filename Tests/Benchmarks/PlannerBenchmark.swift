@@ -123,8 +123,9 @@ enum PlannerBenchmark {
         let now = Instant.now()
         for n in 0..<sessions {
             let user = "u\((users / 2 + n) % users)"
-            let start = now.adding(seconds: -Int64(3600 + n))
-            let request = SessionLogRequest(userId: UserID(user)!, activity: .mindfulness, start: start, end: start.adding(seconds: 600))
+            // 20 hours long and ending an hour ago: with a 12-hour look-back it overlaps every daily time.
+            let end = now.adding(seconds: -Int64(3600 + n))
+            let request = SessionLogRequest(userId: UserID(user)!, activity: .mindfulness, start: end.adding(seconds: -20 * 3600), end: end)
             let sent = DispatchTime.now().uptimeNanoseconds
             guard case .success = loggerClient.call("session.log", request, as: LogReceipt.self, timeoutMilliseconds: 5000) else { continue }
             let acked = DispatchTime.now().uptimeNanoseconds

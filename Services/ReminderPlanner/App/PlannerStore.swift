@@ -44,15 +44,34 @@ enum PlannerStore {
             """, arguments: [user.userId.rawValue, user.timeZone.identifier, user.locale.rawValue, user.paused])
     }
 
-    static func reminders(_ db: Database) throws -> [Reminder] {
-        try db.fetchRows("SELECT * FROM reminder").compactMap { row in
-            guard let id = RecordID(row["id"]), let user = UserID(row["user_id"]), let activity = Activity(rawValue: row["activity"]),
-                  let time = LocalTime(row["time"]) else { return nil }
-            let weekdays = (row["weekdays"] as String).split(separator: ",").compactMap { Weekday(rawValue: String($0)) }
-            return Reminder(id: id, userId: user, activity: activity, time: time, weekdays: weekdays, lookbackHours: row["lookback_hours"],
-                            enabled: row["enabled"], title: row["title"], body: row["body"],
-                            createdAt: Instant(millisecondsSince1970: row["created_at_ms"]))
+    static func reminderCount(_ db: Database) throws -> Int {
+        try db.fetchValue(Int.self, "SELECT COUNT(*) FROM reminder") ?? 0
+    }
+
+    /// Every stored reminder, one at a time from a cursor; columns by position, since name lookups
+    /// were a noticeable part of loading a million.
+    static func forEachReminder(_ db: Database, _ body: (Reminder) -> Void) throws {
+        let rows = try Row.fetchCursor(db, sql: """
+            SELECT id, user_id, activity, time, weekdays, lookback_hours, enabled, title, body, created_at_ms FROM reminder
+            """)
+        while let row = try rows.next() {
+            guard let id = RecordID(row[0]), let user = UserID(row[1]), let activity = Activity(rawValue: row[2]),
+                  let time = LocalTime(row[3]) else { continue }
+            body(Reminder(id: id, userId: user, activity: activity, time: time, weekdays: weekdays(row[4]), lookbackHours: row[5],
+                          enabled: row[6], title: row[7], body: row[8], createdAt: Instant(millisecondsSince1970: row[9])))
         }
+    }
+
+    /// Reads the stored `mon,tue,…` list by its three-letter names, without splitting into strings.
+    static func weekdays(_ text: String) -> [Weekday] {
+        var days: [Weekday] = []
+        var name: [UInt8] = []
+        for byte in text.utf8 + [UInt8(ascii: ",")] {
+            if byte != UInt8(ascii: ",") { name.append(byte); continue }
+            if let day = Weekday.allCases.first(where: { $0.rawValue.utf8.elementsEqual(name) }) { days.append(day) }
+            name.removeAll(keepingCapacity: true)
+        }
+        return days
     }
 
     static func save(_ reminder: Reminder, _ db: Database) throws {

@@ -20,7 +20,8 @@ public final class ReminderPlanner: Service {
     private var scheduler = Scheduler()
     private var users: [UserID: UserSettings] = [:]
     private var reminders: [RecordID: Reminder] = [:]
-    private var remindersByUser: [UserID: Set<RecordID>] = [:]
+    /// A user has a handful of reminders: an array is smaller and faster to build than a set.
+    private var remindersByUser: [UserID: [RecordID]] = [:]
     /// Every occurrence at or before this instant is decided (or never existed).
     private var decidedThrough: Instant
     /// Occurrences the user restored (few; read for every decision, so kept in memory too).
@@ -49,7 +50,7 @@ public final class ReminderPlanner: Service {
                                eventsEndpoint: settings.service.events, dataDirectory: settings.service.dataDirectory,
                                migrations: PlannerStore.migrate, logger: logger, time: time, context: context)
         let stored = try host.read { db in
-            (users: try PlannerStore.users(db), reminders: try PlannerStore.reminders(db),
+            (users: try PlannerStore.users(db), reminderCount: try PlannerStore.reminderCount(db),
              decidedThrough: try PlannerStore.value("decidedThroughMs", db), manualNow: try PlannerStore.value("manualNowMs", db),
              restored: try PlannerStore.restoredOccurrences(db))
         }
@@ -62,7 +63,10 @@ public final class ReminderPlanner: Service {
         decidedThrough = stored.decidedThrough.map(Instant.init(millisecondsSince1970:)) ?? time.now()
         restored = stored.restored
         for user in stored.users { users[user.userId] = user }
-        for reminder in stored.reminders { remember(reminder) }
+        // Streamed from a cursor into the maps (sized up front), then scheduled: a million reminders
+        // never exist as one intermediate array.
+        reminders.reserveCapacity(stored.reminderCount)
+        try host.read { db in try PlannerStore.forEachReminder(db) { remember($0) } }
         rebuildSchedule()
 
         feed = try UpstreamFeed(name: "session-logger", host: host, eventsEndpoint: settings.sessionLoggerEvents,
@@ -176,7 +180,7 @@ public final class ReminderPlanner: Service {
         let reminder = try reminder(input.reminderId, field: "data.reminderId")
         let zone = user(reminder.userId).timeZone
         guard reminder.enabled, input.at >= reminder.createdAt,
-              let planned = OccurrenceCalendar.occurrence(exactlyAt: input.at, time: reminder.time, on: Set(reminder.weekdays), in: zone.timeZone)
+              let planned = OccurrenceCalendar.occurrence(exactlyAt: input.at, time: reminder.time, on: reminder.weekdays, in: zone.timeZone)
         else { throw WireError(.notFound, "\(input.at) is not an occurrence of reminder \(reminder.id)", field: "data.at") }
         let decided = try PlannerStore.decisions(of: reminder.id, from: planned.at, through: planned.at, tx.db)
         guard decided.isEmpty, planned.at > decidedThrough else {
@@ -241,7 +245,7 @@ public final class ReminderPlanner: Service {
         guard reminder.enabled, !reminder.weekdays.isEmpty else { return [] }
         let from = max(decidedThrough.adding(milliseconds: 1), reminder.createdAt)
         let horizonHours: Int64 = reminder.activity == .noalc ? 32 * 24 : 24 + 48 + 1
-        return OccurrenceCalendar.occurrences(at: reminder.time, on: Set(reminder.weekdays), in: zone.timeZone,
+        return OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: zone.timeZone,
                                               from: from, through: host.time.now().adding(seconds: horizonHours * 3600))
     }
 
@@ -271,7 +275,7 @@ public final class ReminderPlanner: Service {
         let today = host.time.now().local(in: zone.timeZone).day
         var result: [Occurrence] = []
         for reminder in (remindersByUser[query.userId] ?? []).compactMap({ reminders[$0] }) where reminder.enabled {
-            let planned = OccurrenceCalendar.occurrences(at: reminder.time, on: Set(reminder.weekdays), in: zone.timeZone,
+            let planned = OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: zone.timeZone,
                                                          days: today...today.adding(days: query.days - 1))
                 .filter { $0.at >= reminder.createdAt }
             guard let first = planned.first, let last = planned.last else { continue }
@@ -310,7 +314,7 @@ public final class ReminderPlanner: Service {
                 while let (id, at) = scheduler.popNext(through: now) {
                     guard let reminder = reminders[id] else { continue }
                     let settings = user(reminder.userId)
-                    if let planned = OccurrenceCalendar.occurrence(exactlyAt: at, time: reminder.time, on: Set(reminder.weekdays), in: settings.timeZone.timeZone),
+                    if let planned = OccurrenceCalendar.occurrence(exactlyAt: at, time: reminder.time, on: reminder.weekdays, in: settings.timeZone.timeZone),
                        try decide(planned, of: reminder, user: settings, now: now, mode: mode, tx) {
                         count += 1
                     }
@@ -378,7 +382,7 @@ public final class ReminderPlanner: Service {
             let zone = user(session.userId).timeZone
             for reminder in reminders(of: session.userId, activity: session.activity) {
                 let latest = session.end.adding(seconds: Int64(reminder.lookbackHours) * 3600)
-                let candidates = OccurrenceCalendar.occurrences(at: reminder.time, on: Set(reminder.weekdays), in: zone.timeZone,
+                let candidates = OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: zone.timeZone,
                                                                 from: max(session.start, decidedThrough.adding(milliseconds: 1)), through: latest)
                 try announceCancellations(reminder, candidates, in: tx)
             }
@@ -390,7 +394,7 @@ public final class ReminderPlanner: Service {
             for reminder in reminders(of: entry.userId, activity: .noalc) {
                 // The entry's day is the target day of an occurrence on that day (evening rule) or the next (morning rule).
                 let ruleDay = reminder.time >= Coverage.noalcEveningStart ? entry.day : entry.day.adding(days: 1)
-                let candidates = OccurrenceCalendar.occurrences(at: reminder.time, on: Set(reminder.weekdays), in: zone.timeZone, days: ruleDay...ruleDay)
+                let candidates = OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: zone.timeZone, days: ruleDay...ruleDay)
                 try announceCancellations(reminder, candidates, in: tx)
             }
         default:
@@ -406,11 +410,11 @@ public final class ReminderPlanner: Service {
 
     private func remember(_ reminder: Reminder) {
         reminders[reminder.id] = reminder
-        remindersByUser[reminder.userId, default: []].insert(reminder.id)
+        remindersByUser[reminder.userId, default: []].append(reminder.id)
     }
 
     private func forget(_ id: RecordID) {
-        if let reminder = reminders.removeValue(forKey: id) { remindersByUser[reminder.userId]?.remove(id) }
+        if let reminder = reminders.removeValue(forKey: id) { remindersByUser[reminder.userId]?.removeAll { $0 == id } }
         scheduler.unschedule(id)
     }
 

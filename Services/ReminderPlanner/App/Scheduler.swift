@@ -30,7 +30,7 @@ struct Scheduler {
     /// (Re)schedules `reminder`'s first occurrence strictly after `decidedThrough`, or unschedules it.
     mutating func schedule(_ reminder: Reminder, zone: ZoneID, after decidedThrough: Instant) {
         guard reminder.enabled, !reminder.weekdays.isEmpty,
-              let next = OccurrenceCalendar.next(at: reminder.time, on: Set(reminder.weekdays), in: zone.timeZone,
+              let next = OccurrenceCalendar.next(at: reminder.time, on: reminder.weekdays, in: zone.timeZone,
                                                  from: max(decidedThrough.adding(milliseconds: 1), reminder.createdAt)) else {
             scheduled[reminder.id] = nil
             return

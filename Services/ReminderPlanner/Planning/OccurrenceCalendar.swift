@@ -41,7 +41,7 @@ public enum OccurrenceCalendar {
     }
 
     /// Every occurrence whose rule day lies in `days` and whose weekday is selected, in time order.
-    public static func occurrences(at time: LocalTime, on weekdays: Set<Weekday>, in zone: TimeZone,
+    public static func occurrences(at time: LocalTime, on weekdays: some Sequence<Weekday>, in zone: TimeZone,
                                    days: ClosedRange<LocalDay>) -> [PlannedOccurrence] {
         collect(time: time, mask: WeekdayMask(weekdays), zone: zone,
                 ordinals: days.lowerBound.ordinal...days.upperBound.ordinal) { _ in true }
@@ -50,7 +50,7 @@ public enum OccurrenceCalendar {
     /// Every occurrence with `from <= at <= through`, in time order. Rule days are found by
     /// arithmetic alone: any zone offset lies within ±`offsetBoundSeconds`, so only the days whose
     /// wall time can map into the interval are resolved.
-    public static func occurrences(at time: LocalTime, on weekdays: Set<Weekday>, in zone: TimeZone,
+    public static func occurrences(at time: LocalTime, on weekdays: some Sequence<Weekday>, in zone: TimeZone,
                                    from: Instant, through: Instant) -> [PlannedOccurrence] {
         guard from <= through else { return [] }
         let ordinals = candidateOrdinals(time: time, from: from, through: through)
@@ -61,7 +61,7 @@ public enum OccurrenceCalendar {
 
     /// The first occurrence with `at >= from` (`from` itself included, so an occurrence exactly at a
     /// reminder's creation instant counts). Nil only when `weekdays` is empty.
-    public static func next(at time: LocalTime, on weekdays: Set<Weekday>, in zone: TimeZone,
+    public static func next(at time: LocalTime, on weekdays: some Sequence<Weekday>, in zone: TimeZone,
                             from: Instant) -> PlannedOccurrence? {
         let mask = WeekdayMask(weekdays)
         guard !mask.isEmpty else { return nil }
@@ -80,7 +80,7 @@ public enum OccurrenceCalendar {
 
     /// The occurrence that happens exactly at `at`, if the rule has one there (e.g. to check the
     /// `at` of `reminder.restore`).
-    public static func occurrence(exactlyAt at: Instant, time: LocalTime, on weekdays: Set<Weekday>,
+    public static func occurrence(exactlyAt at: Instant, time: LocalTime, on weekdays: some Sequence<Weekday>,
                                   in zone: TimeZone) -> PlannedOccurrence? {
         occurrences(at: time, on: weekdays, in: zone, from: at, through: at).first
     }
@@ -182,7 +182,7 @@ public enum OccurrenceCalendar {
 struct WeekdayMask: Sendable, Hashable {
     let bits: UInt8
 
-    init(_ weekdays: Set<Weekday>) {
+    init(_ weekdays: some Sequence<Weekday>) {
         var bits: UInt8 = 0
         for weekday in weekdays { bits |= 1 << WeekdayMask.index(of: weekday) }
         self.bits = bits
