@@ -163,50 +163,5 @@ enum Digits {
     }
 }
 
-extension LocalDay: Codable {
-    public init(from decoder: Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        let text = try container.decode(String.self)
-        guard let day = LocalDay(text) else {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: "expected a day as YYYY-MM-DD, got \"\(text.prefix(40))\"")
-        }
-        self = day
-    }
 
-    public func encode(to encoder: Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(description)
-    }
-}
 
-extension LocalTime: Codable {
-    public init(from decoder: Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        let text = try container.decode(String.self)
-        guard let time = LocalTime(text) else {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: "expected a time as HH:mm (24 h), got \"\(text.prefix(40))\"")
-        }
-        self = time
-    }
-
-    public func encode(to encoder: Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(description)
-    }
-}
-
-extension ZoneID: Codable {
-    public init(from decoder: Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        let text = try container.decode(String.self)
-        guard let zone = ZoneID(text) else {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: "expected an IANA time zone such as Europe/Berlin, got \"\(text.prefix(40))\"")
-        }
-        self = zone
-    }
-
-    public func encode(to encoder: Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(identifier)
-    }
-}

@@ -79,37 +79,7 @@ public struct RecordID: Hashable, Comparable, Sendable, CustomStringConvertible 
     public static func < (lhs: RecordID, rhs: RecordID) -> Bool { lhs.description < rhs.description }
 }
 
-extension UserID: Codable {
-    public init(from decoder: Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        let text = try container.decode(String.self)
-        guard let id = UserID(text) else {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: "a userId is 1-64 characters of A-Z a-z 0-9 _ -")
-        }
-        self = id
-    }
 
-    public func encode(to encoder: Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(rawValue)
-    }
-}
-
-extension RecordID: Codable {
-    public init(from decoder: Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        let text = try container.decode(String.self)
-        guard let id = RecordID(text) else {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: "expected a UUID such as 3f2b8c1e-0000-4000-8000-000000000000")
-        }
-        self = id
-    }
-
-    public func encode(to encoder: Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(description)
-    }
-}
 
 /// Random bits for ids: xoshiro256** seeded from the system's generator, behind a lock so any
 /// thread may ask. Ids need to be unique, not unpredictable.

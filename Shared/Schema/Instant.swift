@@ -113,21 +113,6 @@ public struct Instant: Hashable, Comparable, Sendable, CustomStringConvertible {
     }
 }
 
-extension Instant: Codable {
-    public init(from decoder: Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        let text = try container.decode(String.self)
-        guard let instant = Instant(rfc3339: text) else {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: "expected an RFC 3339 instant with Z or an offset, got \"\(text.prefix(40))\"")
-        }
-        self = instant
-    }
-
-    public func encode(to encoder: Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(description)
-    }
-}
 
 extension Instant {
     /// The local day and wall-clock time of this instant in `zone`.

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A button on a notification, as its `actions` array carries it.
-public struct NotificationActionValue: Codable, Sendable, Hashable {
+public struct NotificationAction: Codable, Sendable, Hashable {
     public let id: String
     public let title: String
     /// False for the NoAlc levels: they log from the notification without opening the app.
@@ -26,7 +26,7 @@ public struct Notification: Codable, Sendable, Hashable {
     public let title: String
     public let body: String
     public let category: String
-    public let actions: [NotificationActionValue]
+    public let actions: [NotificationAction]
     public let deepLink: String
     /// NoAlc only: the day its quick actions log for.
     public let targetDay: LocalDay?
@@ -38,7 +38,7 @@ public struct Notification: Codable, Sendable, Hashable {
     public let test: Bool
 
     public init(notificationId: String, seq: Int64, userId: UserID, activity: Activity, title: String, body: String,
-                category: String, actions: [NotificationActionValue], deepLink: String, targetDay: LocalDay?,
+                category: String, actions: [NotificationAction], deepLink: String, targetDay: LocalDay?,
                 reminderId: RecordID, scheduledFor: Instant, sentAt: Instant, locale: NotificationLocale, test: Bool) {
         self.notificationId = notificationId
         self.seq = seq

@@ -57,8 +57,7 @@ public final class NotifierService: Service {
         guard let notification = try host.read({ try NotifierStore.notification(input.notificationId, $0) }) else {
             throw WireError(.notFound, "no notification \"\(input.notificationId.prefix(80))\"", field: "data.notificationId")
         }
-        let offered = notification.actions.map { NotificationAction(id: $0.id, title: $0.title, opensApp: $0.opensApp) }
-        switch NotificationRenderer.resolve(actionId: input.actionId, actions: offered, deepLink: notification.deepLink) {
+        switch NotificationRenderer.resolve(actionId: input.actionId, actions: notification.actions, deepLink: notification.deepLink) {
         case nil:
             let ids = notification.actions.map(\.id).joined(separator: ", ")
             throw WireError(.notFound, "notification \(notification.notificationId) offers no action \"\(input.actionId.prefix(60))\" (it offers \(ids))",
@@ -138,7 +137,7 @@ public final class NotifierService: Service {
         let notification = LHTSchema.Notification(
             notificationId: notificationId, seq: seq, userId: occurrence.userId, activity: occurrence.activity,
             title: content.title, body: content.body, category: content.category,
-            actions: content.actions.map { NotificationActionValue(id: $0.id, title: $0.title, opensApp: $0.opensApp) },
+            actions: content.actions,
             deepLink: content.deepLink, targetDay: content.targetDay, reminderId: occurrence.reminderId,
             scheduledFor: occurrence.at, sentAt: tx.now, locale: due.locale, test: due.test)
         let published = try tx.append(type: "notify", userId: occurrence.userId, activity: occurrence.activity, data: notification)

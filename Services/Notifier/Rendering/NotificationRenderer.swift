@@ -1,19 +1,5 @@
 import LHTSchema
 
-/// A button on a notification, as the `actions` array of a notification carries it.
-public struct NotificationAction: Sendable, Hashable, Codable {
-    public let id: String
-    public let title: String
-    /// False for NoAlc levels: they log from the notification without opening the app.
-    public let opensApp: Bool
-
-    public init(id: String, title: String, opensApp: Bool) {
-        self.id = id
-        self.title = title
-        self.opensApp = opensApp
-    }
-}
-
 /// Everything the notifier shows for one occurrence, before identity, seq and stamps are added.
 public struct NotificationContent: Sendable, Hashable, Codable {
     public let title: String
