@@ -311,14 +311,11 @@ public final class ReminderPlanner: Service {
             try host.write { tx in
                 // One at a time, rescheduling before the next pop: strict time order, and a reminder's
                 // following occurrence is decided in this call too when the clock moved over it.
-                while let (id, at) = scheduler.popNext(through: now) {
+                while let (id, planned) = scheduler.popNext(through: now) {
                     guard let reminder = reminders[id] else { continue }
                     let settings = user(reminder.userId)
-                    if let planned = OccurrenceCalendar.occurrence(exactlyAt: at, time: reminder.time, on: reminder.weekdays, in: settings.timeZone.timeZone),
-                       try decide(planned, of: reminder, user: settings, now: now, mode: mode, tx) {
-                        count += 1
-                    }
-                    scheduler.schedule(reminder, zone: settings.timeZone, after: at)
+                    if try decide(planned, of: reminder, user: settings, now: now, mode: mode, tx) { count += 1 }
+                    scheduler.schedule(reminder, zone: settings.timeZone, after: planned.at)
                 }
                 decidedThrough = max(decidedThrough, now)
                 try persistDecidedThrough(tx)

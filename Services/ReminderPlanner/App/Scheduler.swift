@@ -13,8 +13,11 @@ struct Scheduler {
     struct Entry: Comparable {
         let at: Int64
         let reminder: RecordID
+        /// Kept from scheduling, so deciding does not compute the occurrence a second time.
+        let occurrence: PlannedOccurrence
 
         static func < (lhs: Entry, rhs: Entry) -> Bool { (lhs.at, lhs.reminder) < (rhs.at, rhs.reminder) }
+        static func == (lhs: Entry, rhs: Entry) -> Bool { (lhs.at, lhs.reminder) == (rhs.at, rhs.reminder) }
     }
 
     var isEmpty: Bool { heap.isEmpty }
@@ -36,19 +39,19 @@ struct Scheduler {
             return
         }
         scheduled[reminder.id] = next.at.millisecondsSince1970
-        heap.push(Entry(at: next.at.millisecondsSince1970, reminder: reminder.id))
+        heap.push(Entry(at: next.at.millisecondsSince1970, reminder: reminder.id, occurrence: next))
     }
 
     mutating func unschedule(_ id: RecordID) { scheduled[id] = nil }
 
     /// Removes and returns the earliest live entry if it is due at or before `now`. The caller
     /// reschedules the reminder after deciding it.
-    mutating func popNext(through now: Instant) -> (reminder: RecordID, at: Instant)? {
+    mutating func popNext(through now: Instant) -> (reminder: RecordID, occurrence: PlannedOccurrence)? {
         dropStale()
         guard let top = heap.peek, top.at <= now.millisecondsSince1970 else { return nil }
         heap.pop()
         scheduled[top.reminder] = nil
-        return (top.reminder, Instant(millisecondsSince1970: top.at))
+        return (top.reminder, top.occurrence)
     }
 
     private mutating func dropStale() {
