@@ -26,6 +26,11 @@ public final class EventLog {
 
     func committed(through seq: Int64) { lastSeq = seq }
 
+    /// The seq an upstream feed was applied through.
+    static func cursor(_ upstream: String, in db: Database) throws -> Int64 {
+        try db.fetchValue(Int64.self, "SELECT seq FROM cursor WHERE upstream = ?", arguments: [upstream]) ?? 0
+    }
+
     /// `events.since` reply bytes: the stored envelopes exactly as they were published.
     func since(_ request: EventsSinceRequest, in db: Database) throws -> Data {
         let rows = try db.fetchRows("SELECT envelope FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?",
@@ -98,11 +103,7 @@ public final class Transaction {
         return result!
     }
 
-    /// The seq an upstream feed was applied through, stored beside the state it produced.
-    public func cursor(_ upstream: String) throws -> Int64 {
-        try db.fetchValue(Int64.self, "SELECT seq FROM cursor WHERE upstream = ?", arguments: [upstream]) ?? 0
-    }
-
+    /// Records the seq an upstream feed was applied through, beside the state it produced.
     public func setCursor(_ upstream: String, _ seq: Int64) throws {
         try db.run("INSERT INTO cursor (upstream, seq) VALUES (?, ?) ON CONFLICT(upstream) DO UPDATE SET seq = excluded.seq",
                        arguments: [upstream, seq])

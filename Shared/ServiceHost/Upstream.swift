@@ -83,6 +83,9 @@ public final class UpstreamFeed {
     private let client: APIClient
     private let apply: Apply
     private var lastSync = Date.distantPast
+    /// How long `catchUpIfQuiet` waits between tries; doubled while the upstream does not answer,
+    /// so a service whose upstream is down does not stall its own loop every few seconds.
+    private var quietInterval: TimeInterval = 2
 
     /// Subscribes to everything the upstream publishes: filtering by type happens here, since a
     /// topic filter would turn every other type's seq into a false gap.
@@ -96,7 +99,7 @@ public final class UpstreamFeed {
         try subscriber.connect(eventsEndpoint)
         client = APIClient(context: host.context, endpoint: apiEndpoint)
         appliedSeq = try host.read { db in
-            try Int64.fetchOne(db, sql: "SELECT seq FROM cursor WHERE upstream = ?", arguments: [name]) ?? 0
+            try EventLog.cursor(name, in: db)
         }
         host.watch(subscriber) { [unowned self] in self.receiveLive() }
     }
@@ -130,9 +133,10 @@ public final class UpstreamFeed {
         }
     }
 
-    /// Catches up if nothing was heard for `seconds`, so the last event of a burst is never left behind.
-    public func catchUpIfQuiet(seconds: TimeInterval = 2) {
-        if Date().timeIntervalSince(lastSync) >= seconds { catchUp(timeoutMilliseconds: 500) }
+    /// Catches up after a quiet spell, so the last event of a burst is never left behind.
+    public func catchUpIfQuiet() {
+        guard Date().timeIntervalSince(lastSync) >= quietInterval else { return }
+        quietInterval = catchUp(timeoutMilliseconds: 500) ? 2 : min(quietInterval * 2, 60)
     }
 
     private func receiveLive() {

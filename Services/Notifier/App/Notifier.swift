@@ -133,7 +133,7 @@ public final class NotifierService: Service {
 
         let content = NotificationRenderer.render(activity: occurrence.activity, locale: due.locale, customTitle: due.title,
                                                   customBody: due.body, occurrenceDay: occurrence.day, targetDay: occurrence.targetDay)
-        let seq = try NotifierStore.nextSeq(tx.db)
+        let seq = tx.nextSeq  // the notification carries the seq of the event it is published with
         let notification = LHTSchema.Notification(
             notificationId: notificationId, seq: seq, userId: occurrence.userId, activity: occurrence.activity,
             title: content.title, body: content.body, category: content.category,

@@ -39,13 +39,6 @@ enum NotifierStore {
             """, arguments: [user.rawValue, activity.rawValue]).map(Instant.init(millisecondsSince1970:))
     }
 
-    /// The seq `Transaction.append` will give the next event. The host does not expose it, and the
-    /// notification inside the event must carry it; the outbox seen from inside the transaction
-    /// includes this transaction's own appends, so its maximum is exactly the last seq handed out.
-    static func nextSeq(_ db: Database) throws -> Int64 {
-        try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(seq), 0) + 1 FROM outbox") ?? 1
-    }
-
     static func insert(_ notification: LHTSchema.Notification, _ db: Database) throws {
         try db.execute(sql: """
             INSERT INTO notification (notification_id, seq, user_id, activity, scheduled_for_ms, test, body) VALUES (?, ?, ?, ?, ?, ?, ?)
