@@ -17,6 +17,13 @@ public enum WireJSON {
         let stream = JSONStream()
         try stream.encodeValue(value, depth: 0, codingPath: [])
         stream.close(deeperThan: 0)
+        guard !stream.unsupported else {
+            // Containers used out of order, super encoders, Foundation's own value types: rare
+            // patterns a stream cannot follow; Foundation's encoder gets them right.
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = .withoutEscapingSlashes
+            return try encoder.encode(value)
+        }
         return Data(stream.bytes)
     }
 }
@@ -26,6 +33,7 @@ private final class JSONStream {
 
     struct Frame {
         let kind: Kind
+        let id: Int
         var count = 0
         /// The encoder that opened it, so a second `container(keyedBy:)` call reuses it.
         let owner: ObjectIdentifier
@@ -35,6 +43,9 @@ private final class JSONStream {
     // on them were a quarter of the encoding time.
     @exclusivity(unchecked) var bytes: [UInt8] = []
     @exclusivity(unchecked) var frames: [Frame] = []
+    /// Set when the value uses the Encoder API in a way a single forward pass cannot write.
+    var unsupported = false
+    private var framesOpened = 0
 
     init() { bytes.reserveCapacity(512) }
 
@@ -44,8 +55,13 @@ private final class JSONStream {
         }
     }
 
-    /// Prepares to write the next member of the container at `depth` (its frame is `frames[depth - 1]`).
-    func beginMember(depth: Int, key: String?) {
+    /// Prepares to write the next member of container `frame` at `depth` (its frame is `frames[depth - 1]`).
+    /// A container written to after a sibling closed it cannot be streamed: the caller falls back.
+    func beginMember(depth: Int, frame: Int, key: String?) {
+        guard !unsupported, frames.count >= depth, frames[depth - 1].id == frame else {
+            unsupported = true
+            return
+        }
         close(deeperThan: depth)
         if frames[depth - 1].count > 0 { bytes.append(UInt8(ascii: ",")) }
         frames[depth - 1].count += 1
@@ -55,14 +71,18 @@ private final class JSONStream {
         }
     }
 
-    func open(_ kind: Kind, depth: Int, owner: ObjectIdentifier) {
+    /// Opens (or, for the same encoder asking again, reopens) the container at `depth`; returns its id.
+    func open(_ kind: Kind, depth: Int, owner: ObjectIdentifier) -> Int {
         if frames.count > depth, frames[depth].owner == owner, frames[depth].kind == kind {
-            close(deeperThan: depth + 1)  // the same encoder asking again: keep writing into its container
-            return
+            close(deeperThan: depth + 1)
+            return frames[depth].id
         }
+        if frames.count < depth { unsupported = true }
         close(deeperThan: depth)
         bytes.append(kind == .object ? UInt8(ascii: "{") : UInt8(ascii: "["))
-        frames.append(Frame(kind: kind, owner: owner))
+        framesOpened += 1
+        frames.append(Frame(kind: kind, id: framesOpened, owner: owner))
+        return framesOpened
     }
 
     /// Writes a value whose slot (key or array position) is already written.
@@ -74,6 +94,10 @@ private final class JSONStream {
         if T.self == Bool.self { return appendLiteral((value as! Bool) ? "true" : "false") }
         if T.self == Double.self { return try appendDouble(value as! Double, codingPath) }
         if let text = Self.scalarText(value) { return appendString(text) }
+        if T.self == Data.self || T.self == Date.self || T.self == URL.self || T.self == Decimal.self {
+            unsupported = true  // Foundation encodes these with strategies of its own
+            return
+        }
         let start = bytes.count
         let encoder = StreamEncoder(stream: self, depth: depth, codingPath: codingPath)
         try value.encode(to: encoder)
@@ -127,13 +151,13 @@ private final class StreamEncoder: Encoder {
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-        stream.open(.object, depth: depth, owner: ObjectIdentifier(self))
-        return KeyedEncodingContainer(KeyedWriter<Key>(stream: stream, depth: depth + 1, codingPath: codingPath))
+        let frame = stream.open(.object, depth: depth, owner: ObjectIdentifier(self))
+        return KeyedEncodingContainer(KeyedWriter<Key>(stream: stream, depth: depth + 1, frame: frame, codingPath: codingPath))
     }
 
     func unkeyedContainer() -> UnkeyedEncodingContainer {
-        stream.open(.array, depth: depth, owner: ObjectIdentifier(self))
-        return ArrayWriter(stream: stream, depth: depth + 1, codingPath: codingPath)
+        let frame = stream.open(.array, depth: depth, owner: ObjectIdentifier(self))
+        return ArrayWriter(stream: stream, depth: depth + 1, frame: frame, codingPath: codingPath)
     }
 
     func singleValueContainer() -> SingleValueEncodingContainer { SingleValueWriter(encoder: self) }
@@ -142,9 +166,10 @@ private final class StreamEncoder: Encoder {
 private struct KeyedWriter<Key: CodingKey>: KeyedEncodingContainerProtocol {
     let stream: JSONStream
     let depth: Int
+    let frame: Int
     let codingPath: [CodingKey]
 
-    private func member(_ key: Key) { stream.beginMember(depth: depth, key: key.stringValue) }
+    private func member(_ key: Key) { stream.beginMember(depth: depth, frame: frame, key: key.stringValue) }
 
     mutating func encodeNil(forKey key: Key) throws { member(key); stream.appendLiteral("null") }
     mutating func encode(_ value: Bool, forKey key: Key) throws { member(key); stream.appendLiteral(value ? "true" : "false") }
@@ -176,13 +201,14 @@ private struct KeyedWriter<Key: CodingKey>: KeyedEncodingContainerProtocol {
         return StreamEncoder(stream: stream, depth: depth, codingPath: codingPath + [key]).unkeyedContainer()
     }
 
+    // A super encoder may be written to after later keys: not something a stream can follow.
     mutating func superEncoder() -> Encoder {
-        stream.beginMember(depth: depth, key: "super")
+        stream.unsupported = true
         return StreamEncoder(stream: stream, depth: depth, codingPath: codingPath)
     }
 
     mutating func superEncoder(forKey key: Key) -> Encoder {
-        member(key)
+        stream.unsupported = true
         return StreamEncoder(stream: stream, depth: depth, codingPath: codingPath + [key])
     }
 }
@@ -201,17 +227,19 @@ private struct IndexKey: CodingKey {
 private struct ArrayWriter: UnkeyedEncodingContainer {
     let stream: JSONStream
     let depth: Int
+    let frame: Int
     let codingPath: [CodingKey]
     private(set) var count = 0
 
-    init(stream: JSONStream, depth: Int, codingPath: [CodingKey]) {
+    init(stream: JSONStream, depth: Int, frame: Int, codingPath: [CodingKey]) {
         self.stream = stream
         self.depth = depth
+        self.frame = frame
         self.codingPath = codingPath
     }
 
     private mutating func element() -> [CodingKey] {
-        stream.beginMember(depth: depth, key: nil)
+        stream.beginMember(depth: depth, frame: frame, key: nil)
         count += 1
         return codingPath + [IndexKey(count - 1)]
     }
@@ -233,8 +261,8 @@ private struct ArrayWriter: UnkeyedEncodingContainer {
     }
 
     mutating func superEncoder() -> Encoder {
-        let path = element()
-        return StreamEncoder(stream: stream, depth: depth, codingPath: path)
+        stream.unsupported = true
+        return StreamEncoder(stream: stream, depth: depth, codingPath: codingPath)
     }
 }
 

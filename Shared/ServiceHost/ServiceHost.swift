@@ -204,7 +204,12 @@ public final class ServiceHost {
         let replies = process(batch.map { $0.last ?? Data() })
         for (frames, reply) in zip(batch, replies) {
             // Everything before the body is the routing envelope (identity, and the delimiter if any).
-            try api.send(multipart: frames.dropLast() + [reply], dontWait: true)
+            // One reply that cannot go (its client vanished) must not cost the others theirs.
+            do {
+                try api.send(multipart: frames.dropLast() + [reply], dontWait: true)
+            } catch {
+                logger.warning("reply not sent", metadata: ["error": "\(error)"])
+            }
         }
     }
 

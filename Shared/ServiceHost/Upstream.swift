@@ -125,11 +125,15 @@ public final class UpstreamFeed {
             let envelopes = reply.events.compactMap { event in
                 (try? wireEncoder().encode(event)).map { (EventHeader(type: event.type, seq: event.seq), $0) }
             }
+            let before = appliedSeq
             applyInOrder(envelopes)
             if reply.events.isEmpty || appliedSeq >= reply.lastSeq {
                 lastConfirmedInSync = Date()
                 return true
             }
+            // Nothing applied (storage trouble, or an event we could not read): try again later
+            // rather than asking for the same page forever.
+            guard appliedSeq > before else { return false }
         }
     }
 
@@ -148,6 +152,7 @@ public final class UpstreamFeed {
             }
             received.append((header, frames[1]))
         }
+        lastSync = Date()  // live events count as hearing from the upstream
         guard let first = received.first(where: { $0.0.seq > appliedSeq }) else { return }
         upstreamSeq = max(upstreamSeq, received.last!.0.seq)
         if first.0.seq != appliedSeq + 1 {

@@ -47,6 +47,40 @@ struct WireEncodingTests {
         try same([[1, 2], [], [3]])
     }
 
+    /// Legal Encoder uses a single forward pass cannot write: the encoder notices and falls back.
+    struct OutOfOrder: Encodable {
+        enum Keys: String, CodingKey { case a, b, z }
+        func encode(to encoder: Encoder) throws {
+            var container = encoder.container(keyedBy: Keys.self)
+            var nested = container.nestedContainer(keyedBy: Keys.self, forKey: .a)
+            try container.encode(1, forKey: .b)
+            try nested.encode(2, forKey: .z)
+        }
+    }
+
+    struct WithSuper: Encodable {
+        enum Keys: String, CodingKey { case own }
+        func encode(to encoder: Encoder) throws {
+            var container = encoder.container(keyedBy: Keys.self)
+            let parent = container.superEncoder()
+            try container.encode("x", forKey: .own)
+            var inner = parent.singleValueContainer()
+            try inner.encode(7)
+        }
+    }
+
+    struct WithFoundationValues: Encodable {
+        let data = Data([0, 1, 2, 250])
+        let url = URL(string: "lht://open/workout")!
+    }
+
+    @Test func patternsAStreamCannotFollowFallBackToFoundation() throws {
+        try same(OutOfOrder())
+        try same(WithSuper())
+        try same(WithFoundationValues())
+        try same([OutOfOrder(), OutOfOrder()])
+    }
+
     @Test func eventFramesAroundEncodedDataMatchTheEnvelope() throws {
         let occurrence = Self.occurrence(noalc: true, cause: nil)
         let id = RecordID()

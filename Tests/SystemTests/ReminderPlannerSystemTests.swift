@@ -210,6 +210,15 @@ import Testing
         #expect(instants == instants.sorted())
     }
 
+    @Test func anOccurrenceAtTheVeryInstantItsReminderIsCreatedExists() throws {
+        let rig = try PlannerRig(clock: "2026-11-16T18:00:00+01:00")
+        try rig.user("now")
+        let reminder = try rig.reminder("now", "workout", "18:00")
+        #expect(try rig.status("now", reminder, at: "2026-11-16T18:00:00+01:00") == "scheduled")
+        #expect(try rig.advance(to: "2026-11-16T18:00:01+01:00") == 1)
+        #expect(try rig.events.of("reminder.due", reminder: reminder).first?["data"]?["at"]?.stringValue == "2026-11-16T17:00:00Z")
+    }
+
     @Test func daylightSavingNightsInTheRealService() throws {
         let rig = try PlannerRig(clock: "2026-03-28T12:00:00+01:00")
         try rig.user("dst")

@@ -28,12 +28,10 @@ public final class ReminderPlanner: Service {
     private var restored: Set<OccurrenceKey> = []
 
     private enum DecisionMode {
-        /// The loop reached T on the system clock: on time unless the loop lagged a minute or more.
-        case live
+        /// The planner reached T running (its loop, or a manual clock moved over T): on time.
+        case running
         /// T passed while the planner was down: late within the grace window, missed beyond it.
         case startup
-        /// A manual clock was moved over T on purpose: on time.
-        case manual
     }
 
     public init(settings: PlannerSettings, logger: Logger, context: Context? = nil) throws {
@@ -77,11 +75,11 @@ public final class ReminderPlanner: Service {
         host.count("sessionsApplied", by: 0)
         host.count("noalcDaysApplied", by: 0)
         feed.catchUp()
-        decide(through: time.now(), mode: .startup)
+        decideDue(through: time.now(), mode: .startup)
         host.nextDeadline = { [unowned self] in self.manualClock == nil ? self.scheduler.nextInstant : nil }
         host.onTick = { [unowned self] in
             self.feed.catchUpIfQuiet()
-            if self.manualClock == nil { self.decide(through: self.host.time.now(), mode: .live) }
+            if self.manualClock == nil { self.decideDue(through: self.host.time.now(), mode: .running) }
         }
     }
 
@@ -99,7 +97,7 @@ public final class ReminderPlanner: Service {
             try persistDecidedThrough(request.tx)
             request.tx.afterCommit { [unowned self] in
                 users[user.userId] = user
-                for id in remindersByUser[user.userId] ?? [] { if let reminder = reminders[id] { scheduler.schedule(reminder, zone: user.timeZone, after: decidedThrough) } }
+                for id in remindersByUser[user.userId] ?? [] { if let reminder = reminders[id] { scheduler.schedule(reminder, zone: user.timeZone, from: firstPending(reminder)) } }
             }
             return try replyData(user)
         }
@@ -171,7 +169,7 @@ public final class ReminderPlanner: Service {
         tx.afterCommit { [unowned self] in
             if let existing { forget(existing.id) }
             remember(reminder)
-            scheduler.schedule(reminder, zone: user(reminder.userId).timeZone, after: decidedThrough)
+            scheduler.schedule(reminder, zone: user(reminder.userId).timeZone, from: firstPending(reminder))
         }
         return try replyData(ReminderPutReply(reminder: reminder, warnings: warnings))
     }
@@ -183,7 +181,7 @@ public final class ReminderPlanner: Service {
               let planned = OccurrenceCalendar.occurrence(exactlyAt: input.at, time: reminder.time, on: reminder.weekdays, in: zone.timeZone)
         else { throw WireError(.notFound, "\(input.at) is not an occurrence of reminder \(reminder.id)", field: "data.at") }
         let decided = try PlannerStore.decisions(of: reminder.id, from: planned.at, through: planned.at, tx.db)
-        guard decided.isEmpty, planned.at > decidedThrough else {
+        guard decided.isEmpty, planned.at >= firstPending(reminder) else {
             throw WireError(.conflict, "the occurrence at \(planned.at) is decided already", field: "data.at")
         }
         try PlannerStore.restore(reminder.id, at: planned.at, tx.db)
@@ -211,11 +209,22 @@ public final class ReminderPlanner: Service {
             throw WireError.invalid("op", "\(call.op) needs --clock manual:<instant>; this planner runs on the system clock")
         }
         let now = try target()
-        guard now >= manualClock.current else { throw WireError.invalid("data.now", "the clock only moves forward") }
+        let previous = manualClock.current
+        guard now >= previous else { throw WireError.invalid("data.now", "the clock only moves forward") }
+        // Sessions logged just before the move count: catch up first (fail-safe if the logger is silent).
+        feed.catchUp()
         manualClock.current = now
-        try host.write { tx in try PlannerStore.setValue("manualNowMs", now.millisecondsSince1970, tx.db) }
-        let decided = decide(through: now, mode: .manual)
-        return try replyData(ClockReply(now: now, decided: decided))
+        do {
+            // The new time is stored with the decisions it caused, so a crash cannot separate them.
+            let decided = try decideOrThrow(through: now, mode: .running) { tx in
+                try PlannerStore.setValue("manualNowMs", now.millisecondsSince1970, tx.db)
+            }
+            return try replyData(ClockReply(now: now, decided: decided))
+        } catch {
+            manualClock.current = previous
+            recoverFromFailedDecisions(error)
+            throw WireError(.internal, "deciding up to \(now) failed; the clock stays at \(previous)")
+        }
     }
 
     // MARK: Occurrences
@@ -243,15 +252,25 @@ public final class ReminderPlanner: Service {
     /// may name any day, so a month ahead (the longest `reminder.upcoming`) is looked at.
     private func coverableOccurrences(of reminder: Reminder, zone: ZoneID) -> [PlannedOccurrence] {
         guard reminder.enabled, !reminder.weekdays.isEmpty else { return [] }
-        let from = max(decidedThrough.adding(milliseconds: 1), reminder.createdAt)
-        let horizonHours: Int64 = reminder.activity == .noalc ? 32 * 24 : 24 + 48 + 1
         return OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: zone.timeZone,
-                                              from: from, through: host.time.now().adding(seconds: horizonHours * 3600))
+                                              from: firstPending(reminder), through: coverageHorizon(of: reminder))
+    }
+
+    private func coverageHorizon(of reminder: Reminder) -> Instant {
+        host.time.now().adding(seconds: (reminder.activity == .noalc ? 32 * 24 : 24 + 48 + 1) * 3600)
+    }
+
+    /// The earliest instant an undecided occurrence of `reminder` can have: just after everything
+    /// decided, or its creation instant if that is later (an occurrence exactly then exists too).
+    private func firstPending(_ reminder: Reminder) -> Instant {
+        reminder.createdAt >= decidedThrough ? reminder.createdAt : decidedThrough.adding(milliseconds: 1)
     }
 
     /// Announces `reminder.cancelled` once for each undecided occurrence that became covered.
+    /// Announcements come before T: one whose T has passed (the planner was down) is decided instead.
     private func announceCancellations(_ reminder: Reminder, _ candidates: [PlannedOccurrence], in tx: Transaction) throws {
-        for planned in candidates where planned.at > decidedThrough && planned.at >= reminder.createdAt {
+        let pending = firstPending(reminder), now = host.time.now()
+        for planned in candidates where planned.at >= pending && planned.at > now {
             guard !restored.contains(OccurrenceKey(reminder: reminder.id, at: planned.at)),
                   let cause = try cause(covering: planned, of: reminder, tx.db),
                   try PlannerStore.announce(reminder.id, at: planned.at, cause: cause, tx.db) else { continue }
@@ -264,7 +283,9 @@ public final class ReminderPlanner: Service {
     private func reevaluate(_ reminder: Reminder, zone: ZoneID, in tx: Transaction) throws {
         let candidates = coverableOccurrences(of: reminder, zone: zone)
         let current = Set(candidates.map(\.at.millisecondsSince1970))
-        for at in try PlannerStore.announced(of: reminder.id, tx.db).keys where !current.contains(at) {
+        // Beyond the horizon nothing was re-examined, so what was announced there stands.
+        let horizon = reminder.enabled ? coverageHorizon(of: reminder).millisecondsSince1970 : .max
+        for at in try PlannerStore.announced(of: reminder.id, tx.db).keys where !current.contains(at) && at <= horizon {
             try PlannerStore.withdrawAnnouncement(reminder.id, at: at, tx.db)
         }
         try announceCancellations(reminder, candidates, in: tx)
@@ -283,7 +304,7 @@ public final class ReminderPlanner: Service {
             for occurrence in planned {
                 if let decided = decisions[occurrence.at.millisecondsSince1970] {
                     result.append(makeOccurrence(reminder, occurrence, status: decided.status, cause: decided.cause))
-                } else if occurrence.at > decidedThrough {
+                } else if occurrence.at >= firstPending(reminder) {
                     let restored = restored.contains(OccurrenceKey(reminder: reminder.id, at: occurrence.at))
                     let cause = restored ? nil : try cause(covering: occurrence, of: reminder, db)
                     result.append(makeOccurrence(reminder, occurrence, status: cause == nil ? .scheduled : .cancelled, cause: cause))
@@ -296,46 +317,57 @@ public final class ReminderPlanner: Service {
 
     // MARK: Deciding
 
-    /// Decides every occurrence due up to `now`, in time order, in one transaction. Returns how many.
+    /// Decides everything due up to `now`; a failure is logged and retried on a later turn.
+    private func decideDue(through now: Instant, mode: DecisionMode) {
+        do {
+            try decideOrThrow(through: now, mode: mode)
+        } catch {
+            recoverFromFailedDecisions(error)
+        }
+    }
+
+    /// Decides every occurrence due up to `now`, in time order, in one transaction that also runs
+    /// `alongside`. Returns how many were decided.
     @discardableResult
-    private func decide(through now: Instant, mode: DecisionMode) -> Int {
-        guard let next = scheduler.nextInstant, next <= now else {
+    private func decideOrThrow(through now: Instant, mode: DecisionMode, alongside: ((Transaction) throws -> Void)? = nil) throws -> Int {
+        let due = scheduler.nextInstant.map { $0 <= now } ?? false
+        guard due || alongside != nil else {
             decidedThrough = max(decidedThrough, now)
             return 0
         }
-        // Read what the session logger has before deciding. If it does not answer, decide anyway with
-        // what we know: missing sessions can only mean fewer cancellations, so the reminder fires (fail-safe).
-        if mode != .startup { feed.catchUp() }
+        // A known gap in our copy of the session log: ask for it first. If the logger does not answer
+        // within 2 s, decide with what we know; missing sessions only mean fewer suppressions (fail-safe).
+        if due, mode == .running, feed.upstreamSeq > feed.appliedSeq { feed.catchUp() }
         var count = 0
-        do {
-            try host.write { tx in
-                // One at a time, rescheduling before the next pop: strict time order, and a reminder's
-                // following occurrence is decided in this call too when the clock moved over it.
-                while let (id, planned) = scheduler.popNext(through: now) {
-                    guard let reminder = reminders[id] else { continue }
-                    let settings = user(reminder.userId)
-                    if try decide(planned, of: reminder, user: settings, now: now, mode: mode, tx) { count += 1 }
-                    scheduler.schedule(reminder, zone: settings.timeZone, after: planned.at)
-                }
-                decidedThrough = max(decidedThrough, now)
-                try persistDecidedThrough(tx)
+        try host.write { tx in
+            try alongside?(tx)
+            // One at a time, rescheduling before the next pop: strict time order, and a reminder's
+            // following occurrence is decided in this call too when the clock moved over it.
+            while let (id, planned) = scheduler.popNext(through: now) {
+                guard let reminder = reminders[id] else { continue }
+                let settings = user(reminder.userId)
+                if try decide(planned, of: reminder, user: settings, now: now, mode: mode, tx) { count += 1 }
+                scheduler.schedule(reminder, zone: settings.timeZone, from: planned.at.adding(milliseconds: 1))
             }
-        } catch {
-            host.logger.error("deciding failed; will retry", metadata: ["error": "\(error)"])
-            let stored = try? host.read { db in try PlannerStore.value("decidedThroughMs", db) }
-            decidedThrough = stored.flatMap { $0 }.map(Instant.init(millisecondsSince1970:)) ?? decidedThrough
-            rebuildSchedule()
-            return 0
+            decidedThrough = max(decidedThrough, now)
+            try persistDecidedThrough(tx)
         }
         return count
+    }
+
+    /// After a failed decision transaction, memory goes back to what is stored.
+    private func recoverFromFailedDecisions(_ error: Error) {
+        host.logger.error("deciding failed; will retry", metadata: ["error": "\(error)"])
+        let stored = try? host.read { db in try PlannerStore.value("decidedThroughMs", db) }
+        decidedThrough = stored.flatMap { $0 }.map(Instant.init(millisecondsSince1970:)) ?? decidedThrough
+        rebuildSchedule()
     }
 
     /// Decides one occurrence and stores its decision event; false if it was decided before.
     private func decide(_ planned: PlannedOccurrence, of reminder: Reminder, user: UserSettings, now: Instant,
                         mode: DecisionMode, _ tx: Transaction) throws -> Bool {
         let timeliness: Timeliness = switch mode {
-        case .manual: .onTime
-        case .live: Timeliness.classify(now: now, at: planned.at, graceMinutes: settings.graceMinutes, onTimeToleranceMilliseconds: 60_000)
+        case .running: .onTime
         case .startup: Timeliness.classify(now: now, at: planned.at, graceMinutes: settings.graceMinutes)
         }
         var status = OccurrenceStatus.missed
@@ -380,7 +412,7 @@ public final class ReminderPlanner: Service {
             for reminder in reminders(of: session.userId, activity: session.activity) {
                 let latest = session.end.adding(seconds: Int64(reminder.lookbackHours) * 3600)
                 let candidates = OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: zone.timeZone,
-                                                                from: max(session.start, decidedThrough.adding(milliseconds: 1)), through: latest)
+                                                                from: max(session.start, firstPending(reminder)), through: latest)
                 try announceCancellations(reminder, candidates, in: tx)
             }
         case "noalc.logged":
@@ -412,11 +444,12 @@ public final class ReminderPlanner: Service {
 
     private func forget(_ id: RecordID) {
         if let reminder = reminders.removeValue(forKey: id) { remindersByUser[reminder.userId]?.removeAll { $0 == id } }
+        restored = restored.filter { $0.reminder != id }
         scheduler.unschedule(id)
     }
 
     private func rebuildSchedule() {
         scheduler = Scheduler()
-        for reminder in reminders.values { scheduler.schedule(reminder, zone: user(reminder.userId).timeZone, after: decidedThrough) }
+        for reminder in reminders.values { scheduler.schedule(reminder, zone: user(reminder.userId).timeZone, from: firstPending(reminder)) }
     }
 }

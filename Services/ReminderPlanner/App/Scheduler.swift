@@ -30,11 +30,10 @@ struct Scheduler {
         }
     }
 
-    /// (Re)schedules `reminder`'s first occurrence strictly after `decidedThrough`, or unschedules it.
-    mutating func schedule(_ reminder: Reminder, zone: ZoneID, after decidedThrough: Instant) {
+    /// (Re)schedules `reminder`'s first occurrence at or after `from`, or unschedules it.
+    mutating func schedule(_ reminder: Reminder, zone: ZoneID, from: Instant) {
         guard reminder.enabled, !reminder.weekdays.isEmpty,
-              let next = OccurrenceCalendar.next(at: reminder.time, on: reminder.weekdays, in: zone.timeZone,
-                                                 from: max(decidedThrough.adding(milliseconds: 1), reminder.createdAt)) else {
+              let next = OccurrenceCalendar.next(at: reminder.time, on: reminder.weekdays, in: zone.timeZone, from: from) else {
             scheduled[reminder.id] = nil
             return
         }
