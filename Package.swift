@@ -64,6 +64,7 @@ let package = Package(
 
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "LHTSchemaTests", dependencies: ["LHTSchema"]),
+        .testTarget(name: "ServiceHostTests", dependencies: ["ServiceHost", "LHTSchema", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ReminderPlanningTests", dependencies: ["ReminderPlanning", "LHTSchema"]),
         .testTarget(name: "StreakRulesTests", dependencies: ["StreakRules", "LHTSchema"]),
         .testTarget(name: "NotificationRenderingTests", dependencies: ["NotificationRendering", "LHTSchema"]),
