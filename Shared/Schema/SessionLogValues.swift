@@ -240,14 +240,15 @@ public struct DailySummaryRequest: Codable, Sendable {
     enum CodingKeys: String, CodingKey { case userId, from, until, timeZone }
 
     public init(from decoder: Decoder) throws {
+        // The same days as any range, narrowed to a year.
+        let range = try DayRangeRequest(from: decoder)
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        userId = try container.decode(UserID.self, forKey: .userId)
-        from = try container.decode(LocalDay.self, forKey: .from)
-        until = try container.decode(LocalDay.self, forKey: .until)
-        guard until >= from else { throw DecodingError.dataCorruptedError(forKey: .until, in: container, debugDescription: "until must not be before from") }
-        guard until.days(since: from) < DailySummaryRequest.maxDays else {
+        guard range.until.days(since: range.from) < DailySummaryRequest.maxDays else {
             throw DecodingError.dataCorruptedError(forKey: .until, in: container, debugDescription: "a summary covers at most \(DailySummaryRequest.maxDays) days")
         }
+        userId = range.userId
+        from = range.from
+        until = range.until
         timeZone = try container.decode(ZoneID.self, forKey: .timeZone)
     }
 }

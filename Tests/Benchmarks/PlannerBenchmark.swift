@@ -24,11 +24,7 @@ enum PlannerBenchmark {
         let burst = Options.int(arguments, "--burst", 100_000)
         let sessions = Options.int(arguments, "--sessions", 300)
         let context = try Context()
-        let logger = try InProcessService(context: context) { directory, context in
-            let options = try SessionLoggerOptions.parse(["--api", "tcp://127.0.0.1:*", "--events", "tcp://127.0.0.1:*",
-                                                         "--intake", "tcp://127.0.0.1:*", "--data-dir", directory])
-            return try SessionLogger(settings: SessionLoggerSettings(options), logger: Logger(label: "bench"), context: context)
-        }
+        let logger = try InProcessService.sessionLogger(context: context)
         defer { logger.stop() }
 
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lht-bench-planner-\(UUID().uuidString.prefix(8))").path

@@ -17,11 +17,7 @@ enum SessionLogBenchmark {
         let rate = Double(Options.int(arguments, "--rate", 1000))
         let seconds = Options.int(arguments, "--seconds", 5)
         let context = try Context()
-        let service = try InProcessService(context: context) { directory, context in
-            let options = try SessionLoggerOptions.parse(["--api", "tcp://127.0.0.1:*", "--events", "tcp://127.0.0.1:*",
-                                                         "--intake", "tcp://127.0.0.1:*", "--data-dir", directory])
-            return try SessionLogger(settings: SessionLoggerSettings(options), logger: Logger(label: "bench"), context: context)
-        }
+        let service = try InProcessService.sessionLogger(context: context)
         defer { service.stop() }
         let echo = LoadClients.startEcho(context: context)
         defer { echo.stop() }
@@ -92,6 +88,15 @@ final class InProcessService: @unchecked Sendable {
     func stop() {
         shutdown.request()
         finished.wait()
+    }
+
+    /// A session logger on wildcard loopback ports and a fresh data directory.
+    static func sessionLogger(context: Context) throws -> InProcessService {
+        try InProcessService(context: context) { directory, context in
+            let options = try SessionLoggerOptions.parse(["--api", "tcp://127.0.0.1:*", "--events", "tcp://127.0.0.1:*",
+                                                         "--intake", "tcp://127.0.0.1:*", "--data-dir", directory])
+            return try SessionLogger(settings: SessionLoggerSettings(options), logger: Logger(label: "bench"), context: context)
+        }
     }
 }
 

@@ -184,7 +184,7 @@ struct WeekdayMask: Sendable, Hashable {
 
     init(_ weekdays: some Sequence<Weekday>) {
         var bits: UInt8 = 0
-        for weekday in weekdays { bits |= 1 << WeekdayMask.index(of: weekday) }
+        for weekday in weekdays { bits |= 1 << weekday.index }
         self.bits = bits
     }
 
@@ -192,24 +192,11 @@ struct WeekdayMask: Sendable, Hashable {
 
     func contains(ordinal: Int) -> Bool { bits & (1 << WeekdayMask.index(ofOrdinal: ordinal)) != 0 }
 
-    /// Same rule as `LocalDay.weekday` (1970-01-01 was a Thursday) without building `allCases`.
+    /// Same rule as `LocalDay.weekday` (1970-01-01 was a Thursday).
     static func index(ofOrdinal ordinal: Int) -> Int { ((ordinal % 7) + 7 + 3) % 7 }
 
-    static func weekday(of day: LocalDay) -> Weekday { ordered[index(ofOrdinal: day.ordinal)] }
+    static func weekday(of day: LocalDay) -> Weekday { day.weekday }
 
-    static let ordered: [Weekday] = [.mon, .tue, .wed, .thu, .fri, .sat, .sun]
-
-    static func index(of weekday: Weekday) -> Int {
-        switch weekday {
-        case .mon: 0
-        case .tue: 1
-        case .wed: 2
-        case .thu: 3
-        case .fri: 4
-        case .sat: 5
-        case .sun: 6
-        }
-    }
 }
 
 @inline(__always)
