@@ -1,0 +1,57 @@
+import Foundation
+import Testing
+
+/// `deploy/lht-services` against the built executables: it starts the whole system once, a second
+/// start starts nothing, and stop leaves no process behind. It uses the default loopback ports.
+@Suite struct DeployScriptTests {
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("deploy/lht-services")
+
+    func run(_ arguments: [String], dataDirectory: URL) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = [Self.script.path] + arguments + ["--data-dir", dataDirectory.path, "--no-build"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["LHT_BIN_DIR"] = BuildProducts.directory.path
+        process.environment = environment
+        // A file, not a pipe: the services the script leaves running inherit its descriptors, and a
+        // pipe would then never reach end-of-file.
+        let log = dataDirectory.deletingLastPathComponent().appendingPathComponent("\(dataDirectory.lastPathComponent)-\(arguments[0]).out")
+        FileManager.default.createFile(atPath: log.path, contents: nil)
+        let output = try FileHandle(forWritingTo: log)
+        defer { try? output.close() }
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        process.waitUntilExit()
+        return (process.terminationStatus, (try? String(contentsOf: log, encoding: .utf8)) ?? "")
+    }
+
+    func pids(in directory: URL) -> [Int32] {
+        ["session-logger", "reminder-planner", "notifier", "noalc-streak"].compactMap { service in
+            (try? String(contentsOf: directory.appendingPathComponent("\(service).pid"), encoding: .utf8))
+                .flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        }
+    }
+
+    @Test func startsOnceAndStopsWithoutLeftovers() throws {
+        let directory = temporaryDirectory("lht-deploy")
+        defer { _ = try? run(["stop"], dataDirectory: directory) }
+        let first = try run(["start"], dataDirectory: directory)
+        #expect(first.status == 0, "\(first.output)")
+        #expect(first.output.contains("api=tcp://127.0.0.1:7301"))
+        let started = pids(in: directory)
+        #expect(started.count == 4)
+
+        let second = try run(["start"], dataDirectory: directory)
+        #expect(second.status == 0, "\(second.output)")
+        #expect(second.output.components(separatedBy: "(already running)").count - 1 == 4)
+        #expect(pids(in: directory) == started)
+        #expect(try run(["status"], dataDirectory: directory).status == 0)
+
+        let stopped = try run(["stop"], dataDirectory: directory)
+        #expect(stopped.status == 0, "\(stopped.output)")
+        #expect(started.allSatisfy { kill($0, 0) != 0 }, "a service is still running")
+        #expect(try run(["status"], dataDirectory: directory).status == 3)
+    }
+}
