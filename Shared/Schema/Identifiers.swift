@@ -76,7 +76,13 @@ public struct RecordID: Hashable, Comparable, Sendable, CustomStringConvertible 
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
-    public static func < (lhs: RecordID, rhs: RecordID) -> Bool { lhs.description < rhs.description }
+    /// The order of the lower-case text, computed on the bytes: the scheduler's heap compares ids
+    /// whenever many reminders share an instant.
+    public static func < (lhs: RecordID, rhs: RecordID) -> Bool { lhs.words < rhs.words }
+
+    private var words: (UInt64, UInt64) {
+        withUnsafeBytes(of: uuid.uuid) { (UInt64(bigEndian: $0.load(as: UInt64.self)), UInt64(bigEndian: $0.load(fromByteOffset: 8, as: UInt64.self))) }
+    }
 }
 
 

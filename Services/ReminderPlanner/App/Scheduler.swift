@@ -5,19 +5,18 @@ import ReminderPlanning
 /// wakes exactly at the next decision instead of scanning all reminders.
 ///
 /// Entries are never removed from the middle: an edited reminder gets a new entry and the old one
-/// is recognised as stale when it surfaces (`scheduled[id]` no longer names its instant).
+/// is recognised as stale when it surfaces (`scheduled[id]` no longer is its occurrence).
 struct Scheduler {
     private var heap = MinHeap<Entry>()
-    private var scheduled: [RecordID: Int64] = [:]
+    /// Each reminder's live occurrence, kept from scheduling so deciding does not compute it again.
+    private var scheduled: [RecordID: PlannedOccurrence] = [:]
 
+    /// Small on purpose: the heap moves entries on every push and pop.
     struct Entry: Comparable {
         let at: Int64
         let reminder: RecordID
-        /// Kept from scheduling, so deciding does not compute the occurrence a second time.
-        let occurrence: PlannedOccurrence
 
         static func < (lhs: Entry, rhs: Entry) -> Bool { (lhs.at, lhs.reminder) < (rhs.at, rhs.reminder) }
-        static func == (lhs: Entry, rhs: Entry) -> Bool { (lhs.at, lhs.reminder) == (rhs.at, rhs.reminder) }
     }
 
     var isEmpty: Bool { heap.isEmpty }
@@ -37,8 +36,8 @@ struct Scheduler {
             scheduled[reminder.id] = nil
             return
         }
-        scheduled[reminder.id] = next.at.millisecondsSince1970
-        heap.push(Entry(at: next.at.millisecondsSince1970, reminder: reminder.id, occurrence: next))
+        scheduled[reminder.id] = next
+        heap.push(Entry(at: next.at.millisecondsSince1970, reminder: reminder.id))
     }
 
     mutating func unschedule(_ id: RecordID) { scheduled[id] = nil }
@@ -47,14 +46,14 @@ struct Scheduler {
     /// reschedules the reminder after deciding it.
     mutating func popNext(through now: Instant) -> (reminder: RecordID, occurrence: PlannedOccurrence)? {
         dropStale()
-        guard let top = heap.peek, top.at <= now.millisecondsSince1970 else { return nil }
+        guard let top = heap.peek, top.at <= now.millisecondsSince1970,
+              let occurrence = scheduled.removeValue(forKey: top.reminder) else { return nil }
         heap.pop()
-        scheduled[top.reminder] = nil
-        return (top.reminder, top.occurrence)
+        return (top.reminder, occurrence)
     }
 
     private mutating func dropStale() {
-        while let top = heap.peek, scheduled[top.reminder] != top.at { heap.pop() }
+        while let top = heap.peek, scheduled[top.reminder]?.at.millisecondsSince1970 != top.at { heap.pop() }
     }
 }
 
