@@ -7,20 +7,33 @@ import Foundation
 /// an ignored field, or in UTF-16, would be accepted; PROTOCOL.md says such a frame is `bad_json`.
 /// One pass over the bytes, far cheaper than a second parse into objects.
 enum JSONSyntax {
-    static func isObject(_ data: Data, maxDepth: Int = 512) -> Bool {
+    /// Where the top-level members a request envelope cares about sit in the frame (the last of
+    /// each name, as JSONDecoder reads duplicates).
+    struct TopLevel {
+        var version: Range<Int>?
+        var op: Range<Int>?
+        var data: Range<Int>?
+    }
+
+    /// Nil unless `data` is one well-formed JSON object; else the envelope members' value ranges,
+    /// found in the same pass, so reading the envelope needs no second parse.
+    static func object(_ data: Data, maxDepth: Int = 512) -> TopLevel? {
         data.withUnsafeBytes { buffer in
             var scanner = Scanner(bytes: buffer.bindMemory(to: UInt8.self), maxDepth: maxDepth)
             scanner.skipWhitespace()
-            guard scanner.peek == UInt8(ascii: "{"), scanner.value(depth: 0) else { return false }
+            guard scanner.peek == UInt8(ascii: "{"), scanner.value(depth: 0) else { return nil }
             scanner.skipWhitespace()
-            return scanner.index == buffer.count
+            return scanner.index == buffer.count ? scanner.topLevel : nil
         }
     }
+
+    static func isObject(_ data: Data, maxDepth: Int = 512) -> Bool { object(data, maxDepth: maxDepth) != nil }
 
     private struct Scanner {
         let bytes: UnsafeBufferPointer<UInt8>
         let maxDepth: Int
         var index = 0
+        var topLevel = TopLevel()
 
         init(bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int) {
             self.bytes = bytes
@@ -63,11 +76,16 @@ enum JSONSyntax {
             if peek == UInt8(ascii: "}") { index += 1; return true }
             while true {
                 skipWhitespace()
+                let keyStart = index
                 guard peek == UInt8(ascii: "\""), string() else { return false }
+                let key = keyStart..<index
                 skipWhitespace()
                 guard peek == UInt8(ascii: ":") else { return false }
                 index += 1
+                skipWhitespace()
+                let valueStart = index
                 guard value(depth: depth) else { return false }
+                if depth == 1 { note(key: key, value: valueStart..<index) }
                 skipWhitespace()
                 switch peek {
                 case UInt8(ascii: ","): index += 1
@@ -75,6 +93,16 @@ enum JSONSyntax {
                 default: return false
                 }
             }
+        }
+
+        /// Records a member of the outermost object if its name (written without escapes) is one we read.
+        mutating func note(key: Range<Int>, value: Range<Int>) {
+            func named(_ name: StaticString) -> Bool {
+                name.withUTF8Buffer { text in
+                    key.count == text.count + 2 && zip(bytes[(key.lowerBound + 1)..<(key.upperBound - 1)], text).allSatisfy { $0 == $1 }
+                }
+            }
+            if named("v") { topLevel.version = value } else if named("op") { topLevel.op = value } else if named("data") { topLevel.data = value }
         }
 
         mutating func array(depth: Int) -> Bool {

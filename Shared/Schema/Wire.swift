@@ -86,43 +86,25 @@ public struct RequestHead: Sendable {
     public let hasData: Bool
 
     /// Checks UTF-8 and JSON object, then `v`, then `op`, in that order, as PROTOCOL.md lists them.
+    /// One strict pass over the bytes finds the three members; only their values are decoded.
     public init(frame: Data) throws(WireError) {
-        guard JSONSyntax.isObject(frame) else { throw WireError(.badJSON, "the request must be a UTF-8 JSON object") }
-        let head: RawHead
-        do {
-            head = try JSONDecoder().decode(RawHead.self, from: frame)
-        } catch let error as DecodingError {
-            if case .dataCorrupted(let context) = error, context.codingPath.isEmpty {
-                throw WireError(.badJSON, "the request is not UTF-8 JSON")
-            }
-            if case .typeMismatch(_, let context) = error, context.codingPath.isEmpty {
-                throw WireError(.badJSON, "the request must be a JSON object")
-            }
-            throw WireError(.badJSON, "the request could not be read as a JSON object")
-        } catch {
-            throw WireError(.badJSON, "the request could not be read as a JSON object")
+        guard let members = JSONSyntax.object(frame) else { throw WireError(.badJSON, "the request must be a UTF-8 JSON object") }
+        func bytes(_ range: Range<Int>) -> Data { frame[(frame.startIndex + range.lowerBound)..<(frame.startIndex + range.upperBound)] }
+        func value<T: Decodable>(_ range: Range<Int>?, as type: T.Type) -> T? {
+            range.flatMap { try? JSONDecoder().decode(T.self, from: Data(bytes($0))) }
         }
-        guard head.version == wireVersion else {
+        // The usual spellings are read directly; anything else (1.0, escapes) goes through JSONDecoder.
+        let version = members.version.map(bytes)
+        guard version == Data("1".utf8) || value(members.version, as: Double.self) == Double(wireVersion) else {
             throw WireError(.unsupportedVersion, "v must be \(wireVersion)", field: "v")
         }
-        guard let op = head.op else { throw WireError.invalid("op", "op is required and must be a string") }
-        self.op = op
-        hasData = head.hasData
-    }
-
-    private struct RawHead: Decodable {
-        let version: Int?
-        let op: String?
-        let hasData: Bool
-
-        enum CodingKeys: String, CodingKey { case v, op, data }
-
-        init(from decoder: Decoder) throws {
-            let container = try decoder.container(keyedBy: CodingKeys.self)
-            version = try? container.decodeIfPresent(Int.self, forKey: .v)
-            op = try? container.decodeIfPresent(String.self, forKey: .op)
-            hasData = container.contains(.data) && !((try? container.decodeNil(forKey: .data)) ?? false)
+        let plainOp = members.op.map(bytes).flatMap { text -> String? in
+            guard text.first == UInt8(ascii: "\""), !text.contains(UInt8(ascii: "\\")) else { return nil }
+            return String(decoding: text.dropFirst().dropLast(), as: UTF8.self)
         }
+        guard let op = plainOp ?? value(members.op, as: String.self) else { throw WireError.invalid("op", "op is required and must be a string") }
+        self.op = op
+        hasData = members.data.map { bytes($0) != Data("null".utf8) } ?? false
     }
 }
 

@@ -78,6 +78,7 @@ public final class ServiceHost {
     private var current: Transaction?
     private var watched: [(socket: Socket, onReadable: () -> Void)] = []
     private let startedAt = Date()
+    private let checkpointer: WALCheckpointer
     /// Requests read in one turn share one transaction: group commit, one fsync for the batch.
     private let batchLimit = 512
 
@@ -91,15 +92,18 @@ public final class ServiceHost {
         try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
         var configuration = Configuration()
         configuration.prepareDatabase { db in
-            // WAL with synchronous=FULL: a commit is on disk before its ack, and readers never block the writer.
-            try db.execute(sql: "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL")
+            // WAL with synchronous=FULL: a commit is on disk before its ack, and readers never block the
+            // writer. Checkpoints are not this connection's job (see WALCheckpointer).
+            try db.execute(sql: "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = 0")
         }
-        database = try DatabaseQueue(path: dataDirectory.appendingPathComponent("\(name).sqlite").path, configuration: configuration)
+        let path = dataDirectory.appendingPathComponent("\(name).sqlite").path
+        database = try DatabaseQueue(path: path, configuration: configuration)
         var migrator = DatabaseMigrator()
         EventLog.migrate(&migrator)
         migrations(&migrator)
         try migrator.migrate(database)
         eventLog = try EventLog(source: name, database: database)
+        checkpointer = try WALCheckpointer(path: path)
 
         api = try Socket(self.context, .router)
         try api.setMaxMessageSize(bytes: 16 << 20)
@@ -286,3 +290,25 @@ public final class ServiceHost {
 
 /// Encodes a handler's reply payload.
 public func replyData<Payload: Encodable>(_ payload: Payload) throws -> Data { try wireEncoder().encode(payload) }
+
+/// Copies the write-ahead log back into the database file from a connection and thread of its own.
+///
+/// Left to the writer, SQLite checkpoints inside a commit every 1,000 pages: that commit, and the
+/// requests waiting behind it, took tens of milliseconds (the p99 of `session.log` acks went from
+/// 2 ms to 25 ms). A passive checkpoint never blocks the writer.
+final class WALCheckpointer {
+    private let timer: DispatchSourceTimer
+
+    init(path: String, every interval: DispatchTimeInterval = .milliseconds(200)) throws {
+        let database = try DatabaseQueue(path: path)
+        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "wal-checkpoint", qos: .utility))
+        timer.schedule(deadline: .now() + interval, repeating: interval)
+        timer.setEventHandler {
+            _ = try? database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(PASSIVE)") }
+        }
+        timer.resume()
+        self.timer = timer
+    }
+
+    deinit { timer.cancel() }
+}
