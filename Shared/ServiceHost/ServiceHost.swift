@@ -91,6 +91,8 @@ public final class ServiceHost {
         self.context = try context ?? Context()
         try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
         var configuration = Configuration()
+        // The checkpointer's connection can hold a lock for a moment: wait, do not fail.
+        configuration.busyMode = .timeout(5)
         configuration.prepareDatabase { db in
             // WAL with synchronous=FULL: a commit is on disk before its ack, and readers never block the
             // writer. Checkpoints are not this connection's job (see WALCheckpointer).
@@ -300,7 +302,9 @@ final class WALCheckpointer {
     private let timer: DispatchSourceTimer
 
     init(path: String, every interval: DispatchTimeInterval = .milliseconds(200)) throws {
-        let database = try DatabaseQueue(path: path)
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(5)
+        let database = try DatabaseQueue(path: path, configuration: configuration)
         let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "wal-checkpoint", qos: .utility))
         timer.schedule(deadline: .now() + interval, repeating: interval)
         timer.setEventHandler {

@@ -71,7 +71,9 @@ enum PlannerBenchmark {
 
     /// Users in Europe/Berlin; reminder k of user u at minute (u·perUser + k) mod 1440, every day.
     static func seed(directory: String, users: Int, perUser: Int) throws {
-        let database = try DatabaseQueue(path: directory + "/reminder-planner.sqlite")
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(5)
+        let database = try DatabaseQueue(path: directory + "/reminder-planner.sqlite", configuration: configuration)
         try database.write { db in
             let created = clockStart.adding(seconds: -86_400).millisecondsSince1970
             for user in 0..<users {
