@@ -27,8 +27,6 @@ enum JSONSyntax {
         }
     }
 
-    static func isObject(_ data: Data, maxDepth: Int = 512) -> Bool { object(data, maxDepth: maxDepth) != nil }
-
     private struct Scanner {
         let bytes: UnsafeBufferPointer<UInt8>
         let maxDepth: Int

@@ -76,8 +76,6 @@ public final class UpstreamFeed {
     public private(set) var appliedSeq: Int64
     /// The upstream's newest seq as last seen; above `appliedSeq` means we know we are behind.
     public private(set) var upstreamSeq: Int64 = 0
-    /// When the upstream last confirmed we had everything.
-    public private(set) var lastConfirmedInSync: Date?
     private let host: ServiceHost
     private let subscriber: Socket
     private let client: APIClient
@@ -128,7 +126,6 @@ public final class UpstreamFeed {
             let before = appliedSeq
             applyInOrder(envelopes)
             if reply.events.isEmpty || appliedSeq >= reply.lastSeq {
-                lastConfirmedInSync = Date()
                 return true
             }
             // Nothing applied (storage trouble, or an event we could not read): try again later

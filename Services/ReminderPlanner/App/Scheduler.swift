@@ -19,8 +19,6 @@ struct Scheduler {
         static func < (lhs: Entry, rhs: Entry) -> Bool { (lhs.at, lhs.reminder) < (rhs.at, rhs.reminder) }
     }
 
-    var isEmpty: Bool { heap.isEmpty }
-
     /// The instant of the earliest live entry.
     var nextInstant: Instant? {
         mutating get {
@@ -62,7 +60,6 @@ struct MinHeap<Element: Comparable> {
     private var items: [Element] = []
 
     var isEmpty: Bool { items.isEmpty }
-    var count: Int { items.count }
     var peek: Element? { items.first }
 
     mutating func push(_ element: Element) {
