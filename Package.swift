@@ -26,10 +26,11 @@ let package = Package(
             providers: [.apt(["libzmq3-dev"])]),
         .target(name: "ZeroMQ", dependencies: ["CZeroMQ"], path: "Shared/ZeroMQ"),
         .target(name: "LHTSchema", path: "Shared/Schema", exclude: ["PROTOCOL.md"]),
+        .target(name: "LHTClient", dependencies: ["ZeroMQ", "LHTSchema"], path: "Shared/Client"),
         .target(
             name: "ServiceHost",
             dependencies: [
-                "ZeroMQ", "LHTSchema",
+                "ZeroMQ", "LHTSchema", "LHTClient",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -52,19 +53,19 @@ let package = Package(
         .executableTarget(name: "NoAlcStreakMain", dependencies: ["NoAlcStreak"], path: "Services/NoAlcStreak/Main"),
         .executableTarget(
             name: "LHTCommand",
-            dependencies: ["ServiceHost", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["LHTClient", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Services/LHT"),
 
         // Benchmarks are an executable, not tests: `swift run -c release bench <name>`.
         .executableTarget(
             name: "Bench",
-            dependencies: ["ZeroMQ", "ServiceHost", "LHTSchema", "SessionLogger", "ReminderPlanner", "StreakRules",
+            dependencies: ["ZeroMQ", "ServiceHost", "LHTSchema", "LHTClient", "SessionLogger", "ReminderPlanner", "StreakRules",
                            .product(name: "GRDB", package: "GRDB.swift")],
             path: "Tests/Benchmarks", exclude: ["c", "README.md"]),
 
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "LHTSchemaTests", dependencies: ["LHTSchema"]),
-        .testTarget(name: "ServiceHostTests", dependencies: ["ServiceHost", "LHTSchema", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "ServiceHostTests", dependencies: ["ServiceHost", "LHTSchema", "LHTClient", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ReminderPlanningTests", dependencies: ["ReminderPlanning", "LHTSchema"]),
         .testTarget(name: "StreakRulesTests", dependencies: ["StreakRules", "LHTSchema"]),
         .testTarget(name: "NotificationRenderingTests", dependencies: ["NotificationRendering", "LHTSchema"]),

@@ -1,71 +1,17 @@
 import ArgumentParser
 import Foundation
 import LHTSchema
-import ServiceHost
+import LHTClient
 import ZeroMQ
 
-/// The four services as a client sees them: names, environment variables and PROTOCOL.md's default endpoints.
-enum ServiceName: String, CaseIterable, Sendable {
-    case sessionLogger = "session-logger"
-    case planner = "reminder-planner"
-    case notifier
-    case streak = "noalc-streak"
-
-    /// Also accepted on the command line: `planner`, `streak`.
-    init?(argument: String) {
-        switch argument {
-        case "session-logger", "logger": self = .sessionLogger
-        case "reminder-planner", "planner": self = .planner
-        case "notifier": self = .notifier
-        case "noalc-streak", "streak": self = .streak
-        default: return nil
-        }
-    }
-
-    /// The flag stem: `--planner`, `--planner-events`.
-    var flag: String {
-        switch self {
-        case .sessionLogger: "session-logger"
-        case .planner: "planner"
-        case .notifier: "notifier"
-        case .streak: "streak"
-        }
-    }
-
-    var environmentStem: String { "LHT_" + flag.uppercased().replacingOccurrences(of: "-", with: "_") }
-
-    var defaultAPI: String {
-        switch self {
-        case .sessionLogger: "tcp://127.0.0.1:7301"
-        case .planner: "tcp://127.0.0.1:7311"
-        case .notifier: "tcp://127.0.0.1:7321"
-        case .streak: "tcp://127.0.0.1:7331"
-        }
-    }
-
-    var defaultEvents: String {
-        switch self {
-        case .sessionLogger: "tcp://127.0.0.1:7302"
-        case .planner: "tcp://127.0.0.1:7312"
-        case .notifier: "tcp://127.0.0.1:7322"
-        case .streak: "tcp://127.0.0.1:7332"
-        }
-    }
-
-    /// The topics this service publishes, as prefixes.
-    var topicRoots: [String] {
-        switch self {
-        case .sessionLogger: ["session.logged.", "noalc.logged."]
-        case .planner: ["reminder."]
-        case .notifier: ["notify."]
-        case .streak: ["streak.updated."]
-        }
-    }
-
+extension ServiceName {
     /// Whether a subscription to `prefix` can match anything this service publishes.
     func publishes(matching prefix: String) -> Bool {
-        topicRoots.contains { prefix.hasPrefix($0) || $0.hasPrefix(prefix) }
+        Events.published(by: self).contains { prefix.hasPrefix($0.name + ".") || ($0.name + ".").hasPrefix(prefix) }
     }
+
+    /// `LHT_PLANNER_API`, `LHT_STREAK_EVENTS`: the variable beside the flag that names this socket.
+    func environmentValue(_ role: SocketRole) -> String? { environment[environmentVariable(forFlag: flag(role))] }
 }
 
 let environment = ProcessInfo.processInfo.environment
@@ -130,7 +76,7 @@ struct Connection: ParsableArguments {
     init() {}
 
     func validate() throws {
-        for service in ServiceName.allCases { _ = try Endpoint.validated(api(service), flag: service.flag) }
+        for service in ServiceName.allCases { _ = try Endpoint.validated(api(service), flag: service.flagStem) }
         guard (0.05...600).contains(seconds) else { throw ValidationError("--timeout: \(seconds.formatted()) is not 0.05...600 seconds") }
     }
 
@@ -139,11 +85,11 @@ struct Connection: ParsableArguments {
     func api(_ service: ServiceName) -> String {
         let given: String? = switch service {
         case .sessionLogger: sessionLogger
-        case .planner: planner
+        case .reminderPlanner: planner
         case .notifier: notifier
-        case .streak: streak
+        case .noalcStreak: streak
         }
-        return given ?? environment[service.environmentStem + "_API"] ?? service.defaultAPI
+        return given ?? service.environmentValue(.api) ?? service.defaultEndpoint(.api)
     }
 }
 
@@ -183,7 +129,7 @@ extension Answer: Sendable where Value: Sendable {}
 final class Client {
     let connection: Connection
     let context: Context
-    private var clients: [ServiceName: APIClient] = [:]
+    private var clients: [ServiceName: ServiceClient] = [:]
 
     init(_ connection: Connection) throws(Failure) {
         self.connection = connection
@@ -194,9 +140,9 @@ final class Client {
         }
     }
 
-    private func client(_ service: ServiceName) -> APIClient {
+    private func client(_ service: ServiceName) -> ServiceClient {
         if let client = clients[service] { return client }
-        let client = APIClient(context: context, endpoint: connection.api(service))
+        let client = ServiceClient(context: context, endpoint: connection.api(service))
         clients[service] = client
         return client
     }
@@ -220,7 +166,7 @@ final class Client {
         } catch {
             throw Failure.local("cannot encode the \(op) request: \(error)")
         }
-        guard let reply = client.call(request, timeoutMilliseconds: Int(connection.seconds * 1000)) else {
+        guard let reply = client.exchange(request, timeoutMilliseconds: Int(connection.seconds * 1000)) else {
             throw Failure.noAnswer(service, endpoint: client.endpoint, op: op, seconds: connection.seconds)
         }
         guard let frame = try? JSONDecoder().decode(JSONValue.self, from: reply) else {
@@ -231,15 +177,7 @@ final class Client {
             throw Failure.service(code: error?["code"]?.stringValue ?? "unknown", field: error?["field"]?.stringValue,
                                   message: error?["message"]?.stringValue ?? "no message")
         }
-        return Client.dataBytes(of: reply) ?? ((try? wireEncoder().encode(data)) ?? Data("null".utf8))
-    }
-
-    /// The `data` member exactly as sent, when the frame has the services' own layout.
-    static func dataBytes(of frame: Data) -> Data? {
-        let prefix = Data(#"{"v":1,"ok":true,"data":"#.utf8)
-        guard frame.count > prefix.count, frame.starts(with: prefix), frame.last == UInt8(ascii: "}") else { return nil }
-        let inner = frame.subdata(in: prefix.count..<(frame.count - 1))
-        return (try? JSONDecoder().decode(JSONValue.self, from: inner)) == nil ? nil : inner
+        return Reply.dataBytes(of: reply) ?? ((try? wireEncoder().encode(data)) ?? Data("null".utf8))
     }
 }
 
@@ -276,7 +214,7 @@ func parseInstant(_ text: String, option: String) throws -> Instant {
 
 /// The user's time zone as the planner has it (defaults for a user never set).
 func userZone(_ client: Client, user: String) throws(Failure) -> (zone: ZoneID, settings: UserSettings) {
-    let settings = try client.call(.planner, "user.get", .fields(["userId": .string(user)]), as: UserSettings.self).value
+    let settings = try client.call(.reminderPlanner, "user.get", .fields(["userId": .string(user)]), as: UserSettings.self).value
     return (settings.timeZone, settings)
 }
 

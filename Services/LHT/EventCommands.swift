@@ -117,11 +117,11 @@ struct EventEndpoints: ParsableArguments {
     func events(_ service: ServiceName) -> String {
         let given: String? = switch service {
         case .sessionLogger: sessionLogger
-        case .planner: planner
+        case .reminderPlanner: planner
         case .notifier: notifier
-        case .streak: streak
+        case .noalcStreak: streak
         }
-        return given ?? environment[service.environmentStem + "_EVENTS"] ?? service.defaultEvents
+        return given ?? service.environmentValue(.events) ?? service.defaultEndpoint(.events)
     }
 }
 

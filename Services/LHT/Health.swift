@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import LHTSchema
-import ServiceHost
+import LHTClient
 import Synchronization
 import ZeroMQ
 

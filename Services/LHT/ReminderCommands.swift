@@ -72,7 +72,7 @@ struct ReminderAdd: ParsableCommand {
             "weekdays": rule.weekdays, "lookbackHours": .int(rule.lookback), "enabled": disabled ? .bool(false) : nil,
             "title": rule.title.flatMap { $0.isEmpty ? nil : .string($0) }, "body": rule.body.flatMap { $0.isEmpty ? nil : .string($0) },
         ])
-        try printPut(client.call(.planner, "reminder.put", data, as: ReminderPutReply.self), verb: "added", json: output.json)
+        try printPut(client.call(.reminderPlanner, "reminder.put", data, as: ReminderPutReply.self), verb: "added", json: output.json)
     }
 }
 
@@ -96,7 +96,7 @@ struct ReminderEdit: ParsableCommand {
 
     func run() throws {
         let client = try Client(connection)
-        let current = try client.call(.planner, "reminder.get", .fields(["id": .string(id)]), as: Reminder.self).value
+        let current = try client.call(.reminderPlanner, "reminder.get", .fields(["id": .string(id)]), as: Reminder.self).value
         func text(_ change: String?, _ old: String?) -> JSONValue? {
             guard let change else { return .text(old) }
             return change.isEmpty ? nil : .string(change)
@@ -108,7 +108,7 @@ struct ReminderEdit: ParsableCommand {
             "lookbackHours": .int(rule.lookback ?? current.lookbackHours), "enabled": .bool(enabled ?? current.enabled),
             "title": text(rule.title, current.title), "body": text(rule.body, current.body),
         ])
-        try printPut(client.call(.planner, "reminder.put", data, as: ReminderPutReply.self), verb: "changed", json: output.json)
+        try printPut(client.call(.reminderPlanner, "reminder.put", data, as: ReminderPutReply.self), verb: "changed", json: output.json)
     }
 }
 
@@ -143,7 +143,7 @@ struct ReminderList: ParsableCommand {
 
     func run() throws {
         let client = try Client(connection)
-        let answer = try client.call(.planner, "reminder.list", .fields(["userId": .string(user.id)]), as: ReminderListReply.self)
+        let answer = try client.call(.reminderPlanner, "reminder.list", .fields(["userId": .string(user.id)]), as: ReminderListReply.self)
         if output.json { return emit(answer.rawText) }
         guard !answer.value.reminders.isEmpty else { return emit("no reminders for \(user.id)") }
         var table = Table("id", "activity", "time", "days", "look-back", "enabled", "title")
@@ -167,7 +167,7 @@ struct ReminderDelete: ParsableCommand {
 
     func run() throws {
         let client = try Client(connection)
-        let answer = try client.call(.planner, "reminder.delete", .fields(["id": .string(id)]), as: ReminderDeleted.self)
+        let answer = try client.call(.reminderPlanner, "reminder.delete", .fields(["id": .string(id)]), as: ReminderDeleted.self)
         output.json ? emit(answer.rawText) : emit("deleted reminder \(answer.value.id)")
     }
 }
@@ -194,7 +194,7 @@ struct ReminderUpcoming: ParsableCommand {
 
     func run() throws {
         let client = try Client(connection)
-        let answer = try client.call(.planner, "reminder.upcoming", .fields(["userId": .string(user.id), "days": .int(days)]),
+        let answer = try client.call(.reminderPlanner, "reminder.upcoming", .fields(["userId": .string(user.id), "days": .int(days)]),
                                      as: UpcomingReply.self)
         if output.json { return emit(answer.rawText) }
         let occurrences = answer.value.occurrences
@@ -281,7 +281,7 @@ struct ReminderRestore: ParsableCommand {
     func run() throws {
         let client = try Client(connection)
         let instant = try parseInstant(parts.at!, option: "--at")
-        let answer = try client.call(.planner, "reminder.restore",
+        let answer = try client.call(.reminderPlanner, "reminder.restore",
                                      .fields(["reminderId": .string(parts.id), "at": .string(instant.description)]), as: Occurrence.self)
         if output.json { return emit(answer.rawText) }
         let occurrence = answer.value
@@ -301,7 +301,7 @@ struct ReminderTest: ParsableCommand {
 
     func run() throws {
         let client = try Client(connection)
-        let answer = try client.call(.planner, "reminder.test", .fields(["reminderId": .string(id)]), as: Occurrence.self)
+        let answer = try client.call(.reminderPlanner, "reminder.test", .fields(["reminderId": .string(id)]), as: Occurrence.self)
         if output.json { return emit(answer.rawText) }
         emit("test reminder fired: \(answer.value.activity.rawValue) at \(answer.value.at) for \(answer.value.userId)")
     }

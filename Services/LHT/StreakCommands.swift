@@ -19,7 +19,7 @@ struct Streak: ParsableCommand {
 
     func run() throws {
         let client = try Client(connection)
-        let answer = try client.call(.streak, "streak.get", .fields(["userId": .string(user.id), "asOf": .text(asOf)]), as: StreakState.self)
+        let answer = try client.call(.noalcStreak, "streak.get", .fields(["userId": .string(user.id), "asOf": .text(asOf)]), as: StreakState.self)
         if output.json { return emit(answer.rawText) }
         let state = answer.value
         var table = Table("", "")
@@ -65,7 +65,7 @@ struct CalendarCommand: ParsableCommand {
         let zone = try userZone(client, user: user.id).zone
         let monthText = month ?? String(Instant.now().local(in: zone.timeZone).day.description.prefix(7))
         let days = MonthGrid.days(of: monthText)!
-        let calendar = try client.call(.streak, "calendar.get", .fields(["userId": .string(user.id), "month": .string(monthText)]),
+        let calendar = try client.call(.noalcStreak, "calendar.get", .fields(["userId": .string(user.id), "month": .string(monthText)]),
                                        as: CalendarReply.self)
         let summary = try client.call(.sessionLogger, "daily.summary", .fields([
             "userId": .string(user.id), "from": .string(days.lowerBound.description), "until": .string(days.upperBound.description),

@@ -37,7 +37,7 @@ struct UserSet: ParsableCommand {
             "userId": .string(user.id), "timeZone": .string(zone ?? current.timeZone.identifier),
             "locale": .string(locale ?? current.locale.rawValue), "paused": .bool(paused ?? current.paused),
         ])
-        let stored = try client.call(.planner, "user.put", data, as: UserSettings.self)
+        let stored = try client.call(.reminderPlanner, "user.put", data, as: UserSettings.self)
         output.json ? emit(stored.rawText) : emit(describe(stored.value))
     }
 }
@@ -52,7 +52,7 @@ struct UserShow: ParsableCommand {
 
     func run() throws {
         let client = try Client(connection)
-        let stored = try client.call(.planner, "user.get", .fields(["userId": .string(user.id)]), as: UserSettings.self)
+        let stored = try client.call(.reminderPlanner, "user.get", .fields(["userId": .string(user.id)]), as: UserSettings.self)
         output.json ? emit(stored.rawText) : emit(describe(stored.value))
     }
 }

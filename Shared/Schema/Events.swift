@@ -137,11 +137,11 @@ public struct EventsSinceRequest: Codable, Sendable {
     }
 }
 
-public struct EventsSinceReply<Payload: Codable & Sendable>: Codable, Sendable {
-    public let events: [EventEnvelope<Payload>]
+public struct EventsSinceReply: Codable, Sendable, Hashable {
+    public let events: [ReceivedEvent]
     public let lastSeq: Int64
 
-    public init(events: [EventEnvelope<Payload>], lastSeq: Int64) {
+    public init(events: [ReceivedEvent], lastSeq: Int64) {
         self.events = events
         self.lastSeq = lastSeq
     }

@@ -6,7 +6,7 @@ import Foundation
 /// JSONDecoder only validates what it decodes, so without this a frame with a broken string in
 /// an ignored field, or in UTF-16, would be accepted; PROTOCOL.md says such a frame is `bad_json`.
 /// One pass over the bytes, far cheaper than a second parse into objects.
-enum JSONSyntax {
+public enum JSONSyntax {
     /// Where the top-level members a request envelope cares about sit in the frame (the last of
     /// each name, as JSONDecoder reads duplicates).
     struct TopLevel {
@@ -24,6 +24,16 @@ enum JSONSyntax {
             guard scanner.peek == UInt8(ascii: "{"), scanner.value(depth: 0) else { return nil }
             scanner.skipWhitespace()
             return scanner.index == buffer.count ? scanner.topLevel : nil
+        }
+    }
+
+    /// Whether `data` is exactly one well-formed JSON value (a reply's `data` member, say).
+    public static func isValue(_ data: Data) -> Bool {
+        data.withUnsafeBytes { buffer in
+            var scanner = Scanner(bytes: buffer.bindMemory(to: UInt8.self), maxDepth: 512)
+            guard scanner.value(depth: 0) else { return false }
+            scanner.skipWhitespace()
+            return scanner.index == buffer.count
         }
     }
 

@@ -74,10 +74,10 @@ public final class Transaction {
 
     /// Stores an event in the outbox and returns its seq.
     @discardableResult
-    public func append<Payload: Codable & Sendable>(type: String, userId: UserID, activity: Activity, data: Payload) throws -> Int64 {
-        let topic = Topic(type: type, userId: userId, activity: activity).description
+    public func append<Payload>(_ type: EventType<Payload>, userId: UserID, activity: Activity, data: Payload) throws -> Int64 {
+        let topic = type.topic(userId: userId, activity: activity).description
         let seq = nextSeq
-        let bytes = EventEnvelope<Payload>.frame(type: type, seq: seq, time: now, source: eventLog.source, topic: topic,
+        let bytes = EventEnvelope<Payload>.frame(type: type.name, seq: seq, time: now, source: eventLog.source, topic: topic,
                                                  encodedData: try wireEncoder().encode(data))
         try db.run("INSERT INTO outbox (seq, topic, envelope) VALUES (?, ?, ?)", arguments: [seq, topic, bytes])
         events.append(PendingEvent(seq: seq, topic: topic, envelope: bytes))

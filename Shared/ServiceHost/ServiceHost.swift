@@ -14,48 +14,30 @@ public final class SystemTime: TimeSource {
     public func now() -> Instant { Instant.now() }
 }
 
-/// A request whose envelope has been checked: its op and its frame.
-public protocol IncomingRequest {
-    var head: RequestHead { get }
-    var frame: Data { get }
-}
-
-extension IncomingRequest {
-    public var op: String { head.op }
-
-    /// The op's payload; a failure names the offending field (`data.start`).
-    public func decode<Payload: Decodable>(_ type: Payload.Type) throws(WireError) -> Payload {
-        try decodeRequestData(type, from: frame, head: head)
-    }
-}
-
-/// A request as a batched handler sees it: it runs inside the batch's transaction.
-public struct Request: IncomingRequest {
-    public let head: RequestHead
-    public let frame: Data
-    public let tx: Transaction
-}
-
-/// A request for an op that opens its own transactions, because it waits on something first
-/// (another service, a catch-up) and must not hold the batch's transaction meanwhile.
-public struct Call: IncomingRequest {
-    public let head: RequestHead
-    public let frame: Data
+/// Where a handler runs (see `ServiceHost.handle`).
+public enum Placement: Sendable {
+    /// In the batch's transaction, one savepoint per request: group commit, one fsync per batch.
+    case batched
+    /// In a transaction of its own, for services whose in-memory state (changed in `afterCommit`)
+    /// the next request must already see.
+    case alone
+    /// Outside any transaction: the handler waits on something first (another service, a catch-up)
+    /// and must not hold a transaction meanwhile; it calls `write` itself.
+    case outside
 }
 
 /// The shared shell of every service: the api ROUTER, the events PUB, the SQLite store with its
 /// outbox, and one loop on one thread that owns all of them.
 public final class ServiceHost {
-    public typealias Handler = (Request) throws -> Data
-    public typealias CallHandler = (Call) throws -> Data
-
-    private enum Operation {
-        case batched(Handler)
-        case alone(Handler)
-        case ownTransactions(CallHandler)
+    /// A registered op: decodes its request, runs, and returns the reply's `data` bytes.
+    private struct Operation {
+        let info: OpInfo
+        let placement: Placement
+        let run: (_ frame: Data, _ head: RequestHead, _ tx: Transaction?) throws -> Data
     }
 
-    public let name: String
+    public let service: ServiceName
+    public var name: String { service.rawValue }
     public let version = "1.0.0"
     public let logger: Logger
     public let context: Context
@@ -78,14 +60,16 @@ public final class ServiceHost {
     private var current: Transaction?
     private var watched: [(socket: Socket, onReadable: () -> Void)] = []
     private let startedAt = Date()
+    /// When the events socket last carried anything; a second of silence sends a heartbeat.
+    private var lastPublished = Date.distantPast
     private let checkpointer: WALCheckpointer
     /// Requests read in one turn share one transaction: group commit, one fsync for the batch.
     private let batchLimit = 512
 
-    public init(name: String, apiEndpoint: String, eventsEndpoint: String, dataDirectory: URL,
+    public init(service: ServiceName, apiEndpoint: String, eventsEndpoint: String, dataDirectory: URL,
                 migrations: (inout DatabaseMigrator) -> Void, logger: Logger, time: TimeSource = SystemTime(),
                 context: Context? = nil) throws {
-        self.name = name
+        self.service = service
         self.logger = logger
         self.time = time
         self.context = try context ?? Context()
@@ -98,13 +82,13 @@ public final class ServiceHost {
             // writer. Checkpoints are not this connection's job (see WALCheckpointer).
             try db.execute(sql: "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = 0")
         }
-        let path = dataDirectory.appendingPathComponent("\(name).sqlite").path
+        let path = dataDirectory.appendingPathComponent("\(service.rawValue).sqlite").path
         database = try DatabaseQueue(path: path, configuration: configuration)
         var migrator = DatabaseMigrator()
         EventLog.migrate(&migrator)
         migrations(&migrator)
         try migrator.migrate(database)
-        eventLog = try EventLog(source: name, database: database)
+        eventLog = try EventLog(source: service.rawValue, database: database)
         checkpointer = try WALCheckpointer(path: path)
 
         api = try Socket(self.context, .router)
@@ -116,22 +100,39 @@ public final class ServiceHost {
         try publisher.setSendHighWaterMark(100_000)
         self.eventsEndpoint = try publisher.bind(eventsEndpoint)
 
-        handle("health") { [unowned self] _ in try self.health() }
-        handle("events.since") { [unowned self] request in
-            let query = try request.decode(EventsSinceRequest.self)
-            return try self.eventLog.since(query, in: request.tx.db)
+        handle(Ops.health) { [unowned self] _, _ in health() }
+        handleEncoded(Ops.eventsSince) { [unowned self] query, tx in try eventLog.since(query, in: tx.db) }
+    }
+
+    /// Registers the handler of a catalog op this service serves; it gets the decoded request and,
+    /// unless placed `.outside`, the transaction it runs in.
+    public func handle<Input, Output>(_ op: Op<Input, Output>, _ placement: Placement = .batched,
+                                      _ handler: @escaping (Input, Transaction) throws -> Output) {
+        handleEncoded(op, placement) { input, tx in try wireEncoder().encode(handler(input, tx)) }
+    }
+
+    /// Registers an op placed `.outside` any transaction.
+    public func handleOutside<Input, Output>(_ op: Op<Input, Output>, _ handler: @escaping (Input) throws -> Output) {
+        register(op, .outside) { input, _ in try wireEncoder().encode(handler(input)) }
+    }
+
+    /// As `handle`, for handlers that return the reply's `data` already encoded (stored JSON, sent as it is).
+    public func handleEncoded<Input, Output>(_ op: Op<Input, Output>, _ placement: Placement = .batched,
+                                             _ handler: @escaping (Input, Transaction) throws -> Data) {
+        precondition(placement != .outside, "use handleOutside")
+        register(op, placement) { input, tx in try handler(input, tx!) }
+    }
+
+    private func register<Input, Output>(_ op: Op<Input, Output>, _ placement: Placement,
+                                         _ handler: @escaping (Input, Transaction?) throws -> Data) {
+        precondition(op.info.service == nil || op.info.service == service, "\(op.name) is not an op of \(name)")
+        operations[op.name] = Operation(info: op.info, placement: placement) { frame, head, tx in
+            try handler(decodeRequestData(Input.self, from: frame, head: head), tx)
         }
     }
 
-    /// Registers an op that runs in the batch's transaction. The handler returns the reply's `data` as JSON bytes.
-    public func handle(_ op: String, _ handler: @escaping Handler) { operations[op] = .batched(handler) }
-
-    /// Registers an op that runs in a transaction of its own, for services whose in-memory state
-    /// (changed in `afterCommit`) the next request must already see.
-    public func handleAlone(_ op: String, _ handler: @escaping Handler) { operations[op] = .alone(handler) }
-
-    /// Registers an op that runs outside any transaction and calls `write` itself.
-    public func handleWithOwnTransactions(_ op: String, _ handler: @escaping CallHandler) { operations[op] = .ownTransactions(handler) }
+    /// The ops this service answers, for checks against the catalog.
+    public var registeredOps: Set<String> { Set(operations.keys) }
 
     /// Adds a socket to the loop's poll; `onReadable` runs on the loop thread when it has input.
     public func watch(_ socket: Socket, _ onReadable: @escaping () -> Void) { watched.append((socket, onReadable)) }
@@ -156,14 +157,26 @@ public final class ServiceHost {
     private func finish(_ transaction: Transaction) {
         if let last = transaction.events.last { eventLog.committed(through: last.seq) }
         for action in transaction.commitActions { action() }
-        for event in transaction.events {
-            do {
-                try publisher.send(multipart: [Data(event.topic.utf8), event.envelope], dontWait: true)
-            } catch {
-                // Stored already: a subscriber that misses it gets it from events.since.
-                logger.warning("publish failed", metadata: ["seq": "\(event.seq)", "error": "\(error)"])
-            }
+        for event in transaction.events { publish(topic: event.topic, event.envelope, seq: event.seq) }
+    }
+
+    private func publish(topic: String, _ envelope: Data, seq: Int64?) {
+        do {
+            try publisher.send(multipart: [Data(topic.utf8), envelope], dontWait: true)
+            lastPublished = Date()
+        } catch {
+            // Stored already: a subscriber that misses it gets it from events.since.
+            logger.warning("publish failed", metadata: ["topic": "\(topic)", "seq": "\(seq.map(String.init) ?? "-")", "error": "\(error)"])
         }
+    }
+
+    /// The zguide's Clone heartbeat: after a second of silence, the newest seq, so followers notice
+    /// a gap or a silent publisher without polling.
+    private func heartbeatIfQuiet() {
+        guard Date().timeIntervalSince(lastPublished) * 1000 >= Double(Heartbeat.intervalMilliseconds) else { return }
+        let beat = Heartbeat(source: name, lastSeq: eventLog.lastSeq, time: time.now())
+        guard let frame = try? wireEncoder().encode(beat) else { return }
+        publish(topic: Heartbeat.topic, frame, seq: nil)
     }
 
     public func read<T>(_ body: (Database) throws -> T) throws -> T { try database.read(body) }
@@ -190,6 +203,7 @@ public final class ServiceHost {
                 if readable[0] { try serveAPI() }
                 for (index, entry) in watched.enumerated() where readable[index + 1] { entry.onReadable() }
                 onTick?()
+                heartbeatIfQuiet()
             } catch let error as ZMQError where error.isTerminated {
                 break
             } catch {
@@ -222,15 +236,15 @@ public final class ServiceHost {
     /// Runs request frames in order and returns their reply frames. Consecutive batched requests
     /// share one transaction (one savepoint each): group commit. `allowedOps` narrows what a channel
     /// may ask (the intake takes only the two log ops).
-    public func process(_ frames: [Data], allowedOps: Set<String>? = nil) -> [Data] {
+    public func process(_ frames: [Data], allowedOps: [OpInfo]? = nil) -> [Data] {
         var replies = [Data](repeating: Data(), count: frames.count)
-        var batch: [(index: Int, request: (Transaction) -> Request, handler: Handler)] = []
+        var batch: [(index: Int, frame: Data, head: RequestHead, operation: Operation)] = []
 
         func runBatch() {
             guard !batch.isEmpty else { return }
             do {
                 let results = try write { tx in
-                    batch.map { entry in reply { try tx.isolated { try entry.handler(entry.request(tx)) } } }
+                    batch.map { entry in reply { try tx.isolated { try entry.operation.run(entry.frame, entry.head, tx) } } }
                 }
                 for (entry, result) in zip(batch, results) { replies[entry.index] = result }
             } catch {
@@ -243,28 +257,25 @@ public final class ServiceHost {
         for (index, frame) in frames.enumerated() {
             let head: RequestHead
             let operation: Operation
-            do {
+            do throws(WireError) {
                 head = try RequestHead(frame: frame)
-                guard let found = operations[head.op], allowedOps?.contains(head.op) ?? true else {
+                guard let found = operations[head.op], allowedOps?.contains(found.info) ?? true else {
                     throw WireError(.unknownOp, "\(name) has no op \"\(head.op.prefix(60))\"", field: "op")
                 }
                 operation = found
-            } catch let error as WireError {
+            } catch {
                 replies[index] = Reply.failure(error)
                 continue
-            } catch {
-                replies[index] = Reply.failure(WireError(.internal, "\(error)"))
-                continue
             }
-            switch operation {
-            case .batched(let handler):
-                batch.append((index, { Request(head: head, frame: frame, tx: $0) }, handler))
-            case .alone(let handler):
+            switch operation.placement {
+            case .batched:
+                batch.append((index, frame, head, operation))
+            case .alone:
                 runBatch()
-                replies[index] = reply { try write { tx in try handler(Request(head: head, frame: frame, tx: tx)) } }
-            case .ownTransactions(let handler):
+                replies[index] = reply { try write { tx in try operation.run(frame, head, tx) } }
+            case .outside:
                 runBatch()
-                replies[index] = reply { try handler(Call(head: head, frame: frame)) }
+                replies[index] = reply { try operation.run(frame, head, nil) }
             }
         }
         runBatch()
@@ -283,15 +294,11 @@ public final class ServiceHost {
         }
     }
 
-    private func health() throws -> Data {
-        try wireEncoder().encode(HealthReply(
-            service: name, version: version, uptimeSeconds: Int64(Date().timeIntervalSince(startedAt)),
-            lastSeq: eventLog.lastSeq, counters: counters))
+    private func health() -> HealthReply {
+        HealthReply(service: name, version: version, uptimeSeconds: Int64(Date().timeIntervalSince(startedAt)),
+                    lastSeq: eventLog.lastSeq, counters: counters)
     }
 }
-
-/// Encodes a handler's reply payload.
-public func replyData<Payload: Encodable>(_ payload: Payload) throws -> Data { try wireEncoder().encode(payload) }
 
 /// Copies the write-ahead log back into the database file from a connection and thread of its own.
 ///

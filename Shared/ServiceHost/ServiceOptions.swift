@@ -1,9 +1,10 @@
 import ArgumentParser
 import Foundation
+import LHTClient
 import LHTSchema
 import Logging
 
-/// The flags every service takes. Defaults differ per service, so they are resolved by `ServiceDefaults`.
+/// The flags every service takes; their defaults come from the endpoint table (`ServiceName.defaultEndpoint`).
 public struct CommonOptions: ParsableArguments {
     @Option(help: "Endpoint the api ROUTER binds (tcp://127.0.0.1:* picks a free port).")
     public var api: String?
@@ -21,34 +22,23 @@ public struct CommonOptions: ParsableArguments {
 
 /// One service's resolved common settings.
 public struct ServiceSettings: Sendable {
-    public let name: String
+    public let name: ServiceName
     public let api: String
     public let events: String
     public let dataDirectory: URL
 
-    public init(name: String, common: CommonOptions, defaultAPI: String, defaultEvents: String) throws {
+    public init(_ name: ServiceName, common: CommonOptions) throws {
         self.name = name
-        api = try Endpoint.validated(common.api ?? defaultAPI, flag: "api")
-        events = try Endpoint.validated(common.events ?? defaultEvents, flag: "events")
-        dataDirectory = try DataDirectory.prepared(common.dataDir ?? "./.lht-data/\(name)")
+        api = try Endpoint.validated(common.api ?? name.defaultEndpoint(.api), flag: "api")
+        events = try Endpoint.validated(common.events ?? name.defaultEndpoint(.events), flag: "events")
+        dataDirectory = try DataDirectory.prepared(common.dataDir ?? "./.lht-data/\(name.rawValue)")
     }
 }
 
-public enum Endpoint {
-    /// Accepts `tcp://host:port` (port may be `*`), `ipc://path` and `inproc://name`.
-    public static func validated(_ endpoint: String, flag: String) throws -> String {
-        let invalid = ValidationError("--\(flag): \"\(endpoint)\" is not a ZeroMQ endpoint such as tcp://127.0.0.1:7301")
-        if endpoint.hasPrefix("ipc://") || endpoint.hasPrefix("inproc://") {
-            guard endpoint.split(separator: "/", omittingEmptySubsequences: false).count > 2,
-                  !endpoint.hasSuffix("//") else { throw invalid }
-            return endpoint
-        }
-        guard endpoint.hasPrefix("tcp://") else { throw invalid }
-        let address = endpoint.dropFirst("tcp://".count)
-        guard let colon = address.lastIndex(of: ":"), colon != address.startIndex else { throw invalid }
-        let port = address[address.index(after: colon)...]
-        guard port == "*" || (UInt16(port).map { $0 > 0 } ?? false) else { throw invalid }
-        return endpoint
+extension Endpoint {
+    /// Another service's endpoint from its flag (`--planner-events`), or the table's default.
+    public static func of(_ service: ServiceName, _ role: SocketRole, given: String?) throws -> String {
+        try validated(given ?? service.defaultEndpoint(role), flag: service.flag(role))
     }
 }
 
@@ -84,8 +74,7 @@ public enum ServiceCommandLine {
         var result = arguments
         for flag in flags {
             let given = arguments.contains { $0 == "--\(flag)" || $0.hasPrefix("--\(flag)=") }
-            let variable = "LHT_" + flag.uppercased().replacingOccurrences(of: "-", with: "_")
-            if !given, let value = environment[variable] { result.append("--\(flag)=\(value)") }
+            if !given, let value = environment[environmentVariable(forFlag: flag)] { result.append("--\(flag)=\(value)") }
         }
         return result
     }
@@ -103,7 +92,7 @@ public enum ServiceCommandLine {
                 print(Options.fullMessage(for: error))
                 exit(0)
             }
-            let message = (error as? ValidationError)?.message ?? Options.message(for: error)
+            let message = (error as? ValidationError)?.message ?? (error as? EndpointError)?.description ?? Options.message(for: error)
             let line = message.split(separator: "\n").first.map(String.init) ?? "invalid arguments"
             FileHandle.standardError.write(Data("error: \(line)\n".utf8))
             exit(2)

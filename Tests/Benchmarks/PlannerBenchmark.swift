@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import LHTClient
 import LHTSchema
 import Logging
 import ReminderPlanner
@@ -54,11 +55,10 @@ enum PlannerBenchmark {
 
         // Reminder times are spread evenly over the day, so this many minutes hold `burst` occurrences.
         let minutes = Int64((Double(burst) / Double(users * perUser) * 1440).rounded(.up))
-        let client = APIClient(context: context, endpoint: planner.api)
+        let client = ServiceClient(context: context, endpoint: planner.api)
         var decided = 0
         let burstSeconds = try time {
-            let reply = client.call("clock.advance", ClockAdvanceRequest(seconds: minutes * 60), as: ClockReply.self, timeoutMilliseconds: 600_000)
-            decided = try reply.get().decided ?? 0
+            decided = try client.call(Ops.clockAdvance, ClockAdvanceRequest(seconds: minutes * 60), timeoutMilliseconds: 600_000).decided ?? 0
         }
         let floorSeconds = try time { try insertFloor(rows: decided) }
         print("burst: one clock.advance over \(minutes) minutes")
@@ -113,9 +113,9 @@ enum PlannerBenchmark {
     /// Sessions for users whose reminders are still ahead of the clock: each one covers an undecided occurrence.
     static func cancellationLatency(context: Context, logger: InProcessService, planner: InProcessService, users: Int, sessions: Int) throws {
         let subscriber = try Socket(context, .sub)
-        try subscriber.subscribe("reminder.cancelled.")
+        try subscriber.subscribe(Events.reminderCancelled.name + ".")
         try subscriber.connect(planner.events)
-        let loggerClient = APIClient(context: context, endpoint: logger.api)
+        let loggerClient = ServiceClient(context: context, endpoint: logger.api)
         Thread.sleep(forTimeInterval: 0.3)
         var cancel: [Double] = [], ack: [Double] = []
         let now = Instant.now()
@@ -125,13 +125,13 @@ enum PlannerBenchmark {
             let end = now.adding(seconds: -Int64(3600 + n))
             let request = SessionLogRequest(userId: UserID(user)!, activity: .mindfulness, start: end.adding(seconds: -20 * 3600), end: end)
             let sent = DispatchTime.now().uptimeNanoseconds
-            guard case .success = loggerClient.call("session.log", request, as: LogReceipt.self, timeoutMilliseconds: 5000) else { continue }
+            guard (try? loggerClient.call(Ops.sessionLog, request, timeoutMilliseconds: 5000)) != nil else { continue }
             let acked = DispatchTime.now().uptimeNanoseconds
             ack.append(Double(acked - sent) / 1_000_000)
             // The first announcement for this user marks the planner's reaction.
             try subscriber.setReceiveTimeout(milliseconds: 2000)
             while let frames = try subscriber.receiveMultipart() {
-                if String(decoding: frames[0], as: UTF8.self).hasPrefix("reminder.cancelled.\(user).") {
+                if String(decoding: frames[0], as: UTF8.self).hasPrefix(Events.reminderCancelled.prefix(userId: UserID(user)!)) {
                     cancel.append(Double(DispatchTime.now().uptimeNanoseconds - acked) / 1_000_000)
                     break
                 }

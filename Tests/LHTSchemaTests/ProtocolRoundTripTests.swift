@@ -249,8 +249,14 @@ struct ProtocolRoundTripTests {
         }
 
         let reply = "{\"events\":[\(Examples.sessionLoggedEnvelope),\(Examples.reminderDueEnvelope)],\"lastSeq\":43}"
-        let (decoded, _) = try expectStableRoundTrip(EventsSinceReply<JSONValue>.self, reply)
+        let (decoded, _) = try expectEqualRoundTrip(EventsSinceReply.self, reply)
         #expect(decoded.lastSeq == 43)
+        // Each envelope's data is decoded once, into the type the catalog gives its event type.
+        guard case .sessionLogged(let session) = decoded.events[0].data, case .reminderDue(let due) = decoded.events[1].data else {
+            Issue.record("events not typed: \(decoded.events.map(\.data))")
+            return
+        }
+        #expect(session.activity == .workout && due.occurrence.activity == .workout)
         #expect(decoded.events.map(\.seq) == [42, 7])
         #expect(decoded.events.map(\.topic) == ["session.logged.henning.workout", "reminder.due.henning.workout"])
     }

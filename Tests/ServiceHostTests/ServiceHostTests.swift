@@ -1,4 +1,5 @@
 import Foundation
+import LHTClient
 import LHTSchema
 import Logging
 import Testing
@@ -9,21 +10,36 @@ import Testing
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lht-host-\(UUID().uuidString.prefix(8))")
 
     func makeHost() throws -> ServiceHost {
-        try ServiceHost(name: "test-service", apiEndpoint: "tcp://127.0.0.1:*", eventsEndpoint: "tcp://127.0.0.1:*",
+        try ServiceHost(service: .noalcStreak, apiEndpoint: "tcp://127.0.0.1:*", eventsEndpoint: "tcp://127.0.0.1:*",
                         dataDirectory: directory, migrations: { _ in }, logger: Logger(label: "test"))
     }
 
-    struct Note: Codable, Sendable, Equatable { let n: Int }
+    /// A catalog event whose data carries `n`, so the tests can tell events apart.
+    static func note(_ n: Int, user: String = "u1") -> StreakState {
+        StreakState(userId: UserID(user)!, asOf: LocalDay(year: 2026, month: 1, day: 1)!, policy: "seed", streakDays: n,
+                    rewardsEarned: 0, rewardsUsed: 0, rewardsLost: 0, rewardsAvailable: 0, lastLoggedDay: nil, todayLogged: false)
+    }
+
+    func append(_ tx: Transaction, _ n: Int) throws -> Int64 {
+        try tx.append(Events.streakUpdated, userId: UserID("u1")!, activity: .noalc, data: Self.note(n))
+    }
 
     func append(_ host: ServiceHost, _ values: [Int]) throws -> [Int64] {
-        try host.write { tx in try values.map { try tx.append(type: "note.added", userId: UserID("u1")!, activity: .workout, data: Note(n: $0)) } }
+        try host.write { tx in try values.map { try append(tx, $0) } }
     }
 
     /// `events.since` through the host's own request path.
-    func since(_ host: ServiceHost, after: Int64, limit: Int) throws -> EventsSinceReply<Note> {
+    func since(_ host: ServiceHost, after: Int64, limit: Int) throws -> EventsSinceReply {
         let frame = Data(#"{"v":1,"op":"events.since","data":{"after":\#(after),"limit":\#(limit)}}"#.utf8)
-        let reply = try JSONDecoder().decode(ReplyFrame<EventsSinceReply<Note>>.self, from: host.process([frame])[0])
+        let reply = try JSONDecoder().decode(ReplyFrame<EventsSinceReply>.self, from: host.process([frame])[0])
         return try #require(reply.data)
+    }
+
+    func notes(_ reply: EventsSinceReply) -> [Int] {
+        reply.events.compactMap { event in
+            if case .streakUpdated(let state) = event.data { return state.streakDays }
+            return nil
+        }
     }
 
     @Test func seqIsGapFreeAcrossRollbacksAndReopening() throws {
@@ -32,19 +48,19 @@ import Testing
         // A transaction that fails leaves no event and no hole.
         #expect(throws: WireError.self) {
             try host.write { tx in
-                try tx.append(type: "note.added", userId: UserID("u1")!, activity: .workout, data: Note(n: 99))
+                try append(tx, 99)
                 throw WireError(.conflict, "no")
             }
         }
         // A savepoint that fails inside a transaction that commits: its event is gone too.
         try host.write { tx in
-            try tx.append(type: "note.added", userId: UserID("u1")!, activity: .workout, data: Note(n: 4))
+            _ = try append(tx, 4)
             _ = try? tx.isolated { () throws -> Void in
-                try tx.append(type: "note.added", userId: UserID("u1")!, activity: .workout, data: Note(n: 98))
+                _ = try append(tx, 98)
                 throw WireError(.conflict, "no")
             }
             // A nested write joins this transaction rather than deadlocking on it.
-            try host.write { inner in try inner.append(type: "note.added", userId: UserID("u1")!, activity: .workout, data: Note(n: 5)) }
+            try host.write { inner in _ = try append(inner, 5) }
         }
         #expect(host.eventLog.lastSeq == 5)
 
@@ -53,8 +69,8 @@ import Testing
         #expect(try append(host, [6, 7]) == [6, 7])
         let all = try since(host, after: 0, limit: 1000)
         #expect(all.events.map(\.seq) == Array(1...7))
-        #expect(all.events.map(\.data.n) == Array(1...7))
-        #expect(all.events.allSatisfy { $0.topic == "note.added.u1.workout" && $0.source == "test-service" })
+        #expect(notes(all) == Array(1...7))
+        #expect(all.events.allSatisfy { $0.topic == "streak.updated.u1.noalc" && $0.source == "noalc-streak" })
     }
 
     @Test func eventsSincePagesWithLimit() throws {
@@ -74,19 +90,21 @@ import Testing
 
     @Test func aFailingRequestChangesNothingAndTheBatchGoesOn() throws {
         let host = try makeHost()
-        host.handle("note.add") { request in
-            let note = try request.decode(Note.self)
-            try request.tx.append(type: "note.added", userId: UserID("u1")!, activity: .workout, data: note)
-            guard note.n >= 0 else { throw WireError.invalid("data.n", "must not be negative") }
-            return try replyData(note)
+        // A handler that stores an event, then refuses user "bad": the refusal must take the event with it.
+        let first = LocalDay(year: 2026, month: 1, day: 1)!
+        host.handle(Ops.streakGet) { [self] query, tx in
+            let n = (query.asOf?.ordinal ?? 0) - first.ordinal + 1
+            _ = try append(tx, n)
+            guard query.userId != UserID("bad") else { throw WireError.invalid("data.userId", "refused") }
+            return Self.note(n)
         }
-        let frames = [1, -1, 2].map { Data(#"{"v":1,"op":"note.add","data":{"n":\#($0)}}"#.utf8) }
+        let frames = [("u1", 1), ("bad", 3), ("u1", 2)].map { Data(#"{"v":1,"op":"streak.get","data":{"userId":"\#($0.0)","asOf":"2026-01-0\#($0.1)"}}"#.utf8) }
             + [Data("{".utf8), Data(#"{"v":1,"op":"nope"}"#.utf8)]
-        let replies = try host.process(frames).map { try JSONDecoder().decode(ReplyFrame<Note>.self, from: $0) }
+        let replies = try host.process(frames).map { try JSONDecoder().decode(ReplyFrame<StreakState>.self, from: $0) }
         #expect(replies.map(\.ok) == [true, false, true, false, false])
         #expect(replies.compactMap(\.error?.code) == [.invalidArgument, .badJSON, .unknownOp])
-        #expect(replies[1].error?.field == "data.n")
-        #expect(try since(host, after: 0, limit: 10).events.map(\.data.n) == [1, 2])
+        #expect(replies[1].error?.field == "data.userId")
+        #expect(notes(try since(host, after: 0, limit: 10)) == [1, 2])
     }
 
     @Test func environmentFillsFlagsNotGiven() {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LHTClient
 import LHTSchema
 import Logging
 import ServiceHost
@@ -10,10 +11,10 @@ import ZeroMQ
 public struct NoAlcStreakOptions: ParsableArguments {
     @OptionGroup public var common: CommonOptions
 
-    @Option(name: .customLong("session-logger-api"), help: "The session logger's api, asked for missed events.")
+    @Option(name: .customLong(ServiceName.sessionLogger.flag(.api)), help: "The session logger's api, asked for missed events.")
     public var sessionLoggerAPI: String?
 
-    @Option(name: .customLong("session-logger-events"), help: "The session logger's events PUB.")
+    @Option(name: .customLong(ServiceName.sessionLogger.flag(.events)), help: "The session logger's events PUB.")
     public var sessionLoggerEvents: String?
 
     @Option(help: "Joker rules: seed (default) or classic (the shipped app's arithmetic).")
@@ -24,7 +25,8 @@ public struct NoAlcStreakOptions: ParsableArguments {
 
     public init() {}
 
-    public static let flagNames = CommonOptions.flagNames + ["session-logger-api", "session-logger-events", "policy", "time-zone"]
+    public static let flagNames = CommonOptions.flagNames
+        + [ServiceName.sessionLogger.flag(.api), ServiceName.sessionLogger.flag(.events), "policy", "time-zone"]
 }
 
 /// Resolved settings; tests and benchmarks build these directly.
@@ -43,10 +45,9 @@ public struct NoAlcStreakSettings: Sendable {
         }
         self.policy = policy
         timeZone = try ZoneOption.validated(options.timeZone ?? "UTC")
-        sessionLoggerAPI = try Endpoint.validated(options.sessionLoggerAPI ?? "tcp://127.0.0.1:7301", flag: "session-logger-api")
-        sessionLoggerEvents = try Endpoint.validated(options.sessionLoggerEvents ?? "tcp://127.0.0.1:7302", flag: "session-logger-events")
-        service = try ServiceSettings(name: "noalc-streak", common: options.common,
-                                      defaultAPI: "tcp://127.0.0.1:7331", defaultEvents: "tcp://127.0.0.1:7332")
+        sessionLoggerAPI = try Endpoint.of(.sessionLogger, .api, given: options.sessionLoggerAPI)
+        sessionLoggerEvents = try Endpoint.of(.sessionLogger, .events, given: options.sessionLoggerEvents)
+        service = try ServiceSettings(.noalcStreak, common: options.common)
     }
 }
 
@@ -61,7 +62,7 @@ public final class NoAlcStreakService: Service {
     private var feed: UpstreamFeed!
 
     public init(settings: NoAlcStreakSettings, logger: Logger, context: Context? = nil) throws {
-        host = try ServiceHost(name: settings.service.name, apiEndpoint: settings.service.api,
+        host = try ServiceHost(service: settings.service.name, apiEndpoint: settings.service.api,
                                eventsEndpoint: settings.service.events, dataDirectory: settings.service.dataDirectory,
                                migrations: StreakStore.migrate, logger: logger, context: context)
         policy = settings.policy
@@ -71,45 +72,41 @@ public final class NoAlcStreakService: Service {
             loaded[user]?.latest = history.lastDay.map { Self.streak(of: history, user: user, asOf: $0, policy: settings.policy) }
         }
         histories = Histories(loaded)
-        feed = try UpstreamFeed(name: "session-logger", host: host, eventsEndpoint: settings.sessionLoggerEvents,
-                                apiEndpoint: settings.sessionLoggerAPI) { [unowned self] header, envelope, tx in
-            try apply(header, envelope, in: tx)
+        feed = try UpstreamFeed(upstream: .sessionLogger, host: host, eventsEndpoint: settings.sessionLoggerEvents,
+                                apiEndpoint: settings.sessionLoggerAPI) { [unowned self] event, tx in
+            try apply(event, in: tx)
         }
         registerOps()
         // Before the ready line, so a client asking right after start sees everything logged so far.
         // If the session logger does not answer, the loop keeps trying (PROTOCOL "Running the services").
         feed.catchUp(timeoutMilliseconds: 2000)
-        host.onTick = { [unowned self] in feed.catchUpIfQuiet() }
+        host.onTick = { [unowned self] in feed.tick() }
     }
 
     private func registerOps() {
-        host.handle("streak.get") { [unowned self] request in
-            let query = try request.decode(StreakGetRequest.self)
-            let asOf = query.asOf ?? request.tx.now.local(in: zone.timeZone).day
-            return try replyData(Self.streak(of: histories.history(of: query.userId, in: request.tx),
-                                             user: query.userId, asOf: asOf, policy: policy))
+        host.handle(Ops.streakGet) { [unowned self] query, tx in
+            let asOf = query.asOf ?? tx.now.local(in: zone.timeZone).day
+            return Self.streak(of: histories.history(of: query.userId, in: tx), user: query.userId, asOf: asOf, policy: policy)
         }
-        host.handle("calendar.get") { [unowned self] request in
-            let query = try request.decode(CalendarGetRequest.self)
-            let levels = histories.history(of: query.userId, in: request.tx).levels(in: query.days)
+        host.handle(Ops.calendarGet) { [unowned self] query, tx in
+            let levels = histories.history(of: query.userId, in: tx).levels(in: query.days)
             guard let days = NoAlcCalendar.month(query.month, levels: levels) else {
                 throw WireError.invalid("data.month", "expected a month as YYYY-MM")
             }
-            return try replyData(CalendarReply(days: days.map { CalendarReply.Day(day: $0.day, level: $0.level, color: $0.color) }))
+            return CalendarReply(days: days.map { CalendarReply.Day(day: $0.day, level: $0.level, color: $0.color) })
         }
     }
 
     /// One upstream event. Only `noalc.logged` matters here; the feed advances past the rest.
-    private func apply(_ header: EventHeader, _ envelope: Data, in tx: Transaction) throws {
-        guard header.type == "noalc.logged" else { return }
-        let entry = try JSONDecoder().decode(LoggedEvent.self, from: envelope).data
-        guard try StreakStore.record(user: entry.userId, day: entry.day, level: entry.level, seq: header.seq, in: tx.db) else { return }
+    private func apply(_ event: ReceivedEvent, in tx: Transaction) throws {
+        guard case .noalcLogged(let entry) = event.data else { return }
+        guard try StreakStore.record(user: entry.userId, day: entry.day, level: entry.level, seq: event.seq, in: tx.db) else { return }
         var history = histories.history(of: entry.userId, in: tx)
         history.record(entry.level, on: entry.day)
         // Event time: as of the user's latest logged day, so replaying the log gives the same events.
         let state = Self.streak(of: history, user: entry.userId, asOf: history.lastDay!, policy: policy)
         if state != history.latest {
-            try tx.append(type: "streak.updated", userId: entry.userId, activity: .noalc, data: state)
+            try tx.append(Events.streakUpdated, userId: entry.userId, activity: .noalc, data: state)
             history.latest = state
         }
         histories.stage(history, for: entry.userId, in: tx)
@@ -122,15 +119,4 @@ public final class NoAlcStreakService: Service {
                            rewardsAvailable: result.rewardsAvailable, lastLoggedDay: result.lastLoggedDay,
                            todayLogged: result.todayLogged)
     }
-}
-
-/// The part of a `noalc.logged` envelope the streak needs.
-private struct LoggedEvent: Decodable {
-    struct Entry: Decodable {
-        let userId: UserID
-        let day: LocalDay
-        let level: NoAlcLevel
-    }
-
-    let data: Entry
 }

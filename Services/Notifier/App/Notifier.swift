@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import LHTClient
 import LHTSchema
 import Logging
 import NotificationRendering
@@ -15,7 +16,7 @@ import ZeroMQ
 public final class NotifierService: Service {
     public let host: ServiceHost
     private let settings: NotifierSettings
-    private let sessionLogger: APIClient
+    private let sessionLogger: ServiceClient
     private var feed: UpstreamFeed!
 
     /// Lazy Pirate against the session logger: tries × timeout bounds how long an action may wait.
@@ -24,36 +25,32 @@ public final class NotifierService: Service {
 
     public init(settings: NotifierSettings, logger: Logger, context: Context? = nil) throws {
         self.settings = settings
-        host = try ServiceHost(name: settings.service.name, apiEndpoint: settings.service.api,
+        host = try ServiceHost(service: settings.service.name, apiEndpoint: settings.service.api,
                                eventsEndpoint: settings.service.events, dataDirectory: settings.service.dataDirectory,
                                migrations: NotifierStore.migrate, logger: logger, context: context)
-        sessionLogger = APIClient(context: host.context, endpoint: settings.sessionLoggerAPI)
+        sessionLogger = ServiceClient(context: host.context, endpoint: settings.sessionLoggerAPI)
         let counts = try host.read(NotifierStore.counts)
         host.count("notified", by: counts.notified)
         host.count("rateLimited", by: counts.rateLimited)
-        feed = try UpstreamFeed(name: "reminder-planner", host: host, eventsEndpoint: settings.plannerEvents,
-                                apiEndpoint: settings.plannerAPI) { [unowned self] header, envelope, tx in
-            try apply(header, envelope, tx)
+        feed = try UpstreamFeed(upstream: .reminderPlanner, host: host, eventsEndpoint: settings.plannerEvents,
+                                apiEndpoint: settings.plannerAPI) { [unowned self] event, tx in
+            try apply(event, tx)
         }
         registerOps()
         // Before the ready line; if the planner does not answer, the loop keeps trying.
         feed.catchUp(timeoutMilliseconds: 2000)
-        host.onTick = { [unowned self] in feed.catchUpIfQuiet() }
+        host.onTick = { [unowned self] in feed.tick() }
     }
 
     // MARK: Ops
 
     private func registerOps() {
-        host.handle("notification.list") { request in
-            try NotifierStore.list(request.decode(NotificationListRequest.self), request.tx.db)
-        }
+        host.handleEncoded(Ops.notificationList) { query, tx in try NotifierStore.list(query, tx.db) }
         // Waits on the session logger, so it must not hold the batch's transaction meanwhile.
-        host.handleWithOwnTransactions("notification.action") { [unowned self] call in
-            try act(call.decode(NotificationActionRequest.self))
-        }
+        host.handleOutside(Ops.notificationAction) { [unowned self] input in try act(input) }
     }
 
-    private func act(_ input: NotificationActionRequest) throws -> Data {
+    private func act(_ input: NotificationActionRequest) throws -> NotificationActionReply {
         guard let notification = try host.read({ try NotifierStore.notification(input.notificationId, $0) }) else {
             throw WireError(.notFound, "no notification \"\(input.notificationId.prefix(80))\"", field: "data.notificationId")
         }
@@ -63,9 +60,9 @@ public final class NotifierService: Service {
             throw WireError(.notFound, "notification \(notification.notificationId) offers no action \"\(input.actionId.prefix(60))\" (it offers \(ids))",
                             field: "data.actionId")
         case .open(let deepLink):
-            return try replyData(NotificationDeepLinkReply(deepLink: deepLink))
+            return NotificationActionReply(deepLink: deepLink)
         case .logNoAlc(let level):
-            return try replyData(NotificationEntryReply(entry: log(level, for: notification, actionId: input.actionId)))
+            return NotificationActionReply(entry: try log(level, for: notification, actionId: input.actionId))
         }
     }
 
@@ -78,12 +75,11 @@ public final class NotifierService: Service {
         }
         let request = NoAlcLogRequest(id: ActionKey.id(notificationId: notification.notificationId, actionId: actionId),
                                       userId: notification.userId, day: day, level: level, source: "notification")
-        let receipt = try callSessionLogger("noalc.log", request, as: LogReceipt.self)
+        let receipt = try callSessionLogger(Ops.noalcLog, request)
         // The event the entry was published with is the stored entry, exactly (a later correction
         // of the same day does not hide it, as it would from noalc.list).
-        let page = try callSessionLogger("events.since", EventsSinceRequest(after: receipt.seq - 1, limit: 1),
-                                         as: EventsSinceReply<StoredNoAlcEntry>.self)
-        guard let entry = page.events.first?.data, entry.id == receipt.id else {
+        let page = try callSessionLogger(Ops.eventsSince, EventsSinceRequest(after: receipt.seq - 1, limit: 1))
+        guard case .noalcLogged(let entry) = page.events.first?.data, entry.id == receipt.id else {
             throw WireError(.internal, "the session logger's event \(receipt.seq) is not entry \(receipt.id)")
         }
         return entry
@@ -91,27 +87,22 @@ public final class NotifierService: Service {
 
     /// One request to the session logger, retried on timeout; its refusals come back as ours,
     /// without its field path, which names its request, not the caller's.
-    private func callSessionLogger<Payload: Encodable, Result: Decodable>(_ op: String, _ data: Payload, as type: Result.Type) throws -> Result {
-        for attempt in 1...Self.loggerTries {
-            switch sessionLogger.call(op, data, as: type, timeoutMilliseconds: Self.loggerTimeoutMilliseconds) {
-            case .success(let result):
-                return result
-            case .failure(let error) where error.code == .unavailable:
-                host.logger.warning("session logger did not answer", metadata: ["op": "\(op)", "attempt": "\(attempt)"])
-            case .failure(let error):
-                throw WireError(error.code, "the session logger refused \(op): \(error.message)")
-            }
+    private func callSessionLogger<Request, Reply>(_ op: Op<Request, Reply>, _ request: Request) throws(WireError) -> Reply {
+        do {
+            return try sessionLogger.call(op, request, timeoutMilliseconds: Self.loggerTimeoutMilliseconds, tries: Self.loggerTries)
+        } catch let error where error.code == .unavailable {
+            host.logger.warning("session logger did not answer", metadata: ["op": "\(op.name)"])
+            throw WireError(.unavailable, "the session logger did not answer \(op.name) within \(Self.loggerTries) × \(Self.loggerTimeoutMilliseconds) ms; repeating the action is safe")
+        } catch {
+            throw WireError(error.code, "the session logger refused \(op.name): \(error.message)")
         }
-        throw WireError(.unavailable, "the session logger did not answer \(op) within \(Self.loggerTries) × \(Self.loggerTimeoutMilliseconds) ms; repeating the action is safe")
     }
 
     // MARK: Upstream
 
     /// One planner event: a `reminder.due` becomes a notification, unless the rate limit drops it.
-    private func apply(_ header: EventHeader, _ envelope: Data, _ tx: Transaction) throws {
-        guard header.type == "reminder.due" else { return }
-        let event = try JSONDecoder().decode(EventEnvelope<DueOccurrence>.self, from: envelope)
-        let due = event.data
+    private func apply(_ event: ReceivedEvent, _ tx: Transaction) throws {
+        guard case .reminderDue(let due) = event.data else { return }
         let occurrence = due.occurrence
         // Each test firing is its own notification; the envelope id keeps a redelivered one the same.
         let notificationId = due.test ? "\(occurrence.reminderId)@test-\(event.id)" : occurrence.identity
@@ -140,7 +131,7 @@ public final class NotifierService: Service {
             actions: content.actions,
             deepLink: content.deepLink, targetDay: content.targetDay, reminderId: occurrence.reminderId,
             scheduledFor: occurrence.at, sentAt: tx.now, locale: due.locale, test: due.test)
-        let published = try tx.append(type: "notify", userId: occurrence.userId, activity: occurrence.activity, data: notification)
+        let published = try tx.append(Events.notify, userId: occurrence.userId, activity: occurrence.activity, data: notification)
         guard published == seq else {
             // Never store a notification whose seq is not its event's (the savepoint undoes the append).
             throw WireError(.internal, "notify event got seq \(published), expected \(seq)")

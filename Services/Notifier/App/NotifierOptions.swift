@@ -1,18 +1,20 @@
 import ArgumentParser
 import Foundation
+import LHTClient
+import LHTSchema
 import ServiceHost
 
 /// `notifier` flags (PROTOCOL.md "Running the services").
 public struct NotifierOptions: ParsableArguments {
     @OptionGroup public var common: CommonOptions
 
-    @Option(name: .customLong("planner-api"), help: "The reminder planner's api, for catching up with events.since.")
+    @Option(name: .customLong(ServiceName.reminderPlanner.flag(.api)), help: "The reminder planner's api, for catching up with events.since.")
     public var plannerAPI: String?
 
-    @Option(name: .customLong("planner-events"), help: "The reminder planner's events, for reminder.due as it is decided.")
+    @Option(name: .customLong(ServiceName.reminderPlanner.flag(.events)), help: "The reminder planner's events, for reminder.due as it is decided.")
     public var plannerEvents: String?
 
-    @Option(name: .customLong("session-logger-api"), help: "The session logger's api, where NoAlc quick actions log.")
+    @Option(name: .customLong(ServiceName.sessionLogger.flag(.api)), help: "The session logger's api, where NoAlc quick actions log.")
     public var sessionLoggerAPI: String?
 
     // Unconditional, so `-1` is read as this flag's value and refused by range rather than as an unknown flag.
@@ -22,7 +24,10 @@ public struct NotifierOptions: ParsableArguments {
 
     public init() {}
 
-    public static let flagNames = CommonOptions.flagNames + ["planner-api", "planner-events", "session-logger-api", "rate-limit-minutes"]
+    public static let flagNames = CommonOptions.flagNames + [
+        ServiceName.reminderPlanner.flag(.api), ServiceName.reminderPlanner.flag(.events), ServiceName.sessionLogger.flag(.api),
+        "rate-limit-minutes",
+    ]
 }
 
 /// Resolved settings; tests build these directly with wildcard ports and a temp directory.
@@ -42,10 +47,9 @@ public struct NotifierSettings: Sendable {
             throw ValidationError("--rate-limit-minutes: \(options.rateLimitMinutes) is not 0...\(Self.rateLimitRange.upperBound)")
         }
         rateLimitMinutes = options.rateLimitMinutes
-        plannerAPI = try Endpoint.validated(options.plannerAPI ?? "tcp://127.0.0.1:7311", flag: "planner-api")
-        plannerEvents = try Endpoint.validated(options.plannerEvents ?? "tcp://127.0.0.1:7312", flag: "planner-events")
-        sessionLoggerAPI = try Endpoint.validated(options.sessionLoggerAPI ?? "tcp://127.0.0.1:7301", flag: "session-logger-api")
-        service = try ServiceSettings(name: "notifier", common: options.common,
-                                      defaultAPI: "tcp://127.0.0.1:7321", defaultEvents: "tcp://127.0.0.1:7322")
+        plannerAPI = try Endpoint.of(.reminderPlanner, .api, given: options.plannerAPI)
+        plannerEvents = try Endpoint.of(.reminderPlanner, .events, given: options.plannerEvents)
+        sessionLoggerAPI = try Endpoint.of(.sessionLogger, .api, given: options.sessionLoggerAPI)
+        service = try ServiceSettings(.notifier, common: options.common)
     }
 }

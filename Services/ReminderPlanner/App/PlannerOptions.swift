@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LHTClient
 import LHTSchema
 import ServiceHost
 
@@ -7,10 +8,10 @@ import ServiceHost
 public struct PlannerOptions: ParsableArguments {
     @OptionGroup public var common: CommonOptions
 
-    @Option(name: .customLong("session-logger-api"), help: "The session logger's api, for catching up with events.since.")
+    @Option(name: .customLong(ServiceName.sessionLogger.flag(.api)), help: "The session logger's api, for catching up with events.since.")
     public var sessionLoggerAPI: String?
 
-    @Option(name: .customLong("session-logger-events"), help: "The session logger's events, for sessions as they are logged.")
+    @Option(name: .customLong(ServiceName.sessionLogger.flag(.events)), help: "The session logger's events, for sessions as they are logged.")
     public var sessionLoggerEvents: String?
 
     @Option(name: .customLong("time-zone"), help: "Time zone of users who have not set one.")
@@ -25,7 +26,7 @@ public struct PlannerOptions: ParsableArguments {
     public init() {}
 
     public static let flagNames = CommonOptions.flagNames
-        + ["session-logger-api", "session-logger-events", "time-zone", "grace-minutes", "clock"]
+        + [ServiceName.sessionLogger.flag(.api), ServiceName.sessionLogger.flag(.events), "time-zone", "grace-minutes", "clock"]
 }
 
 /// Where the planner's "now" comes from.
@@ -60,10 +61,9 @@ public struct PlannerSettings: Sendable {
             throw ValidationError("--grace-minutes: \(options.graceMinutes) is not 0...10080")
         }
         graceMinutes = options.graceMinutes
-        sessionLoggerAPI = try Endpoint.validated(options.sessionLoggerAPI ?? "tcp://127.0.0.1:7301", flag: "session-logger-api")
-        sessionLoggerEvents = try Endpoint.validated(options.sessionLoggerEvents ?? "tcp://127.0.0.1:7302", flag: "session-logger-events")
-        service = try ServiceSettings(name: "reminder-planner", common: options.common,
-                                      defaultAPI: "tcp://127.0.0.1:7311", defaultEvents: "tcp://127.0.0.1:7312")
+        sessionLoggerAPI = try Endpoint.of(.sessionLogger, .api, given: options.sessionLoggerAPI)
+        sessionLoggerEvents = try Endpoint.of(.sessionLogger, .events, given: options.sessionLoggerEvents)
+        service = try ServiceSettings(.reminderPlanner, common: options.common)
     }
 }
 

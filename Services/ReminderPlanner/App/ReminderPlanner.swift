@@ -44,7 +44,7 @@ public final class ReminderPlanner: Service {
             manualClock = nil
             time = SystemTime()
         }
-        host = try ServiceHost(name: settings.service.name, apiEndpoint: settings.service.api,
+        host = try ServiceHost(service: settings.service.name, apiEndpoint: settings.service.api,
                                eventsEndpoint: settings.service.events, dataDirectory: settings.service.dataDirectory,
                                migrations: PlannerStore.migrate, logger: logger, time: time, context: context)
         let stored = try host.read { db in
@@ -67,9 +67,9 @@ public final class ReminderPlanner: Service {
         try host.read { db in try PlannerStore.forEachReminder(db) { remember($0) } }
         rebuildSchedule()
 
-        feed = try UpstreamFeed(name: "session-logger", host: host, eventsEndpoint: settings.sessionLoggerEvents,
-                                apiEndpoint: settings.sessionLoggerAPI) { [unowned self] header, envelope, tx in
-            try self.apply(header, envelope, tx)
+        feed = try UpstreamFeed(upstream: .sessionLogger, host: host, eventsEndpoint: settings.sessionLoggerEvents,
+                                apiEndpoint: settings.sessionLoggerAPI) { [unowned self] event, tx in
+            try self.apply(event, tx)
         }
         registerOps()
         host.count("sessionsApplied", by: 0)
@@ -78,7 +78,7 @@ public final class ReminderPlanner: Service {
         decideDue(through: time.now(), mode: .startup)
         host.nextDeadline = { [unowned self] in self.manualClock == nil ? self.scheduler.nextInstant : nil }
         host.onTick = { [unowned self] in
-            self.feed.catchUpIfQuiet()
+            self.feed.tick()
             if self.manualClock == nil { self.decideDue(through: self.host.time.now(), mode: .running) }
         }
     }
@@ -86,56 +86,45 @@ public final class ReminderPlanner: Service {
     // MARK: Ops
 
     private func registerOps() {
-        host.handleAlone("user.put") { [unowned self] request in
-            let input = try request.decode(UserPutRequest.self)
+        host.handle(Ops.userPut, .alone) { [unowned self] input, tx in
             let user = UserSettings(userId: input.userId, timeZone: input.timeZone, locale: input.locale,
                                     paused: input.paused ?? users[input.userId]?.paused ?? false)
-            try PlannerStore.save(user, request.tx.db)
+            try PlannerStore.save(user, tx.db)
             for id in remindersByUser[user.userId] ?? [] {
-                if let reminder = reminders[id] { try reevaluate(reminder, zone: user.timeZone, in: request.tx) }
+                if let reminder = reminders[id] { try reevaluate(reminder, zone: user.timeZone, in: tx) }
             }
-            try persistDecidedThrough(request.tx)
-            request.tx.afterCommit { [unowned self] in
+            try persistDecidedThrough(tx)
+            tx.afterCommit { [unowned self] in
                 users[user.userId] = user
                 for id in remindersByUser[user.userId] ?? [] { if let reminder = reminders[id] { scheduler.schedule(reminder, zone: user.timeZone, from: firstPending(reminder)) } }
             }
-            return try replyData(user)
+            return user
         }
-        host.handle("user.get") { [unowned self] request in
-            try replyData(self.user(request.decode(UserRequest.self).userId))
+        host.handle(Ops.userGet) { [unowned self] query, _ in user(query.userId) }
+        host.handle(Ops.reminderPut, .alone) { [unowned self] input, tx in try putReminder(input, tx) }
+        host.handle(Ops.reminderGet) { [unowned self] query, _ in try reminder(query.id, field: "data.id") }
+        host.handle(Ops.reminderList) { [unowned self] query, _ in
+            let list = (remindersByUser[query.userId] ?? []).compactMap { reminders[$0] }.sorted { ($0.time, $0.id) < ($1.time, $1.id) }
+            return ReminderListReply(reminders: list)
         }
-        host.handleAlone("reminder.put") { [unowned self] request in try putReminder(request.decode(ReminderPutRequest.self), request.tx) }
-        host.handle("reminder.get") { [unowned self] request in
-            try replyData(reminder(request.decode(ReminderIDRequest.self).id, field: "data.id"))
-        }
-        host.handle("reminder.list") { [unowned self] request in
-            let user = try request.decode(UserRequest.self).userId
-            let list = (remindersByUser[user] ?? []).compactMap { reminders[$0] }.sorted { ($0.time, $0.id) < ($1.time, $1.id) }
-            return try replyData(ReminderListReply(reminders: list))
-        }
-        host.handleAlone("reminder.delete") { [unowned self] request in
-            let reminder = try reminder(request.decode(ReminderIDRequest.self).id, field: "data.id")
-            try PlannerStore.delete(reminder: reminder.id, request.tx.db)
+        host.handle(Ops.reminderDelete, .alone) { [unowned self] query, tx in
+            let reminder = try reminder(query.id, field: "data.id")
+            try PlannerStore.delete(reminder: reminder.id, tx.db)
             let deleted = ReminderDeleted(id: reminder.id, userId: reminder.userId, activity: reminder.activity)
-            try request.tx.append(type: "reminder.changed", userId: reminder.userId, activity: reminder.activity, data: deleted)
-            try persistDecidedThrough(request.tx)
-            request.tx.afterCommit { [unowned self] in forget(reminder.id) }
-            return try replyData(deleted)
+            try tx.append(Events.reminderChanged, userId: reminder.userId, activity: reminder.activity, data: .deleted(deleted))
+            try persistDecidedThrough(tx)
+            tx.afterCommit { [unowned self] in forget(reminder.id) }
+            return deleted
         }
-        host.handle("reminder.upcoming") { [unowned self] request in
-            try replyData(UpcomingReply(occurrences: upcoming(request.decode(UpcomingRequest.self), request.tx.db)))
+        host.handle(Ops.reminderUpcoming) { [unowned self] query, tx in try UpcomingReply(occurrences: upcoming(query, tx.db)) }
+        host.handle(Ops.reminderRestore, .alone) { [unowned self] input, tx in try restore(input, tx) }
+        host.handle(Ops.reminderTest, .alone) { [unowned self] input, tx in
+            try fireTest(reminder(input.reminderId, field: "data.reminderId"), tx)
         }
-        host.handleAlone("reminder.restore") { [unowned self] request in try restore(request.decode(RestoreRequest.self), request.tx) }
-        host.handleAlone("reminder.test") { [unowned self] request in
-            let reminder = try reminder(request.decode(ReminderTestRequest.self).reminderId, field: "data.reminderId")
-            return try replyData(fireTest(reminder, request.tx))
-        }
-        host.handle("clock.get") { [unowned self] _ in try replyData(ClockReply(now: host.time.now(), decided: nil)) }
-        host.handleWithOwnTransactions("clock.set") { [unowned self] call in
-            try moveClock(call) { try call.decode(ClockSetRequest.self).now }
-        }
-        host.handleWithOwnTransactions("clock.advance") { [unowned self] call in
-            try moveClock(call) { [unowned self] in host.time.now().adding(seconds: try call.decode(ClockAdvanceRequest.self).seconds) }
+        host.handle(Ops.clockGet) { [unowned self] _, _ in ClockReply(now: host.time.now(), decided: nil) }
+        host.handleOutside(Ops.clockSet) { [unowned self] input in try moveClock(Ops.clockSet.name, to: input.now) }
+        host.handleOutside(Ops.clockAdvance) { [unowned self] input in
+            try moveClock(Ops.clockAdvance.name, to: host.time.now().adding(seconds: input.seconds))
         }
     }
 
@@ -148,7 +137,7 @@ public final class ReminderPlanner: Service {
         return reminder
     }
 
-    private func putReminder(_ input: ReminderPutRequest, _ tx: Transaction) throws -> Data {
+    private func putReminder(_ input: ReminderPutRequest, _ tx: Transaction) throws -> ReminderPutReply {
         let existing = input.id.flatMap { reminders[$0] }
         if let existing, existing.userId != input.userId {
             throw WireError(.conflict, "reminder \(existing.id) belongs to another user", field: "data.userId")
@@ -163,7 +152,7 @@ public final class ReminderPlanner: Service {
             enabled: weekdays.isEmpty ? false : input.enabled ?? true, title: input.title, body: input.body,
             createdAt: existing?.createdAt ?? tx.now)
         try PlannerStore.save(reminder, tx.db)
-        try tx.append(type: "reminder.changed", userId: reminder.userId, activity: reminder.activity, data: reminder)
+        try tx.append(Events.reminderChanged, userId: reminder.userId, activity: reminder.activity, data: .put(reminder))
         try reevaluate(reminder, zone: user(reminder.userId).timeZone, in: tx)
         try persistDecidedThrough(tx)
         tx.afterCommit { [unowned self] in
@@ -171,10 +160,10 @@ public final class ReminderPlanner: Service {
             remember(reminder)
             scheduler.schedule(reminder, zone: user(reminder.userId).timeZone, from: firstPending(reminder))
         }
-        return try replyData(ReminderPutReply(reminder: reminder, warnings: warnings))
+        return ReminderPutReply(reminder: reminder, warnings: warnings)
     }
 
-    private func restore(_ input: RestoreRequest, _ tx: Transaction) throws -> Data {
+    private func restore(_ input: RestoreRequest, _ tx: Transaction) throws -> Occurrence {
         let reminder = try reminder(input.reminderId, field: "data.reminderId")
         let zone = user(reminder.userId).timeZone
         guard reminder.enabled, input.at >= reminder.createdAt,
@@ -187,8 +176,8 @@ public final class ReminderPlanner: Service {
         try PlannerStore.restore(reminder.id, at: planned.at, tx.db)
         tx.afterCommit { [unowned self] in restored.insert(OccurrenceKey(reminder: reminder.id, at: planned.at)) }
         let occurrence = makeOccurrence(reminder, planned, status: .scheduled, cause: nil)
-        try tx.append(type: "reminder.restored", userId: reminder.userId, activity: reminder.activity, data: occurrence)
-        return try replyData(occurrence)
+        try tx.append(Events.reminderRestored, userId: reminder.userId, activity: reminder.activity, data: occurrence)
+        return occurrence
     }
 
     /// `reminder.test`: a `reminder.due` with `test:true` now, whatever the rule, coverage or pause.
@@ -198,17 +187,16 @@ public final class ReminderPlanner: Service {
         let planned = PlannedOccurrence(day: local.day, weekday: local.day.weekday, at: tx.now,
                                         localTime: LocalTime(hour: local.minuteOfDay / 60, minute: local.minuteOfDay % 60)!)
         let occurrence = makeOccurrence(reminder, planned, status: .fired, cause: nil)
-        try tx.append(type: "reminder.due", userId: reminder.userId, activity: reminder.activity,
+        try tx.append(Events.reminderDue, userId: reminder.userId, activity: reminder.activity,
                       data: DueOccurrence(occurrence: occurrence, timeZone: settings.timeZone, locale: settings.locale,
                                           title: reminder.title, body: reminder.body, late: false, test: true))
         return occurrence
     }
 
-    private func moveClock(_ call: Call, to target: () throws -> Instant) throws -> Data {
+    private func moveClock(_ op: String, to now: Instant) throws -> ClockReply {
         guard let manualClock else {
-            throw WireError.invalid("op", "\(call.op) needs --clock manual:<instant>; this planner runs on the system clock")
+            throw WireError.invalid("op", "\(op) needs --clock manual:<instant>; this planner runs on the system clock")
         }
-        let now = try target()
         let previous = manualClock.current
         guard now >= previous else { throw WireError.invalid("data.now", "the clock only moves forward") }
         // Sessions logged just before the move count: catch up first (fail-safe if the logger is silent).
@@ -219,7 +207,7 @@ public final class ReminderPlanner: Service {
             let decided = try decideOrThrow(through: now, mode: .running) { tx in
                 try PlannerStore.setValue("manualNowMs", now.millisecondsSince1970, tx.db)
             }
-            return try replyData(ClockReply(now: now, decided: decided))
+            return ClockReply(now: now, decided: decided)
         } catch {
             manualClock.current = previous
             recoverFromFailedDecisions(error)
@@ -274,7 +262,7 @@ public final class ReminderPlanner: Service {
             guard !restored.contains(OccurrenceKey(reminder: reminder.id, at: planned.at)),
                   let cause = try cause(covering: planned, of: reminder, tx.db),
                   try PlannerStore.announce(reminder.id, at: planned.at, cause: cause, tx.db) else { continue }
-            try tx.append(type: "reminder.cancelled", userId: reminder.userId, activity: reminder.activity,
+            try tx.append(Events.reminderCancelled, userId: reminder.userId, activity: reminder.activity,
                           data: makeOccurrence(reminder, planned, status: .cancelled, cause: cause))
         }
     }
@@ -386,11 +374,12 @@ public final class ReminderPlanner: Service {
         let occurrence = makeOccurrence(reminder, planned, status: status, cause: cause)
         switch status {
         case .fired:
-            try tx.append(type: "reminder.due", userId: reminder.userId, activity: reminder.activity,
+            try tx.append(Events.reminderDue, userId: reminder.userId, activity: reminder.activity,
                           data: DueOccurrence(occurrence: occurrence, timeZone: user.timeZone, locale: user.locale,
                                               title: reminder.title, body: reminder.body, late: timeliness == .late, test: false))
         default:
-            try tx.append(type: "reminder.\(status.rawValue)", userId: reminder.userId, activity: reminder.activity, data: occurrence)
+            guard let event = Events.decision(status) else { throw WireError(.internal, "\(status) is not a decision") }
+            try tx.append(event, userId: reminder.userId, activity: reminder.activity, data: occurrence)
         }
         return true
     }
@@ -402,11 +391,10 @@ public final class ReminderPlanner: Service {
     // MARK: Upstream
 
     /// Applies one session-logger event: store what covers occurrences and announce what it cancels.
-    private func apply(_ header: EventHeader, _ envelope: Data, _ tx: Transaction) throws {
-        switch header.type {
-        case "session.logged":
-            let session = try JSONDecoder().decode(EventEnvelope<StoredSession>.self, from: envelope).data
-            guard try PlannerStore.insert(session: session, seq: header.seq, tx.db) else { return }
+    private func apply(_ event: ReceivedEvent, _ tx: Transaction) throws {
+        switch event.data {
+        case .sessionLogged(let session):
+            guard try PlannerStore.insert(session: session, seq: event.seq, tx.db) else { return }
             tx.afterCommit { [unowned self] in host.count("sessionsApplied") }
             let zone = user(session.userId).timeZone
             for reminder in reminders(of: session.userId, activity: session.activity) {
@@ -415,8 +403,7 @@ public final class ReminderPlanner: Service {
                                                                 from: max(session.start, firstPending(reminder)), through: latest)
                 try announceCancellations(reminder, candidates, in: tx)
             }
-        case "noalc.logged":
-            let entry = try JSONDecoder().decode(EventEnvelope<StoredNoAlcEntry>.self, from: envelope).data
+        case .noalcLogged(let entry):
             guard try PlannerStore.insert(noalcDay: entry.day, user: entry.userId, entry: entry.id, tx.db) else { return }
             tx.afterCommit { [unowned self] in host.count("noalcDaysApplied") }
             let zone = user(entry.userId).timeZone

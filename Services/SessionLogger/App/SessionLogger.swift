@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GRDB
+import LHTClient
 import LHTSchema
 import Logging
 import ServiceHost
@@ -24,9 +25,8 @@ public struct SessionLoggerSettings: Sendable {
     public let intake: String
 
     public init(_ options: SessionLoggerOptions) throws {
-        service = try ServiceSettings(name: "session-logger", common: options.common,
-                                      defaultAPI: "tcp://127.0.0.1:7301", defaultEvents: "tcp://127.0.0.1:7302")
-        intake = try Endpoint.validated(options.intake ?? "tcp://127.0.0.1:7303", flag: "intake")
+        service = try ServiceSettings(.sessionLogger, common: options.common)
+        intake = try Endpoint.validated(options.intake ?? ServiceName.sessionLogger.defaultEndpoint(.intake), flag: "intake")
     }
 }
 
@@ -40,7 +40,7 @@ public final class SessionLogger: Service {
     static let futureToleranceMilliseconds: Int64 = 5 * 60 * 1000
 
     public init(settings: SessionLoggerSettings, logger: Logger, context: Context? = nil) throws {
-        host = try ServiceHost(name: settings.service.name, apiEndpoint: settings.service.api,
+        host = try ServiceHost(service: settings.service.name, apiEndpoint: settings.service.api,
                                eventsEndpoint: settings.service.events, dataDirectory: settings.service.dataDirectory,
                                migrations: SessionStore.migrate, logger: logger, context: context)
         intake = try Socket(host.context, .sub)
@@ -57,28 +57,18 @@ public final class SessionLogger: Service {
     public var readyLine: String { host.readyLine(extra: "intake=\(intakeEndpoint)") }
 
     private func registerOps() {
-        host.handle("session.log") { [unowned self] request in
-            let input = try request.decode(SessionLogRequest.self)
-            guard input.start.milliseconds(since: request.tx.now) <= Self.futureToleranceMilliseconds else {
+        host.handle(Ops.sessionLog) { input, tx in
+            guard input.start.milliseconds(since: tx.now) <= Self.futureToleranceMilliseconds else {
                 throw WireError.invalid("data.start", "start is more than 5 minutes in the future")
             }
-            return try replyData(SessionStore.log(input, in: request.tx))
+            return try SessionStore.log(input, in: tx)
         }
-        host.handle("noalc.log") { request in
-            try replyData(SessionStore.log(request.decode(NoAlcLogRequest.self), in: request.tx))
+        host.handle(Ops.noalcLog) { input, tx in try SessionStore.log(input, in: tx) }
+        host.handle(Ops.sessionList) { query, tx in try SessionListReply(sessions: SessionStore.sessions(query, in: tx.db)) }
+        host.handle(Ops.noalcList) { query, tx in
+            try NoAlcListReply(entries: SessionStore.latestEntries(userId: query.userId, from: query.from, until: query.until, in: tx.db))
         }
-        host.handle("session.list") { request in
-            let query = try request.decode(SessionListRequest.self)
-            return try replyData(SessionListReply(sessions: SessionStore.sessions(query, in: request.tx.db)))
-        }
-        host.handle("noalc.list") { request in
-            let query = try request.decode(DayRangeRequest.self)
-            return try replyData(NoAlcListReply(entries: SessionStore.latestEntries(
-                userId: query.userId, from: query.from, until: query.until, in: request.tx.db)))
-        }
-        host.handle("daily.summary") { request in
-            try replyData(DailySummaryReply(days: SessionStore.summary(request.decode(DailySummaryRequest.self), in: request.tx.db)))
-        }
+        host.handle(Ops.dailySummary) { query, tx in try DailySummaryReply(days: SessionStore.summary(query, in: tx.db)) }
     }
 
     /// Intake messages are two frames, `intake` and a request as the api takes it. Nobody hears a
@@ -93,7 +83,7 @@ public final class SessionLogger: Service {
             bodies.append(frames[1])
         }
         guard !bodies.isEmpty else { return }
-        for reply in host.process(bodies, allowedOps: ["session.log", "noalc.log"]) {
+        for reply in host.process(bodies, allowedOps: [Ops.sessionLog.info, Ops.noalcLog.info]) {
             if let failure = try? JSONDecoder().decode(ReplyFrame<NoFields>.self, from: reply), let error = failure.error {
                 reject(error.description)
             } else {

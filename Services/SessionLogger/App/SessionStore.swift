@@ -36,7 +36,7 @@ enum SessionStore {
         }
         let session = StoredSession(id: id, userId: input.userId, activity: input.activity, start: input.start,
                                     end: input.end, source: input.source, loggedAt: tx.now)
-        let seq = try tx.append(type: "session.logged", userId: session.userId, activity: session.activity, data: session)
+        let seq = try tx.append(Events.sessionLogged, userId: session.userId, activity: session.activity, data: session)
         try tx.db.run("""
             INSERT INTO session (id, user_id, activity, start_ms, end_ms, source, logged_at_ms, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             """, arguments: [id.description, session.userId.rawValue, session.activity.rawValue, session.start.millisecondsSince1970,
@@ -55,7 +55,7 @@ enum SessionStore {
             return LogReceipt(id: id, seq: row["seq"], duplicate: true)
         }
         let entry = StoredNoAlcEntry(id: id, userId: input.userId, day: input.day, level: input.level, source: input.source, loggedAt: tx.now)
-        let seq = try tx.append(type: "noalc.logged", userId: entry.userId, activity: .noalc, data: entry)
+        let seq = try tx.append(Events.noalcLogged, userId: entry.userId, activity: .noalc, data: entry)
         try tx.db.run("""
             INSERT INTO noalc_entry (id, user_id, day, level, source, logged_at_ms, seq) VALUES (?, ?, ?, ?, ?, ?, ?)
             """, arguments: [id.description, entry.userId.rawValue, entry.day.description, entry.level.rawValue,

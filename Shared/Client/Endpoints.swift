@@ -1,0 +1,84 @@
+import LHTSchema
+
+/// The sockets a service binds (PROTOCOL "Transport").
+public enum SocketRole: String, CaseIterable, Sendable {
+    case api, events, intake
+}
+
+/// The one endpoint table: every default endpoint, and the flag and environment variable that
+/// override it, derived from the service and the socket. Services, `lht` and tests read it here.
+extension ServiceName {
+    /// The stem of the flags that name this service's endpoints to others: `--planner-api`,
+    /// `--session-logger-events`, and `lht --planner`.
+    public var flagStem: String {
+        switch self {
+        case .sessionLogger: "session-logger"
+        case .reminderPlanner: "planner"
+        case .notifier: "notifier"
+        case .noalcStreak: "streak"
+        }
+    }
+
+    /// The sockets this service binds.
+    public var roles: [SocketRole] { self == .sessionLogger ? [.api, .events, .intake] : [.api, .events] }
+
+    /// PROTOCOL's defaults: loopback, 73<service><socket> (7301 the session logger's api, 7312 the planner's events).
+    public func defaultEndpoint(_ role: SocketRole) -> String {
+        let service = switch self {
+        case .sessionLogger: 0
+        case .reminderPlanner: 1
+        case .notifier: 2
+        case .noalcStreak: 3
+        }
+        let socket = switch role {
+        case .api: 1
+        case .events: 2
+        case .intake: 3
+        }
+        return "tcp://127.0.0.1:73\(service)\(socket)"
+    }
+
+    /// The flag another program takes for this service's socket: `session-logger-api`, `planner-events`.
+    public func flag(_ role: SocketRole) -> String { "\(flagStem)-\(role.rawValue)" }
+
+    /// Also accepted where a person names a service: `planner`, `streak`, `logger`.
+    public init?(argument: String) {
+        if let exact = ServiceName(rawValue: argument) {
+            self = exact
+        } else if argument == "logger" {
+            self = .sessionLogger
+        } else if let stem = ServiceName.allCases.first(where: { $0.flagStem == argument }) {
+            self = stem
+        } else {
+            return nil
+        }
+    }
+}
+
+/// `LHT_` + the flag in upper case with `-` as `_` (PROTOCOL "Running the services").
+public func environmentVariable(forFlag flag: String) -> String {
+    "LHT_" + flag.uppercased().replacingOccurrences(of: "-", with: "_")
+}
+
+/// A flag value that is not a usable endpoint.
+public struct EndpointError: Error, CustomStringConvertible {
+    public let description: String
+}
+
+public enum Endpoint {
+    /// Accepts `tcp://host:port` (port may be `*`), `ipc://path` and `inproc://name`.
+    public static func validated(_ endpoint: String, flag: String) throws(EndpointError) -> String {
+        let invalid = EndpointError(description: "--\(flag): \"\(endpoint)\" is not a ZeroMQ endpoint such as tcp://127.0.0.1:7301")
+        if endpoint.hasPrefix("ipc://") || endpoint.hasPrefix("inproc://") {
+            guard endpoint.split(separator: "/", omittingEmptySubsequences: false).count > 2,
+                  !endpoint.hasSuffix("//") else { throw invalid }
+            return endpoint
+        }
+        guard endpoint.hasPrefix("tcp://") else { throw invalid }
+        let address = endpoint.dropFirst("tcp://".count)
+        guard let colon = address.lastIndex(of: ":"), colon != address.startIndex else { throw invalid }
+        let port = address[address.index(after: colon)...]
+        guard port == "*" || (UInt16(port).map { $0 > 0 } ?? false) else { throw invalid }
+        return endpoint
+    }
+}

@@ -1,0 +1,130 @@
+import Foundation
+import LHTSchema
+import ZeroMQ
+
+/// One publisher's events socket and its `events.since`, as a follower sees them: live events
+/// decoded once into their catalog types, heartbeats that tell the publisher's newest seq, and
+/// pages of what was missed (the zguide's Clone pattern: sequenced updates plus a catch-up).
+///
+/// It keeps no cursor: the owner decides what "applied" means (a service stores its cursor with the
+/// state it produced; `Subscription` delivers to a person). It owns its sockets: one thread only.
+public final class EventFollower {
+    public let subscriber: Socket
+    public let client: ServiceClient
+    /// The newest seq the publisher is known to have, from events and heartbeats.
+    public private(set) var publisherSeq: Int64 = 0
+    /// When the publisher was last heard from (an event or a heartbeat).
+    public private(set) var lastHeard = Date.distantPast
+    /// Messages that were not a readable event or heartbeat.
+    public private(set) var unreadable = 0
+
+    /// Subscribes to `prefixes` and, unless one of them is `""`, to heartbeats too.
+    public init(context: Context, eventsEndpoint: String, apiEndpoint: String, prefixes: [String] = [""]) throws {
+        subscriber = try Socket(context, .sub)
+        try subscriber.setReceiveHighWaterMark(1_000_000)
+        for prefix in prefixes { try subscriber.subscribe(prefix) }
+        if !prefixes.contains("") { try subscriber.subscribe(Heartbeat.topic) }
+        try subscriber.connect(eventsEndpoint)
+        client = ServiceClient(context: context, endpoint: apiEndpoint)
+    }
+
+    /// Whether nothing, not even a heartbeat, arrived for three heartbeat intervals.
+    public var isSilent: Bool { Date().timeIntervalSince(lastHeard) * 1000 > Double(3 * Heartbeat.intervalMilliseconds) }
+
+    /// The events waiting on the socket now (at most `limit` messages), in arrival order.
+    public func drain(limit: Int = 1024) -> [ReceivedEvent] {
+        var events: [ReceivedEvent] = []
+        var read = 0
+        while read < limit, let frames = try? subscriber.receiveMultipart(dontWait: true) {
+            read += 1
+            guard frames.count == 2 else { unreadable += 1; continue }
+            if frames[0].elementsEqual(Heartbeat.topic.utf8) {
+                guard let beat = try? JSONDecoder().decode(Heartbeat.self, from: frames[1]) else { unreadable += 1; continue }
+                heard(seq: beat.lastSeq)
+            } else if let event = try? JSONDecoder().decode(ReceivedEvent.self, from: frames[1]) {
+                heard(seq: event.seq)
+                events.append(event)
+            } else {
+                unreadable += 1
+            }
+        }
+        return events
+    }
+
+    /// One page of `events.since`: the events after `seq`, each decoded once.
+    public func page(after seq: Int64, limit: Int = 1000, timeoutMilliseconds: Int) throws(WireError) -> EventsSinceReply {
+        let reply = try client.call(Ops.eventsSince, EventsSinceRequest(after: seq, limit: limit), timeoutMilliseconds: timeoutMilliseconds)
+        heard(seq: reply.lastSeq)
+        return reply
+    }
+
+    private func heard(seq: Int64) {
+        lastHeard = Date()
+        publisherSeq = max(publisherSeq, seq)
+    }
+}
+
+/// A person's or a program's view of a publisher: the events whose topics match, in seq order,
+/// each once, with whatever the socket missed (a gap, a slow start, a restart of ours) fetched
+/// through `events.since`. Topic filters make seq gaps normal, so after a gap it asks rather than guesses.
+public final class Subscription {
+    public let follower: EventFollower
+    private let prefixes: [String]
+    /// Every seq up to here has been looked at (delivered if it matched); nil until the first news.
+    public private(set) var checkedThrough: Int64?
+    private let timeoutMilliseconds: Int
+
+    /// `after`: deliver events after this seq (0: the whole history); nil: only what comes from now on.
+    public init(context: Context, eventsEndpoint: String, apiEndpoint: String, prefixes: [String], after: Int64?,
+                timeoutMilliseconds: Int = 3000) throws {
+        follower = try EventFollower(context: context, eventsEndpoint: eventsEndpoint, apiEndpoint: apiEndpoint, prefixes: prefixes)
+        self.prefixes = prefixes
+        checkedThrough = after
+        self.timeoutMilliseconds = timeoutMilliseconds
+    }
+
+    private func matches(_ topic: String) -> Bool { prefixes.contains { topic.hasPrefix($0) } }
+
+    /// Fetches everything after `checkedThrough` that matches. Throws when the publisher does not answer.
+    public func catchUp() throws(WireError) -> [ReceivedEvent] {
+        var delivered: [ReceivedEvent] = []
+        while true {
+            let after = checkedThrough ?? 0
+            let page = try follower.page(after: after, timeoutMilliseconds: timeoutMilliseconds)
+            delivered += page.events.filter { matches($0.topic) }
+            let last = page.events.last?.seq ?? after
+            // A short page is the whole rest, whatever gaps filtering left in it.
+            let complete = page.events.count < 1000
+            checkedThrough = complete ? max(last, page.lastSeq) : last
+            if complete || last >= page.lastSeq { return delivered }
+        }
+    }
+
+    /// Waits up to `timeoutMilliseconds` for news and returns the new matching events in seq order
+    /// (possibly none). A live event right after `checkedThrough` is taken as it is; anything that
+    /// shows a gap (a later seq, a heartbeat ahead of us) is fetched through `events.since`.
+    public func next(timeoutMilliseconds wait: Int) throws -> [ReceivedEvent] {
+        guard try Poller.readable([follower.subscriber], timeoutMilliseconds: wait)[0] else { return [] }
+        var delivered: [ReceivedEvent] = []
+        for event in follower.drain() {
+            guard let checked = checkedThrough else {
+                checkedThrough = event.seq
+                if matches(event.topic) { delivered.append(event) }
+                continue
+            }
+            if event.seq <= checked { continue }
+            if event.seq == checked + 1 {
+                checkedThrough = event.seq
+                if matches(event.topic) { delivered.append(event) }
+            } else {
+                delivered += try catchUp()
+            }
+        }
+        if let checked = checkedThrough, follower.publisherSeq > checked {
+            delivered += try catchUp()
+        } else if checkedThrough == nil {
+            checkedThrough = follower.publisherSeq  // a heartbeat before any event: "from now on" starts here
+        }
+        return delivered
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import LHTSchema
+import ZeroMQ
+
+/// A request/reply client for one service's api, typed by the catalog's ops.
+///
+/// Lazy Pirate (zguide ch. 4): on a timeout the socket is thrown away and reopened, so a late reply
+/// can never be taken for the next request's; with `tries > 1` the request is sent again on the new
+/// socket. Only idempotent requests should be retried (every op with an id is, by PROTOCOL).
+public final class ServiceClient {
+    public let endpoint: String
+    private let context: Context
+    private var socket: Socket?
+
+    public init(context: Context, endpoint: String) {
+        self.context = context
+        self.endpoint = endpoint
+    }
+
+    private func connected() throws -> Socket {
+        if let socket { return socket }
+        let socket = try Socket(context, .dealer)
+        try socket.connect(endpoint)
+        self.socket = socket
+        return socket
+    }
+
+    /// Sends one request frame and waits up to `timeoutMilliseconds` per try for its reply frame.
+    /// Nil when the service did not answer (or the transport failed) on any try.
+    public func exchange(_ requestFrame: Data, timeoutMilliseconds: Int, tries: Int = 1) -> Data? {
+        for _ in 0..<max(1, tries) {
+            if let reply = exchangeOnce(requestFrame, timeoutMilliseconds: timeoutMilliseconds) { return reply }
+        }
+        return nil
+    }
+
+    private func exchangeOnce(_ requestFrame: Data, timeoutMilliseconds: Int) -> Data? {
+        do {
+            let socket = try connected()
+            try socket.send(multipart: [Data(), requestFrame])
+            let deadline = Date().addingTimeInterval(Double(timeoutMilliseconds) / 1000)
+            while true {
+                let remaining = Int(deadline.timeIntervalSinceNow * 1000)
+                guard remaining > 0, try Poller.readable([socket], timeoutMilliseconds: remaining)[0] else { break }
+                if let frames = try socket.receiveMultipart(dontWait: true), let body = frames.last { return body }
+            }
+        } catch {
+            // Treated like a timeout: the socket is replaced below.
+        }
+        socket = nil
+        return nil
+    }
+
+    /// Calls `op` and decodes its reply; a refusal is the service's `WireError`, no answer is `unavailable`.
+    public func call<Input, Output>(_ op: Op<Input, Output>, _ request: Input, timeoutMilliseconds: Int,
+                                    tries: Int = 1) throws(WireError) -> Output {
+        try callWithData(op, request, timeoutMilliseconds: timeoutMilliseconds, tries: tries).value
+    }
+
+    /// As `call`, with the reply's `data` bytes exactly as the service sent them (for `--json` output).
+    public func callWithData<Input, Output>(_ op: Op<Input, Output>, _ request: Input, timeoutMilliseconds: Int,
+                                            tries: Int = 1) throws(WireError) -> (value: Output, data: Data) {
+        let frame: Data
+        do {
+            frame = try wireEncoder().encode(RequestFrame(op: op.name, data: request))
+        } catch {
+            throw WireError(.internal, "the \(op.name) request could not be encoded: \(error)")
+        }
+        guard let reply = exchange(frame, timeoutMilliseconds: timeoutMilliseconds, tries: tries) else {
+            throw WireError(.unavailable, "\(endpoint) did not answer \(op.name) within \(tries) × \(timeoutMilliseconds) ms")
+        }
+        let decoded: ReplyFrame<Output>
+        do {
+            decoded = try JSONDecoder().decode(ReplyFrame<Output>.self, from: reply)
+        } catch {
+            throw WireError(.internal, "\(endpoint) sent a reply to \(op.name) that cannot be read: \("\(error)".prefix(200))")
+        }
+        guard decoded.ok, let value = decoded.data else {
+            throw decoded.error ?? WireError(.internal, "\(endpoint) replied to \(op.name) without data")
+        }
+        return (value, Reply.dataBytes(of: reply) ?? ((try? wireEncoder().encode(value)) ?? Data("null".utf8)))
+    }
+}
+
+extension Reply {
+    /// The `data` member of a success frame exactly as sent, when the frame has the services' own layout.
+    public static func dataBytes(of frame: Data) -> Data? {
+        let prefix = Data(#"{"v":1,"ok":true,"data":"#.utf8)
+        guard frame.count > prefix.count, frame.starts(with: prefix), frame.last == UInt8(ascii: "}") else { return nil }
+        let inner = frame.subdata(in: (frame.startIndex + prefix.count)..<(frame.endIndex - 1))
+        return JSONSyntax.isValue(inner) ? inner : nil
+    }
+}

@@ -1,0 +1,305 @@
+import Foundation
+
+// The one catalog of the wire contract (PROTOCOL.md): every service, every op with its request and
+// reply types, every event type with its data type, publisher and topic. Services register handlers
+// by these entries, clients call by them, and the authorization rules (PROTOCOL "Security") are read
+// from them: nothing else in the system spells an op or event name.
+
+/// The four services, by executable name.
+public enum ServiceName: String, CaseIterable, Codable, Sendable {
+    case sessionLogger = "session-logger"
+    case reminderPlanner = "reminder-planner"
+    case notifier
+    case noalcStreak = "noalc-streak"
+}
+
+/// Who may make a request (PROTOCOL "Security", the table of what a user may do). Services and
+/// admins may make every request; these rules say what a user may.
+public enum Access: Sendable, Hashable {
+    /// Anyone let in (`health`).
+    case anyone
+    /// The request names a user (`UserScoped`): only that user; another user's is `unauthorized`.
+    case ownUser
+    /// The request names a record by id: only its owner; another user's is `not_found`, as for an unknown id.
+    case ownRecord
+    /// `events.since`: every caller, but a user sees only events whose topic names them.
+    case ownEvents
+    /// Ops that name neither a user nor a record (`clock.*`): services and admins only.
+    case privileged
+}
+
+/// A request whose `data.userId` names the user it acts for.
+public protocol UserScoped {
+    var userId: UserID { get }
+}
+
+/// What every op entry tells without its types, for tables such as the authorization rules.
+public struct OpInfo: Sendable, Hashable {
+    public let name: String
+    /// Nil for the ops every service answers (`health`, `events.since`).
+    public let service: ServiceName?
+    public let access: Access
+}
+
+/// One op: its name, the service that serves it, its request and reply types, and who may call it.
+public struct Op<Request: Codable & Sendable, Reply: Codable & Sendable>: Sendable {
+    public let info: OpInfo
+    public var name: String { info.name }
+
+    init(_ name: String, _ service: ServiceName?, access: Access) {
+        info = OpInfo(name: name, service: service, access: access)
+    }
+
+    init(_ name: String, _ service: ServiceName) where Request: UserScoped {
+        self.init(name, service, access: .ownUser)
+    }
+}
+
+/// Every op of PROTOCOL.md.
+public enum Ops {
+    // Every service.
+    public static let health = Op<NoFields, HealthReply>("health", nil, access: .anyone)
+    public static let eventsSince = Op<EventsSinceRequest, EventsSinceReply>("events.since", nil, access: .ownEvents)
+
+    // session-logger
+    public static let sessionLog = Op<SessionLogRequest, LogReceipt>("session.log", .sessionLogger)
+    public static let noalcLog = Op<NoAlcLogRequest, LogReceipt>("noalc.log", .sessionLogger)
+    public static let sessionList = Op<SessionListRequest, SessionListReply>("session.list", .sessionLogger)
+    public static let noalcList = Op<DayRangeRequest, NoAlcListReply>("noalc.list", .sessionLogger)
+    public static let dailySummary = Op<DailySummaryRequest, DailySummaryReply>("daily.summary", .sessionLogger)
+
+    // reminder-planner
+    public static let userPut = Op<UserPutRequest, UserSettings>("user.put", .reminderPlanner)
+    public static let userGet = Op<UserRequest, UserSettings>("user.get", .reminderPlanner)
+    public static let reminderPut = Op<ReminderPutRequest, ReminderPutReply>("reminder.put", .reminderPlanner)
+    public static let reminderGet = Op<ReminderIDRequest, Reminder>("reminder.get", .reminderPlanner, access: .ownRecord)
+    public static let reminderList = Op<UserRequest, ReminderListReply>("reminder.list", .reminderPlanner)
+    public static let reminderDelete = Op<ReminderIDRequest, ReminderDeleted>("reminder.delete", .reminderPlanner, access: .ownRecord)
+    public static let reminderUpcoming = Op<UpcomingRequest, UpcomingReply>("reminder.upcoming", .reminderPlanner)
+    public static let reminderRestore = Op<RestoreRequest, Occurrence>("reminder.restore", .reminderPlanner, access: .ownRecord)
+    public static let reminderTest = Op<ReminderTestRequest, Occurrence>("reminder.test", .reminderPlanner, access: .ownRecord)
+    public static let clockGet = Op<NoFields, ClockReply>("clock.get", .reminderPlanner, access: .privileged)
+    public static let clockSet = Op<ClockSetRequest, ClockReply>("clock.set", .reminderPlanner, access: .privileged)
+    public static let clockAdvance = Op<ClockAdvanceRequest, ClockReply>("clock.advance", .reminderPlanner, access: .privileged)
+
+    // notifier
+    public static let notificationList = Op<NotificationListRequest, NotificationListReply>("notification.list", .notifier)
+    public static let notificationAction = Op<NotificationActionRequest, NotificationActionReply>(
+        "notification.action", .notifier, access: .ownRecord)
+
+    // noalc-streak
+    public static let streakGet = Op<StreakGetRequest, StreakState>("streak.get", .noalcStreak)
+    public static let calendarGet = Op<CalendarGetRequest, CalendarReply>("calendar.get", .noalcStreak)
+
+    /// Every op, for tables and checks that need them all.
+    public static let all: [OpInfo] = [
+        health.info, eventsSince.info,
+        sessionLog.info, noalcLog.info, sessionList.info, noalcList.info, dailySummary.info,
+        userPut.info, userGet.info, reminderPut.info, reminderGet.info, reminderList.info, reminderDelete.info,
+        reminderUpcoming.info, reminderRestore.info, reminderTest.info, clockGet.info, clockSet.info, clockAdvance.info,
+        notificationList.info, notificationAction.info,
+        streakGet.info, calendarGet.info,
+    ]
+
+    /// The ops `service` answers, those every service answers included.
+    public static func served(by service: ServiceName) -> [OpInfo] {
+        all.filter { $0.service == nil || $0.service == service }
+    }
+
+    public static func named(_ name: String) -> OpInfo? { all.first { $0.name == name } }
+}
+
+/// One event type: its name (the topic's first part), its data type and the service that publishes it.
+public struct EventType<Payload: Codable & Sendable>: Sendable {
+    public let info: EventTypeInfo
+    public var name: String { info.name }
+
+    init(_ name: String, _ publisher: ServiceName) { info = EventTypeInfo(name: name, publisher: publisher) }
+
+    /// The topic of one event of this type: `<type>.<userId>.<activity>`.
+    public func topic(userId: UserID, activity: Activity) -> Topic { Topic(type: name, userId: userId, activity: activity) }
+
+    /// The prefix that subscribes to one user's events of this type: `notify.henning.`.
+    public func prefix(userId: UserID) -> String { info.prefix(userId: userId) }
+}
+
+public struct EventTypeInfo: Sendable, Hashable {
+    public let name: String
+    public let publisher: ServiceName
+
+    public func prefix(userId: UserID) -> String { "\(name).\(userId)." }
+}
+
+/// The data of `reminder.changed`: the reminder after a put, or the deletion.
+public enum ReminderChange: Codable, Sendable, Hashable {
+    case put(Reminder)
+    case deleted(ReminderDeleted)
+
+    private enum Keys: String, CodingKey { case deleted }
+
+    public init(from decoder: Decoder) throws {
+        let deleted = try decoder.container(keyedBy: Keys.self).decodeIfPresent(Bool.self, forKey: .deleted) ?? false
+        self = deleted ? .deleted(try ReminderDeleted(from: decoder)) : .put(try Reminder(from: decoder))
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        switch self {
+        case .put(let reminder): try reminder.encode(to: encoder)
+        case .deleted(let deletion): try deletion.encode(to: encoder)
+        }
+    }
+}
+
+/// Every event type of PROTOCOL.md.
+public enum Events {
+    public static let sessionLogged = EventType<StoredSession>("session.logged", .sessionLogger)
+    public static let noalcLogged = EventType<StoredNoAlcEntry>("noalc.logged", .sessionLogger)
+    public static let reminderChanged = EventType<ReminderChange>("reminder.changed", .reminderPlanner)
+    public static let reminderCancelled = EventType<Occurrence>("reminder.cancelled", .reminderPlanner)
+    public static let reminderRestored = EventType<Occurrence>("reminder.restored", .reminderPlanner)
+    public static let reminderDue = EventType<DueOccurrence>("reminder.due", .reminderPlanner)
+    public static let reminderSuppressed = EventType<Occurrence>("reminder.suppressed", .reminderPlanner)
+    public static let reminderMissed = EventType<Occurrence>("reminder.missed", .reminderPlanner)
+    public static let reminderSkipped = EventType<Occurrence>("reminder.skipped", .reminderPlanner)
+    public static let notify = EventType<Notification>("notify", .notifier)
+    public static let streakUpdated = EventType<StreakState>("streak.updated", .noalcStreak)
+
+    public static let all: [EventTypeInfo] = [
+        sessionLogged.info, noalcLogged.info, reminderChanged.info, reminderCancelled.info, reminderRestored.info,
+        reminderDue.info, reminderSuppressed.info, reminderMissed.info, reminderSkipped.info, notify.info, streakUpdated.info,
+    ]
+
+    public static func published(by service: ServiceName) -> [EventTypeInfo] { all.filter { $0.publisher == service } }
+
+    /// The decision event of an occurrence that did not fire (`reminder.suppressed` …); nil for `fired`,
+    /// whose event (`reminder.due`) carries more than the occurrence.
+    public static func decision(_ status: OccurrenceStatus) -> EventType<Occurrence>? {
+        switch status {
+        case .suppressed: reminderSuppressed
+        case .missed: reminderMissed
+        case .skipped: reminderSkipped
+        case .cancelled: reminderCancelled
+        case .scheduled, .fired: nil
+        }
+    }
+}
+
+/// An event's data decoded into its catalog type, in one pass.
+public enum EventData: Sendable, Hashable {
+    case sessionLogged(StoredSession)
+    case noalcLogged(StoredNoAlcEntry)
+    case reminderChanged(ReminderChange)
+    /// `reminder.cancelled`, `.restored`, `.suppressed`, `.missed`, `.skipped`: the type says which.
+    case occurrence(Occurrence)
+    case reminderDue(DueOccurrence)
+    case notify(Notification)
+    case streakUpdated(StreakState)
+}
+
+/// An envelope as a reader receives it, live or from `events.since`, with its data already typed.
+/// An event type this reader does not know (a newer publisher) decodes with `data == nil`.
+public struct ReceivedEvent: Codable, Sendable, Hashable {
+    public let type: String
+    public let seq: Int64
+    public let id: RecordID
+    public let time: Instant
+    public let source: String
+    public let topic: String
+    public let data: EventData?
+
+    private enum Keys: String, CodingKey { case v, type, seq, id, time, source, topic, data }
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: Keys.self)
+        type = try container.decode(String.self, forKey: .type)
+        seq = try container.decode(Int64.self, forKey: .seq)
+        id = try container.decode(RecordID.self, forKey: .id)
+        time = try container.decode(Instant.self, forKey: .time)
+        source = try container.decode(String.self, forKey: .source)
+        topic = try container.decode(String.self, forKey: .topic)
+        func payload<Payload: Decodable>(_ kind: Payload.Type) throws -> Payload { try container.decode(kind, forKey: .data) }
+        switch type {
+        case Events.sessionLogged.name: data = .sessionLogged(try payload(StoredSession.self))
+        case Events.noalcLogged.name: data = .noalcLogged(try payload(StoredNoAlcEntry.self))
+        case Events.reminderChanged.name: data = .reminderChanged(try payload(ReminderChange.self))
+        case Events.reminderDue.name: data = .reminderDue(try payload(DueOccurrence.self))
+        case Events.notify.name: data = .notify(try payload(Notification.self))
+        case Events.streakUpdated.name: data = .streakUpdated(try payload(StreakState.self))
+        case Events.reminderCancelled.name, Events.reminderRestored.name, Events.reminderSuppressed.name,
+             Events.reminderMissed.name, Events.reminderSkipped.name:
+            data = .occurrence(try payload(Occurrence.self))
+        default: data = nil
+        }
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: Keys.self)
+        try container.encode(wireVersion, forKey: .v)
+        try container.encode(type, forKey: .type)
+        try container.encode(seq, forKey: .seq)
+        try container.encode(id, forKey: .id)
+        try container.encode(time, forKey: .time)
+        try container.encode(source, forKey: .source)
+        try container.encode(topic, forKey: .topic)
+        switch data {
+        case .sessionLogged(let value): try container.encode(value, forKey: .data)
+        case .noalcLogged(let value): try container.encode(value, forKey: .data)
+        case .reminderChanged(let value): try container.encode(value, forKey: .data)
+        case .occurrence(let value): try container.encode(value, forKey: .data)
+        case .reminderDue(let value): try container.encode(value, forKey: .data)
+        case .notify(let value): try container.encode(value, forKey: .data)
+        case .streakUpdated(let value): try container.encode(value, forKey: .data)
+        case nil: try container.encodeNil(forKey: .data)
+        }
+    }
+}
+
+/// The heartbeat a publisher sends when it has published nothing for a second (PROTOCOL "Events"):
+/// not stored, no seq, so followers notice a gap or a silent publisher without polling.
+public struct Heartbeat: Codable, Sendable, Hashable {
+    public static let topic = "heartbeat"
+    public static let intervalMilliseconds: Int64 = 1000
+
+    public let v: Int
+    public let type: String
+    public let source: String
+    public let lastSeq: Int64
+    public let time: Instant
+
+    public init(source: String, lastSeq: Int64, time: Instant) {
+        v = wireVersion
+        type = Self.topic
+        self.source = source
+        self.lastSeq = lastSeq
+        self.time = time
+    }
+}
+
+/// `notification.action` reply: the stored entry for a NoAlc level, the deep link for `open.*`.
+public struct NotificationActionReply: Codable, Sendable, Hashable {
+    public let entry: StoredNoAlcEntry?
+    public let deepLink: String?
+
+    public init(entry: StoredNoAlcEntry) {
+        self.entry = entry
+        deepLink = nil
+    }
+
+    public init(deepLink: String) {
+        entry = nil
+        self.deepLink = deepLink
+    }
+}
+
+extension SessionLogRequest: UserScoped {}
+extension NoAlcLogRequest: UserScoped {}
+extension SessionListRequest: UserScoped {}
+extension DayRangeRequest: UserScoped {}
+extension DailySummaryRequest: UserScoped {}
+extension UserPutRequest: UserScoped {}
+extension UserRequest: UserScoped {}
+extension ReminderPutRequest: UserScoped {}
+extension UpcomingRequest: UserScoped {}
+extension NotificationListRequest: UserScoped {}
+extension StreakGetRequest: UserScoped {}
+extension CalendarGetRequest: UserScoped {}
