@@ -81,4 +81,17 @@ public enum Endpoint {
         guard port == "*" || (UInt16(port).map { $0 > 0 } ?? false) else { throw invalid }
         return endpoint
     }
+
+    /// Whether binding `endpoint` reaches this machine only: a `tcp` host in 127.0.0.0/8, `::1` or
+    /// `localhost` (not `0.0.0.0` or `*`), or an `ipc`/`inproc` endpoint.
+    public static func isLoopback(_ endpoint: String) -> Bool {
+        guard endpoint.hasPrefix("tcp://") else { return true }
+        let address = endpoint.dropFirst("tcp://".count)
+        guard let colon = address.lastIndex(of: ":") else { return false }
+        var host = address[..<colon]
+        if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
+        if host == "localhost" || host == "::1" { return true }
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        return octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
+    }
 }

@@ -73,7 +73,7 @@ public final class ServiceHost {
         self.logger = logger
         self.time = time
         self.context = try context ?? Context()
-        try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
+        _ = try DataDirectory.prepared(dataDirectory.path)
         var configuration = Configuration()
         // The checkpointer's connection can hold a lock for a moment: wait, do not fail.
         configuration.busyMode = .timeout(5)
@@ -83,6 +83,7 @@ public final class ServiceHost {
             try db.execute(sql: "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = 0")
         }
         let path = dataDirectory.appendingPathComponent("\(service.rawValue).sqlite").path
+        try DataDirectory.createPrivateFile(path)
         database = try DatabaseQueue(path: path, configuration: configuration)
         var migrator = DatabaseMigrator()
         EventLog.migrate(&migrator)

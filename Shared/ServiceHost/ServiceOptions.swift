@@ -15,9 +15,15 @@ public struct CommonOptions: ParsableArguments {
     @Option(name: .customLong("data-dir"), help: "Directory for the SQLite store (default ./.lht-data/<executable>).")
     public var dataDir: String?
 
+    @Option(help: "Directory of CurveZMQ certificates (services/, clients/): turns security on (PROTOCOL \"Security\").")
+    public var keys: String?
+
+    @Flag(help: "Without --keys, allow binding addresses other than loopback (plaintext health data on the network).")
+    public var insecure = false
+
     public init() {}
 
-    public static let flagNames = ["api", "events", "data-dir"]
+    public static let flagNames = ["api", "events", "data-dir", "keys", "insecure"]
 }
 
 /// One service's resolved common settings.
@@ -26,12 +32,31 @@ public struct ServiceSettings: Sendable {
     public let api: String
     public let events: String
     public let dataDirectory: URL
+    /// The certificate directory; nil: plaintext, loopback only (unless `insecure`).
+    public let keysDirectory: String?
+    public let insecure: Bool
 
     public init(_ name: ServiceName, common: CommonOptions) throws {
         self.name = name
+        keysDirectory = common.keys
+        insecure = common.insecure
         api = try Endpoint.validated(common.api ?? name.defaultEndpoint(.api), flag: "api")
         events = try Endpoint.validated(common.events ?? name.defaultEndpoint(.events), flag: "events")
+        for (endpoint, flag) in [(api, "api"), (events, "events")] {
+            try Self.requireLocal(endpoint, flag: flag, keys: keysDirectory, insecure: insecure)
+        }
         dataDirectory = try DataDirectory.prepared(common.dataDir ?? "./.lht-data/\(name.rawValue)")
+    }
+
+    /// Without keys a service is for one machine only (PROTOCOL "Security"): an endpoint it binds
+    /// must be loopback, unless the operator said `--insecure`.
+    public func requireLocal(_ endpoint: String, flag: String) throws {
+        try Self.requireLocal(endpoint, flag: flag, keys: keysDirectory, insecure: insecure)
+    }
+
+    private static func requireLocal(_ endpoint: String, flag: String, keys: String?, insecure: Bool) throws {
+        guard keys == nil, !insecure, !Endpoint.isLoopback(endpoint) else { return }
+        throw ValidationError("--\(flag): \(endpoint) is reachable from other machines; give --keys DIR to speak CurveZMQ, or --insecure to serve plaintext anyway")
     }
 }
 
@@ -43,18 +68,30 @@ extension Endpoint {
 }
 
 public enum DataDirectory {
-    /// Creates the directory and proves it writable, so a bad `--data-dir` fails before anything is bound.
+    /// Creates the directory (0700, whatever the umask: it holds health data) and proves it
+    /// writable, so a bad `--data-dir` fails before anything is bound.
     public static func prepared(_ path: String) throws -> URL {
         let url = URL(fileURLWithPath: path, isDirectory: true).standardizedFileURL
         do {
-            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            guard chmod(url.path, 0o700) == 0 else { throw CocoaError(.fileWriteNoPermission) }
             let probe = url.appendingPathComponent(".write-probe-\(getpid())")
-            try Data().write(to: probe)
+            try createPrivateFile(probe.path)
             try FileManager.default.removeItem(at: probe)
         } catch {
             throw ValidationError("--data-dir: \(path) is not a writable directory")
         }
         return url
+    }
+
+    /// Creates `path` (if missing) readable and writable by its owner only, whatever the umask.
+    /// SQLite gives its `-wal` and `-shm` files the mode of the database file, so creating the
+    /// database this way keeps all three private.
+    public static func createPrivateFile(_ path: String) throws {
+        let descriptor = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path]) }
+        defer { close(descriptor) }
+        guard fchmod(descriptor, 0o600) == 0 else { throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path]) }
     }
 }
 
@@ -69,12 +106,21 @@ public enum ZoneOption {
 /// also read from `LHT_<FLAG>` (a flag given on the command line wins), and any unusable flag is one
 /// line on standard error and exit status 2.
 public enum ServiceCommandLine {
+    /// Flags that are switches (no value).
+    static let switchNames: Set<String> = ["insecure"]
+
     /// `arguments` with a `--flag=value` added for every flag not given but set in the environment.
     public static func withEnvironment(_ arguments: [String], flags: [String], environment: [String: String]) -> [String] {
         var result = arguments
         for flag in flags {
             let given = arguments.contains { $0 == "--\(flag)" || $0.hasPrefix("--\(flag)=") }
-            if !given, let value = environment[environmentVariable(forFlag: flag)] { result.append("--\(flag)=\(value)") }
+            guard !given, let value = environment[environmentVariable(forFlag: flag)] else { continue }
+            if switchNames.contains(flag) {
+                // A switch takes no value: `LHT_INSECURE=1` or `true` turns it on.
+                if ["1", "true"].contains(value.lowercased()) { result.append("--\(flag)") }
+            } else {
+                result.append("--\(flag)=\(value)")
+            }
         }
         return result
     }

@@ -27,6 +27,7 @@ public struct SessionLoggerSettings: Sendable {
     public init(_ options: SessionLoggerOptions) throws {
         service = try ServiceSettings(.sessionLogger, common: options.common)
         intake = try Endpoint.validated(options.intake ?? ServiceName.sessionLogger.defaultEndpoint(.intake), flag: "intake")
+        try service.requireLocal(intake, flag: "intake")
     }
 }
 
