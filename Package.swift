@@ -62,13 +62,15 @@ let package = Package(
                            .product(name: "GRDB", package: "GRDB.swift")],
             path: "Tests/Benchmarks", exclude: ["c", "README.md"]),
 
+        // Helpers shared by several test targets (a library, so each test target can import it).
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
-        .testTarget(name: "LHTSchemaTests", dependencies: ["LHTSchema"]),
+        .testTarget(name: "LHTSchemaTests", dependencies: ["LHTSchema", "TestSupport"]),
         .testTarget(name: "ServiceHostTests", dependencies: ["ServiceHost", "LHTSchema", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ReminderPlanningTests", dependencies: ["ReminderPlanning", "LHTSchema"]),
-        .testTarget(name: "StreakRulesTests", dependencies: ["StreakRules", "LHTSchema"]),
+        .testTarget(name: "StreakRulesTests", dependencies: ["StreakRules", "LHTSchema", "TestSupport"]),
         .testTarget(name: "NotificationRenderingTests", dependencies: ["NotificationRendering", "LHTSchema"]),
         // Starts the built executables as real processes; depends on them only through the build.
-        .testTarget(name: "SystemTests", dependencies: ["ZeroMQ", "LHTSchema"]),
+        .testTarget(name: "SystemTests", dependencies: ["ZeroMQ", "LHTSchema", "TestSupport"]),
     ]
 )
