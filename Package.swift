@@ -19,6 +19,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
     ],
     targets: [
         .systemLibrary(
@@ -44,7 +45,10 @@ let package = Package(
         // Services: a library each (the app, which tests build in-process too) and a thin executable.
         .target(name: "SessionLogger", dependencies: ["ServiceHost"], path: "Services/SessionLogger/App"),
         .executableTarget(name: "SessionLoggerMain", dependencies: ["SessionLogger"], path: "Services/SessionLogger/Main"),
-        .target(name: "ReminderPlanner", dependencies: ["ServiceHost", "ReminderPlanning"], path: "Services/ReminderPlanner/App"),
+        .target(
+            name: "ReminderPlanner",
+            dependencies: ["ServiceHost", "ReminderPlanning", .product(name: "HeapModule", package: "swift-collections")],
+            path: "Services/ReminderPlanner/App"),
         .executableTarget(name: "ReminderPlannerMain", dependencies: ["ReminderPlanner"], path: "Services/ReminderPlanner/Main"),
         .target(name: "Notifier", dependencies: ["ServiceHost", "NotificationRendering"], path: "Services/Notifier/App"),
         .executableTarget(name: "NotifierMain", dependencies: ["Notifier"], path: "Services/Notifier/Main"),
