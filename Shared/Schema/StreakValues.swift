@@ -11,19 +11,28 @@ public struct StreakGetRequest: Codable, Sendable, Hashable {
     }
 }
 
-/// A user's streak as `streak.get` returns it and `streak.updated` carries it (SEMANTICS §5).
+/// A user's streak as `streak.get` returns it and `streak.updated` carries it (SEMANTICS §5), and
+/// as StreakRules' `Streak.compute` returns it.
 ///
 /// `policy` is the policy's name (`seed`, `classic`): the schema names it but does not know the rules.
 public struct StreakState: Codable, Sendable, Hashable {
     public let userId: UserID
+    /// The day the streak is computed for ("today"); entries after it are ignored.
     public let asOf: LocalDay
     public let policy: String
+    /// Consecutive days counted at the end day, healed days included.
     public let streakDays: Int
+    /// Milestones that gave a joker (a milestone with 3 on hand gives nothing and is not counted).
     public let rewardsEarned: Int
+    /// Jokers spent healing an easy or unlogged day (or a wild one under `classic`).
     public let rewardsUsed: Int
+    /// Jokers taken as wild-day penalties (always 0 under `classic`).
     public let rewardsLost: Int
+    /// Jokers on hand: always `rewardsEarned − rewardsUsed − rewardsLost`, within 0...3.
     public let rewardsAvailable: Int
+    /// The latest logged day not after `asOf`; nil when nothing is logged.
     public let lastLoggedDay: LocalDay?
+    /// Whether `asOf` itself has an entry (it then counts; an unlogged today never hurts).
     public let todayLogged: Bool
 
     public init(userId: UserID, asOf: LocalDay, policy: String, streakDays: Int, rewardsEarned: Int, rewardsUsed: Int,
