@@ -57,7 +57,7 @@ public final class NotifierService: Service {
         guard let notification = try host.read({ try NotifierStore.notification(input.notificationId, $0) }) else {
             throw WireError(.notFound, "no notification \"\(input.notificationId.prefix(80))\"", field: "data.notificationId")
         }
-        switch NotificationRenderer.resolve(actionId: input.actionId, actions: notification.actions, deepLink: notification.deepLink) {
+        switch NotificationRenderer.resolve(actionId: input.actionId, in: notification) {
         case nil:
             let ids = notification.actions.map(\.id).joined(separator: ", ")
             throw WireError(.notFound, "notification \(notification.notificationId) offers no action \"\(input.actionId.prefix(60))\" (it offers \(ids))",
@@ -131,15 +131,11 @@ public final class NotifierService: Service {
             return
         }
 
-        let content = NotificationRenderer.render(activity: occurrence.activity, locale: due.locale, customTitle: due.title,
-                                                  customBody: due.body, occurrenceDay: occurrence.day, targetDay: occurrence.targetDay)
         let seq = tx.nextSeq  // the notification carries the seq of the event it is published with
-        let notification = LHTSchema.Notification(
-            notificationId: notificationId, seq: seq, userId: occurrence.userId, activity: occurrence.activity,
-            title: content.title, body: content.body, category: content.category,
-            actions: content.actions,
-            deepLink: content.deepLink, targetDay: content.targetDay, reminderId: occurrence.reminderId,
-            scheduledFor: occurrence.at, sentAt: tx.now, locale: due.locale, test: due.test)
+        let notification = NotificationRenderer.render(
+            notificationId: notificationId, seq: seq, userId: occurrence.userId, reminderId: occurrence.reminderId,
+            scheduledFor: occurrence.at, sentAt: tx.now, test: due.test, activity: occurrence.activity, locale: due.locale,
+            customTitle: due.title, customBody: due.body, occurrenceDay: occurrence.day, targetDay: occurrence.targetDay)
         let published = try tx.append(type: "notify", userId: occurrence.userId, activity: occurrence.activity, data: notification)
         guard published == seq else {
             // Never store a notification whose seq is not its event's (the savepoint undoes the append).
