@@ -53,7 +53,8 @@ public struct StreakState: Codable, Sendable, Hashable {
         case userId, asOf, policy, streakDays, rewardsEarned, rewardsUsed, rewardsLost, rewardsAvailable, lastLoggedDay, todayLogged
     }
 
-    /// `lastLoggedDay` is written as an explicit null when nothing is logged, as PROTOCOL.md lists it.
+    /// Written by hand because `lastLoggedDay` is an explicit null when nothing is logged, as PROTOCOL.md
+    /// lists it; the synthesized conformance would omit a nil (encodeIfPresent).
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(userId, forKey: .userId)
@@ -83,6 +84,7 @@ public struct CalendarGetRequest: Codable, Sendable, Hashable {
         self.days = days
     }
 
+    /// `days` follows from `month` and is not on the wire.
     enum CodingKeys: String, CodingKey { case userId, month }
 
     public init(from decoder: Decoder) throws {
@@ -94,12 +96,6 @@ public struct CalendarGetRequest: Codable, Sendable, Hashable {
                                                    debugDescription: "expected a month as YYYY-MM, got \"\(month.prefix(40))\"")
         }
         self.days = days
-    }
-
-    public func encode(to encoder: Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(userId, forKey: .userId)
-        try container.encode(month, forKey: .month)
     }
 
     /// Exactly `YYYY-MM` with a real month, or nil.
@@ -131,6 +127,8 @@ public struct CalendarReply: Codable, Sendable, Hashable {
 
         enum CodingKeys: String, CodingKey { case day, level, color }
 
+        /// Written by hand because `level` and `color` are explicit nulls on an unlogged day;
+        /// the synthesized conformance would omit a nil (encodeIfPresent).
         public func encode(to encoder: Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(day, forKey: .day)
