@@ -3,7 +3,8 @@ import Foundation
 import LHTSchema
 import Logging
 
-/// The flags every service takes. Defaults differ per service, so they are resolved by `ServiceDefaults`.
+/// The flags every service takes. Defaults differ per service: each passes its own to `ServiceSettings.init`
+/// (`defaultAPI`, `defaultEvents`; the data directory defaults to `./.lht-data/<name>`).
 public struct CommonOptions: ParsableArguments {
     @Option(help: "Endpoint the api ROUTER binds (tcp://127.0.0.1:* picks a free port).")
     public var api: String?
