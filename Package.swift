@@ -19,6 +19,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
     ],
     targets: [
         .systemLibrary(
@@ -45,7 +46,10 @@ let package = Package(
         // Services: a library each (the app, which tests build in-process too) and a thin executable.
         .target(name: "SessionLogger", dependencies: ["ServiceHost"], path: "Services/SessionLogger/App"),
         .executableTarget(name: "SessionLoggerMain", dependencies: ["SessionLogger"], path: "Services/SessionLogger/Main"),
-        .target(name: "ReminderPlanner", dependencies: ["ServiceHost", "ReminderPlanning"], path: "Services/ReminderPlanner/App"),
+        .target(
+            name: "ReminderPlanner",
+            dependencies: ["ServiceHost", "ReminderPlanning", .product(name: "HeapModule", package: "swift-collections")],
+            path: "Services/ReminderPlanner/App"),
         .executableTarget(name: "ReminderPlannerMain", dependencies: ["ReminderPlanner"], path: "Services/ReminderPlanner/Main"),
         .target(name: "Notifier", dependencies: ["ServiceHost", "NotificationRendering"], path: "Services/Notifier/App"),
         .executableTarget(name: "NotifierMain", dependencies: ["Notifier"], path: "Services/Notifier/Main"),
@@ -63,13 +67,15 @@ let package = Package(
                            .product(name: "GRDB", package: "GRDB.swift")],
             path: "Tests/Benchmarks", exclude: ["c", "README.md"]),
 
+        // Helpers shared by several test targets (a library, so each test target can import it).
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
-        .testTarget(name: "LHTSchemaTests", dependencies: ["LHTSchema"]),
+        .testTarget(name: "LHTSchemaTests", dependencies: ["LHTSchema", "TestSupport"]),
         .testTarget(name: "ServiceHostTests", dependencies: ["ServiceHost", "LHTSchema", "LHTClient", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ReminderPlanningTests", dependencies: ["ReminderPlanning", "LHTSchema"]),
-        .testTarget(name: "StreakRulesTests", dependencies: ["StreakRules", "LHTSchema"]),
+        .testTarget(name: "StreakRulesTests", dependencies: ["StreakRules", "LHTSchema", "TestSupport"]),
         .testTarget(name: "NotificationRenderingTests", dependencies: ["NotificationRendering", "LHTSchema"]),
         // Starts the built executables as real processes; depends on them only through the build.
-        .testTarget(name: "SystemTests", dependencies: ["ZeroMQ", "LHTSchema"]),
+        .testTarget(name: "SystemTests", dependencies: ["ZeroMQ", "LHTSchema", "TestSupport"]),
     ]
 )

@@ -70,6 +70,8 @@ public enum JSONValue: Codable, Sendable, Hashable {
         else { self = .object(try container.decode([String: JSONValue].self)) }
     }
 
+    /// Written by hand: a JSON value is itself on the wire, where the synthesized conformance of an
+    /// enum would wrap each case in an object named after it.
     public func encode(to encoder: Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
@@ -157,7 +159,8 @@ public struct HealthReply: Codable, Sendable {
 
     enum CodingKeys: String, CodingKey { case service, version, uptimeSeconds, lastSeq, counters }
 
-    /// Counters in name order, so two replies with the same counts are the same bytes.
+    /// Written by hand to write the counters in name order, so two replies with the same counts are the
+    /// same bytes; the synthesized conformance writes a dictionary in its (per-process) hash order.
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(service, forKey: .service)

@@ -83,6 +83,17 @@ public struct RecordID: Hashable, Comparable, Sendable, CustomStringConvertible 
     private var words: (UInt64, UInt64) {
         withUnsafeBytes(of: uuid.uuid) { (UInt64(bigEndian: $0.load(as: UInt64.self)), UInt64(bigEndian: $0.load(fromByteOffset: 8, as: UInt64.self))) }
     }
+
+    /// The name-based, SHA-1 (version 5) UUID of RFC 9562 §5.5 for `name` (its UTF-8 bytes) in
+    /// `namespace`: the same on every process and platform as any other v5 implementation
+    /// (Python's `uuid.uuid5`, for one).
+    public static func nameBased(namespace: RecordID, name: String) -> RecordID {
+        var hash = SHA1.digest(withUnsafeBytes(of: namespace.uuid.uuid) { Array($0) } + Array(name.utf8))
+        hash[6] = (hash[6] & 0x0F) | 0x50  // version 5
+        hash[8] = (hash[8] & 0x3F) | 0x80  // variant 10xx
+        return RecordID(UUID(uuid: (hash[0], hash[1], hash[2], hash[3], hash[4], hash[5], hash[6], hash[7],
+                                    hash[8], hash[9], hash[10], hash[11], hash[12], hash[13], hash[14], hash[15])))
+    }
 }
 
 

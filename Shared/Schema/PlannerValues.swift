@@ -137,7 +137,7 @@ public struct Reminder: Codable, Sendable, Hashable {
 
     enum CodingKeys: String, CodingKey { case id, userId, activity, time, weekdays, lookbackHours, enabled, title, body, createdAt }
 
-    /// `title` and `body` are emitted as null when unset.
+    /// Written by hand because `title` and `body` are emitted as null when unset; the synthesized conformance would omit a nil (encodeIfPresent).
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(id, forKey: .id)
@@ -168,6 +168,8 @@ public struct ReminderPutReply: Codable, Sendable {
         warnings = try decoder.container(keyedBy: WarningKey.self).decodeIfPresent([String].self, forKey: .warnings)
     }
 
+    /// Written by hand because the reply is flat: the reminder's fields with `warnings` beside them
+    /// (absent when there are none), where the synthesized conformance would nest the reminder.
     public func encode(to encoder: Encoder) throws {
         try reminder.encode(to: encoder)
         var container = encoder.container(keyedBy: WarningKey.self)
@@ -275,6 +277,8 @@ public struct DueOccurrence: Codable, Sendable, Hashable {
         test = try container.decode(Bool.self, forKey: .test)
     }
 
+    /// Written by hand because it is flat (see `init(from:)`) and `title` and `body` are explicit nulls
+    /// when unset; the synthesized conformance would nest the occurrence and omit a nil.
     public func encode(to encoder: Encoder) throws {
         try occurrence.encode(to: encoder)
         var container = encoder.container(keyedBy: ExtraKeys.self)

@@ -101,7 +101,8 @@ public struct StoredSession: Codable, Sendable, Hashable {
 
     enum CodingKeys: String, CodingKey { case id, userId, activity, start, end, source, loggedAt }
 
-    /// `source` is emitted as null when absent: the stored record always has every field.
+    /// Written by hand because `source` is emitted as null when absent (the stored record always has
+    /// every field); the synthesized conformance would omit a nil (encodeIfPresent).
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(id, forKey: .id)
@@ -136,6 +137,8 @@ public struct StoredNoAlcEntry: Codable, Sendable, Hashable {
 
     enum CodingKeys: String, CodingKey { case id, userId, day, level, drinks, source, loggedAt }
 
+    /// Written by hand because `source` is emitted as null when absent, as for a session;
+    /// the synthesized conformance would omit a nil (encodeIfPresent).
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(id, forKey: .id)
@@ -268,6 +271,8 @@ public struct DailySummaryDay: Codable, Sendable, Hashable {
 
     enum CodingKeys: String, CodingKey { case day, mindfulnessMinutes, workoutMinutes, noalc }
 
+    /// Written by hand because `noalc` is an explicit null on a day without an entry;
+    /// the synthesized conformance would omit a nil (encodeIfPresent).
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(day, forKey: .day)

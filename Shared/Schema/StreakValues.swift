@@ -11,19 +11,28 @@ public struct StreakGetRequest: Codable, Sendable, Hashable {
     }
 }
 
-/// A user's streak as `streak.get` returns it and `streak.updated` carries it (SEMANTICS §5).
+/// A user's streak as `streak.get` returns it and `streak.updated` carries it (SEMANTICS §5), and
+/// as StreakRules' `Streak.compute` returns it.
 ///
 /// `policy` is the policy's name (`seed`, `classic`): the schema names it but does not know the rules.
 public struct StreakState: Codable, Sendable, Hashable {
     public let userId: UserID
+    /// The day the streak is computed for ("today"); entries after it are ignored.
     public let asOf: LocalDay
     public let policy: String
+    /// Consecutive days counted at the end day, healed days included.
     public let streakDays: Int
+    /// Milestones that gave a joker (a milestone with 3 on hand gives nothing and is not counted).
     public let rewardsEarned: Int
+    /// Jokers spent healing an easy or unlogged day (or a wild one under `classic`).
     public let rewardsUsed: Int
+    /// Jokers taken as wild-day penalties (always 0 under `classic`).
     public let rewardsLost: Int
+    /// Jokers on hand: always `rewardsEarned − rewardsUsed − rewardsLost`, within 0...3.
     public let rewardsAvailable: Int
+    /// The latest logged day not after `asOf`; nil when nothing is logged.
     public let lastLoggedDay: LocalDay?
+    /// Whether `asOf` itself has an entry (it then counts; an unlogged today never hurts).
     public let todayLogged: Bool
 
     public init(userId: UserID, asOf: LocalDay, policy: String, streakDays: Int, rewardsEarned: Int, rewardsUsed: Int,
@@ -44,7 +53,8 @@ public struct StreakState: Codable, Sendable, Hashable {
         case userId, asOf, policy, streakDays, rewardsEarned, rewardsUsed, rewardsLost, rewardsAvailable, lastLoggedDay, todayLogged
     }
 
-    /// `lastLoggedDay` is written as an explicit null when nothing is logged, as PROTOCOL.md lists it.
+    /// Written by hand because `lastLoggedDay` is an explicit null when nothing is logged, as PROTOCOL.md
+    /// lists it; the synthesized conformance would omit a nil (encodeIfPresent).
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(userId, forKey: .userId)
@@ -74,6 +84,7 @@ public struct CalendarGetRequest: Codable, Sendable, Hashable {
         self.days = days
     }
 
+    /// `days` follows from `month` and is not on the wire.
     enum CodingKeys: String, CodingKey { case userId, month }
 
     public init(from decoder: Decoder) throws {
@@ -85,12 +96,6 @@ public struct CalendarGetRequest: Codable, Sendable, Hashable {
                                                    debugDescription: "expected a month as YYYY-MM, got \"\(month.prefix(40))\"")
         }
         self.days = days
-    }
-
-    public func encode(to encoder: Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(userId, forKey: .userId)
-        try container.encode(month, forKey: .month)
     }
 
     /// Exactly `YYYY-MM` with a real month, or nil.
@@ -122,6 +127,8 @@ public struct CalendarReply: Codable, Sendable, Hashable {
 
         enum CodingKeys: String, CodingKey { case day, level, color }
 
+        /// Written by hand because `level` and `color` are explicit nulls on an unlogged day;
+        /// the synthesized conformance would omit a nil (encodeIfPresent).
         public func encode(to encoder: Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(day, forKey: .day)

@@ -17,6 +17,7 @@ extension WireString {
         self = value
     }
 
+    /// A single string; these types have no synthesized conformance that could write one.
     public func encode(to encoder: Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(wireText)

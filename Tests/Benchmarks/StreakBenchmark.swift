@@ -35,6 +35,7 @@ enum StreakBenchmark {
 
     static func computeBenchmark(_ options: Options) {
         let today = LocalDay("2026-11-23")!
+        let benchUser = UserID("u0")!
         let dayCount = options.years * 365 + options.years / 4
         var entries: [(day: LocalDay, level: NoAlcLevel)] = []
         for index in 0..<dayCount {
@@ -42,8 +43,8 @@ enum StreakBenchmark {
         }
         print("streak compute: \(options.years) years = \(dayCount) days, \(entries.count) entries (the rest unlogged), \(options.runs) runs")
 
-        let sorted = Streak.compute(sortedLevels: entries, today: today, policy: .seed)
-        let byDictionary = Streak.compute(levels: dayMap(entries), today: today, policy: .seed)
+        let sorted = Streak.compute(user: benchUser, sortedLevels: entries, today: today, policy: .seed)
+        let byDictionary = Streak.compute(user: benchUser, levels: dayMap(entries), today: today, policy: .seed)
         precondition(sorted == byDictionary, "the two input forms disagree")
         print("result (seed): streak \(sorted.streakDays), earned \(sorted.rewardsEarned), used \(sorted.rewardsUsed),",
               "lost \(sorted.rewardsLost), available \(sorted.rewardsAvailable)")
@@ -53,9 +54,9 @@ enum StreakBenchmark {
         let cases: [(String, () -> Int)] = [
             ("baseline: one pass over the entries", { entries.reduce(0) { $0 &+ $1.day.ordinal &+ $1.level.drinks } }),
             ("baseline: build the day map", { dayMap(entries).count }),
-            ("compute(sortedLevels:) seed", { Streak.compute(sortedLevels: entries, today: today, policy: .seed).streakDays }),
-            ("compute(sortedLevels:) classic", { Streak.compute(sortedLevels: entries, today: today, policy: .classic).streakDays }),
-            ("compute(levels:) seed, map given", { Streak.compute(levels: map, today: today, policy: .seed).streakDays }),
+            ("compute(sortedLevels:) seed", { Streak.compute(user: benchUser, sortedLevels: entries, today: today, policy: .seed).streakDays }),
+            ("compute(sortedLevels:) classic", { Streak.compute(user: benchUser, sortedLevels: entries, today: today, policy: .classic).streakDays }),
+            ("compute(levels:) seed, map given", { Streak.compute(user: benchUser, levels: map, today: today, policy: .seed).streakDays }),
         ]
         var samples = Array(repeating: [Duration](), count: cases.count)
         for _ in 0..<max(options.runs / 10, 10) { for (_, body) in cases { sink &+= body() } }  // warm-up
@@ -145,7 +146,7 @@ enum StreakBenchmark {
             let reply = try JSONDecoder().decode(ReplyFrame<StreakState>.self, from: call(client, request(user)))
             var levels: [(day: LocalDay, level: NoAlcLevel)] = []
             for (index, text) in dayTexts.enumerated() { if let level = level(user: user, dayIndex: index) { levels.append((LocalDay(text)!, level)) } }
-            let expected = Streak.compute(sortedLevels: levels, today: LocalDay(asOf)!, policy: .seed)
+            let expected = Streak.compute(user: UserID("u\(user)")!, sortedLevels: levels, today: LocalDay(asOf)!, policy: .seed)
             guard let state = reply.data, state.streakDays == expected.streakDays, state.rewardsAvailable == expected.rewardsAvailable,
                   state.rewardsUsed == expected.rewardsUsed, state.lastLoggedDay == expected.lastLoggedDay else {
                 throw BenchError("u\(user): service says \(String(describing: reply.data)), the calculation \(expected)")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import LHTSchema
 
 // Fuzz-style tests with a fixed seed: random frames, pathological frames, and mutations of valid

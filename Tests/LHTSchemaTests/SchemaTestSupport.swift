@@ -2,8 +2,8 @@ import Foundation
 import Testing
 @testable import LHTSchema
 
-// Shared helpers for the LHTSchema tests: frames, the request pipeline as a service runs it,
-// and a seeded PRNG for the fuzz tests.
+// Shared helpers for the LHTSchema tests: frames and the request pipeline as a service runs it.
+// The seeded PRNG for the fuzz tests, SplitMix64, is in TestSupport.
 
 /// UTF-8 bytes of a JSON text.
 func frame(_ json: String) -> Data { Data(json.utf8) }
@@ -121,29 +121,4 @@ func expectEqualRoundTrip<Value: Codable & Equatable>(
 /// for comparing encodings whose key order is not part of the contract.
 func jsonObject(_ wire: String) throws -> JSONValue {
     try JSONDecoder().decode(JSONValue.self, from: frame(wire))
-}
-
-/// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, and the same sequence on every platform.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// A value in `0..<bound` (bound > 0). Kept local so the sequence does not depend on the stdlib's
-    /// `random(in:using:)` algorithm.
-    mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
-
-    mutating func chance(_ numerator: Int, in denominator: Int) -> Bool { below(denominator) < numerator }
-
-    mutating func pick<Element>(_ elements: [Element]) -> Element { elements[below(elements.count)] }
-
-    mutating func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8(truncatingIfNeeded: next()) } }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import LHTSchema
 
 // PROTOCOL.md "Value formats": local day, local time, weekday, instant, time zone, userId, ids.

@@ -47,6 +47,23 @@ struct WireEncodingTests {
         try same([[1, 2], [], [3]])
     }
 
+    /// Exact bytes, key order included, of values whose conformance is synthesized (CalendarGetRequest,
+    /// without its derived `days`) or written by hand for explicit nulls.
+    @Test func exactBytesOfSynthesizedAndExplicitNullEncodings() throws {
+        func wire<Value: Encodable>(_ value: Value) throws -> String { String(decoding: try wireEncoder().encode(value), as: UTF8.self) }
+        #expect(try wire(CalendarGetRequest(userId: UserID("u1")!, month: "2026-02")!) == #"{"userId":"u1","month":"2026-02"}"#)
+        #expect(try wire(CalendarReply.Day(day: LocalDay("2026-02-01")!, level: nil, color: nil))
+            == #"{"day":"2026-02-01","level":null,"color":null}"#)
+        #expect(try wire(DailySummaryDay(day: LocalDay("2026-02-01")!, mindfulnessMinutes: 5, workoutMinutes: 0, noalc: nil))
+            == #"{"day":"2026-02-01","mindfulnessMinutes":5,"workoutMinutes":0,"noalc":null}"#)
+        let id = RecordID("3f2b8c1e-0000-4000-8000-000000000000")!
+        #expect(try wire(StoredNoAlcEntry(id: id, userId: UserID("u1")!, day: LocalDay("2026-02-01")!, level: .easy, source: nil, loggedAt: Self.at))
+            == #"{"id":"3f2b8c1e-0000-4000-8000-000000000000","userId":"u1","day":"2026-02-01","level":"easy","drinks":\#(NoAlcLevel.easy.drinks),"source":null,"loggedAt":"2026-11-23T17:00:00.250Z"}"#)
+        #expect(try wire(StreakState(userId: UserID("u1")!, asOf: LocalDay("2026-02-01")!, policy: "seed", streakDays: 0, rewardsEarned: 0,
+                                     rewardsUsed: 0, rewardsLost: 0, rewardsAvailable: 0, lastLoggedDay: nil, todayLogged: false))
+            == #"{"userId":"u1","asOf":"2026-02-01","policy":"seed","streakDays":0,"rewardsEarned":0,"rewardsUsed":0,"rewardsLost":0,"rewardsAvailable":0,"lastLoggedDay":null,"todayLogged":false}"#)
+    }
+
     /// Legal Encoder uses a single forward pass cannot write: the encoder notices and falls back.
     struct OutOfOrder: Encodable {
         enum Keys: String, CodingKey { case a, b, z }

@@ -4,6 +4,18 @@ import Testing
 
 let occurrenceDay = LocalDay("2026-11-23")!
 let dayBefore = LocalDay("2026-11-22")!
+let reminderId = RecordID("3f2b8c1e-0000-4000-8000-000000000000")!
+let scheduledFor = Instant(rfc3339: "2026-11-23T08:00:00Z")!
+let sentAt = Instant(rfc3339: "2026-11-23T08:00:01Z")!
+
+/// Renders with a fixed identity, seq and stamps: most tests here look only at what the renderer decides.
+func rendered(activity: Activity, locale: NotificationLocale, customTitle: String?, customBody: String?,
+              occurrenceDay: LocalDay, targetDay: LocalDay?) -> Notification {
+    NotificationRenderer.render(
+        notificationId: "\(reminderId)@\(scheduledFor)", seq: 7, userId: UserID("u1")!, reminderId: reminderId,
+        scheduledFor: scheduledFor, sentAt: sentAt, test: false, activity: activity, locale: locale,
+        customTitle: customTitle, customBody: customBody, occurrenceDay: occurrenceDay, targetDay: targetDay)
+}
 
 /// One cell pair of the SEMANTICS §4 table.
 struct TextCase: Sendable, CustomTestStringConvertible {
@@ -40,7 +52,7 @@ func targetDay(ruleTime: LocalTime, day: LocalDay) -> LocalDay {
 struct NotificationTextTests {
     @Test(arguments: textCases)
     func defaultTexts(_ c: TextCase) {
-        let content = NotificationRenderer.render(
+        let content = rendered(
             activity: c.activity, locale: c.locale, customTitle: nil, customBody: nil,
             occurrenceDay: occurrenceDay, targetDay: c.targetDay)
         #expect(content.title == c.title)
@@ -49,20 +61,31 @@ struct NotificationTextTests {
         #expect(content.targetDay == c.targetDay)
     }
 
+    @Test("identity, seq and stamps are the caller's, unchanged")
+    func identityPassesThrough() {
+        let notification = NotificationRenderer.render(
+            notificationId: "n@1", seq: 42, userId: UserID("henning")!, reminderId: reminderId, scheduledFor: scheduledFor,
+            sentAt: sentAt, test: true, activity: .workout, locale: .de, customTitle: nil, customBody: nil,
+            occurrenceDay: occurrenceDay, targetDay: nil)
+        #expect(notification.notificationId == "n@1" && notification.seq == 42 && notification.userId == UserID("henning")!)
+        #expect(notification.reminderId == reminderId && notification.scheduledFor == scheduledFor && notification.sentAt == sentAt)
+        #expect(notification.test && notification.activity == .workout && notification.locale == .de)
+    }
+
     @Test("emoji are the exact scalars of the table")
     func emojiBytes() {
-        let mindful = NotificationRenderer.render(activity: .mindfulness, locale: .en, customTitle: nil, customBody: nil,
+        let mindful = rendered(activity: .mindfulness, locale: .en, customTitle: nil, customBody: nil,
                                                   occurrenceDay: occurrenceDay, targetDay: nil)
         #expect(Array(mindful.body.unicodeScalars.suffix(1)).map(\.value) == [0x1F33F])
-        let workout = NotificationRenderer.render(activity: .workout, locale: .de, customTitle: nil, customBody: nil,
+        let workout = rendered(activity: .workout, locale: .de, customTitle: nil, customBody: nil,
                                                   occurrenceDay: occurrenceDay, targetDay: nil)
         #expect(Array(workout.body.unicodeScalars.suffix(1)).map(\.value) == [0x1F4AA])
     }
 
     @Test("the reminder's own title and body win, each independently", arguments: Activity.allCases, NotificationLocale.allCases)
     func customOverrides(activity: Activity, locale: NotificationLocale) {
-        func render(_ title: String?, _ body: String?) -> NotificationContent {
-            NotificationRenderer.render(activity: activity, locale: locale, customTitle: title, customBody: body,
+        func render(_ title: String?, _ body: String?) -> Notification {
+            rendered(activity: activity, locale: locale, customTitle: title, customBody: body,
                                         occurrenceDay: occurrenceDay, targetDay: activity == .noalc ? dayBefore : nil)
         }
         let plain = render(nil, nil)
@@ -90,7 +113,7 @@ struct NoAlcTargetDayTests {
     func targetDayCases(time: String, english: String, german: String) {
         let target = targetDay(ruleTime: LocalTime(time)!, day: occurrenceDay)
         for (locale, body) in [(NotificationLocale.en, english), (.de, german)] {
-            let content = NotificationRenderer.render(activity: .noalc, locale: locale, customTitle: nil, customBody: nil,
+            let content = rendered(activity: .noalc, locale: locale, customTitle: nil, customBody: nil,
                                                       occurrenceDay: occurrenceDay, targetDay: target)
             #expect(content.body == body)
             #expect(content.targetDay == target)
@@ -101,7 +124,7 @@ struct NoAlcTargetDayTests {
     @Test("09:00 on the first of a month asks about the last day of the previous month")
     func acrossMonthBoundary() {
         let day = LocalDay("2026-03-01")!
-        let content = NotificationRenderer.render(activity: .noalc, locale: .en, customTitle: nil, customBody: nil,
+        let content = rendered(activity: .noalc, locale: .en, customTitle: nil, customBody: nil,
                                                   occurrenceDay: day, targetDay: targetDay(ruleTime: LocalTime("09:00")!, day: day))
         #expect(content.deepLink == "lht://noalc?day=2026-02-28")
         #expect(content.body == "How was yesterday?")
@@ -109,11 +132,11 @@ struct NoAlcTargetDayTests {
 
     @Test("NoAlc without a target day falls back to yesterday; other activities carry none")
     func missingTargetDay() {
-        let noalc = NotificationRenderer.render(activity: .noalc, locale: .en, customTitle: nil, customBody: nil,
+        let noalc = rendered(activity: .noalc, locale: .en, customTitle: nil, customBody: nil,
                                                 occurrenceDay: occurrenceDay, targetDay: nil)
         #expect(noalc.targetDay == dayBefore && noalc.body == "How was yesterday?")
         #expect(noalc.deepLink == "lht://noalc?day=2026-11-22")
-        let workout = NotificationRenderer.render(activity: .workout, locale: .en, customTitle: nil, customBody: nil,
+        let workout = rendered(activity: .workout, locale: .en, customTitle: nil, customBody: nil,
                                                   occurrenceDay: occurrenceDay, targetDay: occurrenceDay)
         #expect(workout.targetDay == nil)
     }
@@ -121,8 +144,8 @@ struct NoAlcTargetDayTests {
 
 @Suite("Actions and deep links")
 struct NotificationActionTests {
-    func render(_ activity: Activity, _ locale: NotificationLocale) -> NotificationContent {
-        NotificationRenderer.render(activity: activity, locale: locale, customTitle: nil, customBody: nil,
+    func render(_ activity: Activity, _ locale: NotificationLocale) -> Notification {
+        rendered(activity: activity, locale: locale, customTitle: nil, customBody: nil,
                                     occurrenceDay: occurrenceDay, targetDay: activity == .noalc ? occurrenceDay : nil)
     }
 
@@ -162,9 +185,6 @@ struct NotificationActionTests {
             == .open(deepLink: "lht://open/meditation"))
         #expect(NotificationRenderer.resolve(actionId: "open.workout", in: render(.workout, .de))
             == .open(deepLink: "lht://open/workout"))
-        // From stored parts, as the notifier keeps them.
-        #expect(NotificationRenderer.resolve(actionId: "noalc.easy", actions: noalc.actions, deepLink: noalc.deepLink)
-            == .logNoAlc(.easy))
     }
 
     @Test("actions a notification does not offer resolve to nil", arguments: [
@@ -178,8 +198,14 @@ struct NotificationActionTests {
 
     @Test("an offered action that neither logs nor opens resolves to nil")
     func resolveInertAction() {
-        let actions = [NotificationAction(id: "noalc.later", title: "Later", opensApp: false)]
-        #expect(NotificationRenderer.resolve(actionId: "noalc.later", actions: actions, deepLink: "lht://noalc") == nil)
+        let noalc = render(.noalc, .en)
+        let inert = Notification(
+            notificationId: noalc.notificationId, seq: noalc.seq, userId: noalc.userId, activity: noalc.activity,
+            title: noalc.title, body: noalc.body, category: noalc.category,
+            actions: [NotificationAction(id: "noalc.later", title: "Later", opensApp: false)], deepLink: "lht://noalc",
+            targetDay: noalc.targetDay, reminderId: noalc.reminderId, scheduledFor: noalc.scheduledFor, sentAt: noalc.sentAt,
+            locale: noalc.locale, test: noalc.test)
+        #expect(NotificationRenderer.resolve(actionId: "noalc.later", in: inert) == nil)
     }
 }
 

@@ -1,21 +1,7 @@
 import LHTSchema
 import StreakRules
 import Testing
-
-/// SplitMix64: a tiny, fixed-seed generator so property runs are reproducible.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+import TestSupport
 
 /// A random history ending near `today`: mostly steady (so jokers reach the cap), with easy,
 /// wild and unlogged days, sometimes entries after today, sometimes nothing at all.
@@ -51,7 +37,7 @@ struct StreakPropertyTests {
         var rng = SplitMix64(seed: 0x5EED_0001)
         var sawCap = false
         for _ in 0..<propertyRuns {
-            let result = Streak.compute(levels: randomHistory(&rng, today: propertyToday), today: propertyToday, policy: policy)
+            let result = Streak.compute(user: testUser, levels: randomHistory(&rng, today: propertyToday), today: propertyToday, policy: policy)
             #expect((0...3).contains(result.rewardsAvailable))
             #expect(result.rewardsAvailable == result.rewardsEarned - result.rewardsUsed - result.rewardsLost)
             #expect(result.streakDays >= 0 && result.rewardsUsed >= 0 && result.rewardsLost >= 0)
@@ -66,12 +52,12 @@ struct StreakPropertyTests {
         var rng = SplitMix64(seed: 0x5EED_0002)
         for _ in 0..<propertyRuns {
             var levels = randomHistory(&rng, today: propertyToday)
-            let before = Streak.compute(levels: levels, today: propertyToday, policy: policy)
+            let before = Streak.compute(user: testUser, levels: levels, today: propertyToday, policy: policy)
             // The day after the counted end (today when today was unlogged), so no gap is created.
             let next = before.endDay.map { $0.adding(days: 1) } ?? propertyToday
             levels = levels.filter { $0.key < next }
             levels[next] = .steady
-            let after = Streak.compute(levels: levels, today: next, policy: policy)
+            let after = Streak.compute(user: testUser, levels: levels, today: next, policy: policy)
             #expect(after.streakDays >= before.streakDays)
             #expect(after.streakDays == before.streakDays + 1)
             #expect(after.rewardsAvailable >= before.rewardsAvailable)
@@ -84,16 +70,16 @@ struct StreakPropertyTests {
         for _ in 0..<propertyRuns {
             let pairs = Array(randomHistory(&rng, today: propertyToday))
             let reference = Streak.compute(
-                levels: Dictionary(uniqueKeysWithValues: pairs), today: propertyToday, policy: policy)
+                user: testUser, levels: Dictionary(uniqueKeysWithValues: pairs), today: propertyToday, policy: policy)
             for _ in 0..<2 {
                 var shuffled = pairs
                 shuffled.shuffle(using: &rng)
                 var levels: [LocalDay: NoAlcLevel] = [:]
                 for (day, level) in shuffled { levels[day] = level }
-                #expect(Streak.compute(levels: levels, today: propertyToday, policy: policy) == reference)
+                #expect(Streak.compute(user: testUser, levels: levels, today: propertyToday, policy: policy) == reference)
             }
             let sorted = pairs.sorted { $0.key < $1.key }.map { (day: $0.key, level: $0.value) }
-            #expect(Streak.compute(sortedLevels: sorted, today: propertyToday, policy: policy) == reference)
+            #expect(Streak.compute(user: testUser, sortedLevels: sorted, today: propertyToday, policy: policy) == reference)
         }
     }
 
@@ -103,8 +89,8 @@ struct StreakPropertyTests {
         for _ in 0..<propertyRuns {
             let levels = randomHistory(&rng, today: propertyToday)
             let asOf = propertyToday.adding(days: -Int.random(in: 0...30, using: &rng))
-            #expect(Streak.compute(levels: levels, today: asOf, policy: policy)
-                == Streak.compute(levels: levels.filter { $0.key <= asOf }, today: asOf, policy: policy))
+            #expect(Streak.compute(user: testUser, levels: levels, today: asOf, policy: policy)
+                == Streak.compute(user: testUser, levels: levels.filter { $0.key <= asOf }, today: asOf, policy: policy))
         }
     }
 
@@ -113,8 +99,8 @@ struct StreakPropertyTests {
         var rng = SplitMix64(seed: 0x5EED_0005)
         for _ in 0..<propertyRuns {
             let levels = randomHistory(&rng, today: propertyToday).filter { $0.value != .wild }
-            let seed = Streak.compute(levels: levels, today: propertyToday, policy: .seed)
-            let classic = Streak.compute(levels: levels, today: propertyToday, policy: .classic)
+            let seed = Streak.compute(user: testUser, levels: levels, today: propertyToday, policy: .seed)
+            let classic = Streak.compute(user: testUser, levels: levels, today: propertyToday, policy: .classic)
             #expect(seed.streakDays == classic.streakDays)
             #expect(seed.rewardsAvailable == classic.rewardsAvailable)
         }

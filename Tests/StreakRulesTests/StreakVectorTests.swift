@@ -5,6 +5,7 @@ import Testing
 
 /// A fixed "today" so that "days ago" in the SEMANTICS §5 table is reproducible.
 let vectorToday = LocalDay("2026-11-23")!
+let testUser = UserID("u1")!
 
 /// One row of the SEMANTICS §5 table under one policy.
 struct StreakVector: Sendable, CustomTestStringConvertible {
@@ -79,26 +80,27 @@ struct StreakVectorTests {
 
     @Test(arguments: streakVectors)
     func vector(_ vector: StreakVector) {
-        let result = Streak.compute(levels: vector.levels, today: vectorToday, policy: vector.policy)
+        let result = Streak.compute(user: testUser, levels: vector.levels, today: vectorToday, policy: vector.policy)
         #expect(result.streakDays == vector.streak)
         #expect(result.rewardsAvailable == vector.jokers)
         #expect(result.rewardsAvailable == result.rewardsEarned - result.rewardsUsed - result.rewardsLost)
 
         let sorted = vector.levels.sorted { $0.key < $1.key }.map { (day: $0.key, level: $0.value) }
-        #expect(Streak.compute(sortedLevels: sorted, today: vectorToday, policy: vector.policy) == result)
+        #expect(Streak.compute(user: testUser, sortedLevels: sorted, today: vectorToday, policy: vector.policy) == result)
     }
 }
 
 @Suite("Streak details")
 struct StreakDetailTests {
-    func compute(_ daysAgo: [Int: NoAlcLevel], _ policy: StreakPolicy = .seed, today: LocalDay = vectorToday) -> StreakResult {
+    func compute(_ daysAgo: [Int: NoAlcLevel], _ policy: StreakPolicy = .seed, today: LocalDay = vectorToday) -> StreakState {
         let levels = Dictionary(uniqueKeysWithValues: daysAgo.map { (vectorToday.adding(days: -$0.key), $0.value) })
-        return Streak.compute(levels: levels, today: today, policy: policy)
+        return Streak.compute(user: testUser, levels: levels, today: today, policy: policy)
     }
 
     @Test func nothingLoggedIsTheEmptyState() {
-        #expect(compute([:]) == .empty)
-        #expect(StreakResult.empty.lastLoggedDay == nil && StreakResult.empty.endDay == nil)
+        let empty = Streak.nothingLogged(user: testUser, today: vectorToday, policy: .seed)
+        #expect(compute([:]) == empty)
+        #expect(empty.lastLoggedDay == nil && empty.endDay == nil)
     }
 
     @Test func endDayIsTodayOnlyWhenTodayIsLogged() {
@@ -127,7 +129,8 @@ struct StreakDetailTests {
         #expect(result.rewardsEarned == 1)
         #expect(result.todayLogged && result.endDay == asOf && result.lastLoggedDay == asOf)
         // Only future entries: nothing counted yet.
-        #expect(compute(history((0...3, .steady)), today: vectorToday.adding(days: -4)) == .empty)
+        #expect(compute(history((0...3, .steady)), today: vectorToday.adding(days: -4))
+            == Streak.nothingLogged(user: testUser, today: vectorToday.adding(days: -4), policy: .seed))
     }
 
     @Test("a milestone at three jokers is lost, not earned")
@@ -142,7 +145,7 @@ struct StreakDetailTests {
         #expect(result.rewardsEarned == 3 && result.rewardsLost == 1 && result.rewardsUsed == 0)
         // The two left heal later easy days of a new streak.
         let later = Streak.compute(
-            levels: Dictionary(uniqueKeysWithValues: history((3...24, .steady), (2...2, .wild), (1...1, .steady), (0...0, .easy))
+            user: testUser, levels: Dictionary(uniqueKeysWithValues: history((3...24, .steady), (2...2, .wild), (1...1, .steady), (0...0, .easy))
                 .map { (vectorToday.adding(days: -$0.key), $0.value) }),
             today: vectorToday, policy: .seed)
         #expect(later.streakDays == 2 && later.rewardsAvailable == 1 && later.rewardsUsed == 1)
@@ -175,13 +178,13 @@ struct StreakDetailTests {
     func sortedInputForms() {
         let d = { vectorToday.adding(days: -$0) }
         let repeated: [(day: LocalDay, level: NoAlcLevel)] = [(d(2), .steady), (d(1), .wild), (d(1), .steady), (d(0), .steady)]
-        #expect(Streak.compute(sortedLevels: repeated, today: vectorToday, policy: .seed).streakDays == 3)
+        #expect(Streak.compute(user: testUser, sortedLevels: repeated, today: vectorToday, policy: .seed).streakDays == 3)
         let unsorted: [(day: LocalDay, level: NoAlcLevel)] = [(d(0), .steady), (d(2), .steady), (d(1), .wild), (d(1), .steady)]
-        #expect(Streak.compute(sortedLevels: unsorted, today: vectorToday, policy: .seed).streakDays == 3)
+        #expect(Streak.compute(user: testUser, sortedLevels: unsorted, today: vectorToday, policy: .seed).streakDays == 3)
         let withFuture: [(day: LocalDay, level: NoAlcLevel)] = [(d(1), .steady), (d(-1), .wild)]
-        let result = Streak.compute(sortedLevels: withFuture, today: vectorToday, policy: .seed)
+        let result = Streak.compute(user: testUser, sortedLevels: withFuture, today: vectorToday, policy: .seed)
         #expect(result.streakDays == 1 && !result.todayLogged)
-        #expect(Streak.compute(sortedLevels: [], today: vectorToday, policy: .seed) == .empty)
+        #expect(Streak.compute(user: testUser, sortedLevels: [], today: vectorToday, policy: .seed) == Streak.nothingLogged(user: testUser, today: vectorToday, policy: .seed))
     }
 
     @Test("ten years of daily entries")
@@ -190,8 +193,8 @@ struct StreakDetailTests {
         var levels: [LocalDay: NoAlcLevel] = [:]
         for offset in 0...3651 { levels[start.adding(days: offset)] = offset % 30 == 29 ? .easy : .steady }
         let clock = ContinuousClock()
-        var result = StreakResult.empty
-        let elapsed = clock.measure { result = Streak.compute(levels: levels, today: vectorToday, policy: .seed) }
+        var result = Streak.nothingLogged(user: testUser, today: vectorToday, policy: .seed)
+        let elapsed = clock.measure { result = Streak.compute(user: testUser, levels: levels, today: vectorToday, policy: .seed) }
         #expect(result.streakDays == 3652)
         #expect(result.rewardsAvailable == 3)
         // Generous even for a debug build; the release figure is far below 1 ms.
@@ -201,10 +204,10 @@ struct StreakDetailTests {
     @Test func encodesWithExplicitNulls() throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
-        let json = String(decoding: try encoder.encode(StreakResult.empty), as: UTF8.self)
-        #expect(json == #"{"endDay":null,"lastLoggedDay":null,"rewardsAvailable":0,"rewardsEarned":0,"rewardsLost":0,"rewardsUsed":0,"streakDays":0,"todayLogged":false}"#)
+        let json = String(decoding: try encoder.encode(Streak.nothingLogged(user: testUser, today: vectorToday, policy: .classic)), as: UTF8.self)
+        #expect(json == #"{"asOf":"2026-11-23","lastLoggedDay":null,"policy":"classic","rewardsAvailable":0,"rewardsEarned":0,"rewardsLost":0,"rewardsUsed":0,"streakDays":0,"todayLogged":false,"userId":"u1"}"#)
         let full = compute(history((0...6, .steady)))
-        #expect(try JSONDecoder().decode(StreakResult.self, from: encoder.encode(full)) == full)
+        #expect(try JSONDecoder().decode(StreakState.self, from: encoder.encode(full)) == full)
         #expect(StreakPolicy(rawValue: "classic") == .classic && StreakPolicy(rawValue: "Seed") == nil)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import LHTSchema
 import Testing
+import TestSupport
 import ZeroMQ
 
 /// The real `noalc-streak` executable following a real `session-logger`, over real sockets.

@@ -1,6 +1,7 @@
 import Foundation
 import LHTSchema
 import Testing
+import TestSupport
 import ZeroMQ
 
 /// The real `session-logger` executable, over real ZeroMQ sockets, on a real SQLite file.
@@ -286,18 +287,5 @@ import ZeroMQ
         #expect(!text.contains("127.0.0.1:1 "))
         #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("session-logger.sqlite").path))
         #expect(process.terminationStatus == 0)
-    }
-}
-
-/// A small deterministic PRNG, so fuzz-style tests are repeatable.
-struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -113,10 +113,6 @@ public final class NoAlcStreakService: Service {
     }
 
     static func streak(of history: History, user: UserID, asOf: LocalDay, policy: StreakPolicy) -> StreakState {
-        let result = Streak.compute(sortedLevels: history.entries, today: asOf, policy: policy)
-        return StreakState(userId: user, asOf: asOf, policy: policy.rawValue, streakDays: result.streakDays,
-                           rewardsEarned: result.rewardsEarned, rewardsUsed: result.rewardsUsed, rewardsLost: result.rewardsLost,
-                           rewardsAvailable: result.rewardsAvailable, lastLoggedDay: result.lastLoggedDay,
-                           todayLogged: result.todayLogged)
+        Streak.compute(user: user, sortedLevels: history.entries, today: asOf, policy: policy)
     }
 }

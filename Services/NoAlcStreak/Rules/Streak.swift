@@ -12,74 +12,10 @@ public enum StreakPolicy: String, CaseIterable, Sendable, Codable {
     case classic
 }
 
-/// The streak state after walking a user's NoAlc history up to an end day.
-///
-/// Encodes with explicit `null`s for the optional days, as `streak.get` replies carry them.
-public struct StreakResult: Sendable, Hashable, Codable {
-    /// Consecutive days counted at the end day, healed days included.
-    public let streakDays: Int
-    /// Milestones that gave a joker (a milestone with 3 on hand gives nothing and is not counted).
-    public let rewardsEarned: Int
-    /// Jokers spent healing an easy or unlogged day (or a wild one under `classic`).
-    public let rewardsUsed: Int
-    /// Jokers taken as wild-day penalties (always 0 under `classic`).
-    public let rewardsLost: Int
-    /// Jokers on hand: always `rewardsEarned − rewardsUsed − rewardsLost`, within 0...3.
-    public let rewardsAvailable: Int
-    /// The latest logged day not after `today`; nil when nothing is logged.
-    public let lastLoggedDay: LocalDay?
-    /// Whether `today` itself has an entry (it then counts; an unlogged today never hurts).
-    public let todayLogged: Bool
-    /// The last day the walk counted: today if logged, else yesterday; nil when nothing is logged.
-    public let endDay: LocalDay?
-
-    public init(
-        streakDays: Int, rewardsEarned: Int, rewardsUsed: Int, rewardsLost: Int, rewardsAvailable: Int,
-        lastLoggedDay: LocalDay?, todayLogged: Bool, endDay: LocalDay?
-    ) {
-        self.streakDays = streakDays
-        self.rewardsEarned = rewardsEarned
-        self.rewardsUsed = rewardsUsed
-        self.rewardsLost = rewardsLost
-        self.rewardsAvailable = rewardsAvailable
-        self.lastLoggedDay = lastLoggedDay
-        self.todayLogged = todayLogged
-        self.endDay = endDay
-    }
-
-    /// The state of a user with no history.
-    public static let empty = StreakResult(
-        streakDays: 0, rewardsEarned: 0, rewardsUsed: 0, rewardsLost: 0, rewardsAvailable: 0,
-        lastLoggedDay: nil, todayLogged: false, endDay: nil)
-
-    private enum CodingKeys: String, CodingKey {
-        case streakDays, rewardsEarned, rewardsUsed, rewardsLost, rewardsAvailable, lastLoggedDay, todayLogged, endDay
-    }
-
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(
-            streakDays: try c.decode(Int.self, forKey: .streakDays),
-            rewardsEarned: try c.decode(Int.self, forKey: .rewardsEarned),
-            rewardsUsed: try c.decode(Int.self, forKey: .rewardsUsed),
-            rewardsLost: try c.decode(Int.self, forKey: .rewardsLost),
-            rewardsAvailable: try c.decode(Int.self, forKey: .rewardsAvailable),
-            lastLoggedDay: try c.decodeIfPresent(LocalDay.self, forKey: .lastLoggedDay),
-            todayLogged: try c.decode(Bool.self, forKey: .todayLogged),
-            endDay: try c.decodeIfPresent(LocalDay.self, forKey: .endDay))
-    }
-
-    public func encode(to encoder: Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(streakDays, forKey: .streakDays)
-        try c.encode(rewardsEarned, forKey: .rewardsEarned)
-        try c.encode(rewardsUsed, forKey: .rewardsUsed)
-        try c.encode(rewardsLost, forKey: .rewardsLost)
-        try c.encode(rewardsAvailable, forKey: .rewardsAvailable)
-        // Optional.encode writes null, so clients see the field rather than guess at its absence.
-        try c.encode(lastLoggedDay, forKey: .lastLoggedDay)
-        try c.encode(todayLogged, forKey: .todayLogged)
-        try c.encode(endDay, forKey: .endDay)
+extension StreakState {
+    /// The last day the walk counted: `asOf` if logged, else the day before; nil when nothing is logged.
+    public var endDay: LocalDay? {
+        todayLogged ? asOf : lastLoggedDay.map { _ in asOf.adding(days: -1) }
     }
 }
 
@@ -90,42 +26,43 @@ public enum Streak {
     /// A milestone falls on every multiple of this many streak days.
     public static let milestoneDays = 7
 
-    /// Walks the history forward from the first logged day to the end day (today if today
-    /// has an entry, else yesterday). Entries after `today` are ignored, which is how `asOf` works.
+    /// `user`'s streak as of `today` (the state's `asOf`): walks the history forward from the first
+    /// logged day to the end day (today if today has an entry, else yesterday). Entries after
+    /// `today` are ignored, which is how `asOf` works.
     ///
     /// Forward, because jokers must be earned before a later easy day can spend them (the seed's
     /// backward walk failed exactly there). One dictionary lookup per day: no `Calendar`.
-    public static func compute(levels: [LocalDay: NoAlcLevel], today: LocalDay, policy: StreakPolicy) -> StreakResult {
+    public static func compute(user: UserID, levels: [LocalDay: NoAlcLevel], today: LocalDay, policy: StreakPolicy) -> StreakState {
         var first = Int.max
         var last = Int.min
         for day in levels.keys where day <= today {
             if day.ordinal < first { first = day.ordinal }
             if day.ordinal > last { last = day.ordinal }
         }
-        guard first != Int.max else { return .empty }
+        guard first != Int.max else { return nothingLogged(user: user, today: today, policy: policy) }
         let todayLogged = last == today.ordinal
         let end = todayLogged ? today.ordinal : today.ordinal - 1
         var walk = Walk(policy: policy)
         for ordinal in first...end {
             walk.step(levels[LocalDay(ordinal: ordinal)])
         }
-        return walk.result(lastLogged: LocalDay(ordinal: last), todayLogged: todayLogged, end: LocalDay(ordinal: end))
+        return walk.state(user: user, today: today, lastLogged: LocalDay(ordinal: last), todayLogged: todayLogged)
     }
 
     /// The same calculation over entries sorted by day ascending, as `noalc.list` returns them;
     /// no hashing at all. Where a day repeats, the later element wins (the latest entry wins).
     /// Input that is not sorted is still handled correctly, through the dictionary form.
     public static func compute(
-        sortedLevels entries: [(day: LocalDay, level: NoAlcLevel)], today: LocalDay, policy: StreakPolicy
-    ) -> StreakResult {
+        user: UserID, sortedLevels entries: [(day: LocalDay, level: NoAlcLevel)], today: LocalDay, policy: StreakPolicy
+    ) -> StreakState {
         var count = 0
         for index in entries.indices {
             if index > 0, entries[index].day < entries[index - 1].day {
-                return compute(levels: latestPerDay(entries), today: today, policy: policy)
+                return compute(user: user, levels: latestPerDay(entries), today: today, policy: policy)
             }
             if entries[index].day <= today { count = index + 1 }
         }
-        guard count > 0 else { return .empty }
+        guard count > 0 else { return nothingLogged(user: user, today: today, policy: policy) }
         let first = entries[0].day.ordinal
         let last = entries[count - 1].day.ordinal
         let todayLogged = last == today.ordinal
@@ -140,7 +77,13 @@ public enum Streak {
             }
             walk.step(level)
         }
-        return walk.result(lastLogged: LocalDay(ordinal: last), todayLogged: todayLogged, end: LocalDay(ordinal: end))
+        return walk.state(user: user, today: today, lastLogged: LocalDay(ordinal: last), todayLogged: todayLogged)
+    }
+
+    /// The state of a user with no history up to `today`.
+    public static func nothingLogged(user: UserID, today: LocalDay, policy: StreakPolicy) -> StreakState {
+        StreakState(userId: user, asOf: today, policy: policy.rawValue, streakDays: 0, rewardsEarned: 0, rewardsUsed: 0,
+                    rewardsLost: 0, rewardsAvailable: 0, lastLoggedDay: nil, todayLogged: false)
     }
 
     private static func latestPerDay(_ entries: [(day: LocalDay, level: NoAlcLevel)]) -> [LocalDay: NoAlcLevel] {
@@ -204,9 +147,9 @@ struct Walk {
         }
     }
 
-    func result(lastLogged: LocalDay, todayLogged: Bool, end: LocalDay) -> StreakResult {
-        StreakResult(
-            streakDays: streak, rewardsEarned: earned, rewardsUsed: used, rewardsLost: lost,
-            rewardsAvailable: jokers, lastLoggedDay: lastLogged, todayLogged: todayLogged, endDay: end)
+    func state(user: UserID, today: LocalDay, lastLogged: LocalDay, todayLogged: Bool) -> StreakState {
+        StreakState(
+            userId: user, asOf: today, policy: policy.rawValue, streakDays: streak, rewardsEarned: earned, rewardsUsed: used,
+            rewardsLost: lost, rewardsAvailable: jokers, lastLoggedDay: lastLogged, todayLogged: todayLogged)
     }
 }

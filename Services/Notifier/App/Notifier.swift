@@ -54,7 +54,7 @@ public final class NotifierService: Service {
         guard let notification = try host.read({ try NotifierStore.notification(input.notificationId, $0) }) else {
             throw WireError(.notFound, "no notification \"\(input.notificationId.prefix(80))\"", field: "data.notificationId")
         }
-        switch NotificationRenderer.resolve(actionId: input.actionId, actions: notification.actions, deepLink: notification.deepLink) {
+        switch NotificationRenderer.resolve(actionId: input.actionId, in: notification) {
         case nil:
             let ids = notification.actions.map(\.id).joined(separator: ", ")
             throw WireError(.notFound, "notification \(notification.notificationId) offers no action \"\(input.actionId.prefix(60))\" (it offers \(ids))",
@@ -122,15 +122,11 @@ public final class NotifierService: Service {
             return
         }
 
-        let content = NotificationRenderer.render(activity: occurrence.activity, locale: due.locale, customTitle: due.title,
-                                                  customBody: due.body, occurrenceDay: occurrence.day, targetDay: occurrence.targetDay)
         let seq = tx.nextSeq  // the notification carries the seq of the event it is published with
-        let notification = LHTSchema.Notification(
-            notificationId: notificationId, seq: seq, userId: occurrence.userId, activity: occurrence.activity,
-            title: content.title, body: content.body, category: content.category,
-            actions: content.actions,
-            deepLink: content.deepLink, targetDay: content.targetDay, reminderId: occurrence.reminderId,
-            scheduledFor: occurrence.at, sentAt: tx.now, locale: due.locale, test: due.test)
+        let notification = NotificationRenderer.render(
+            notificationId: notificationId, seq: seq, userId: occurrence.userId, reminderId: occurrence.reminderId,
+            scheduledFor: occurrence.at, sentAt: tx.now, test: due.test, activity: occurrence.activity, locale: due.locale,
+            customTitle: due.title, customBody: due.body, occurrenceDay: occurrence.day, targetDay: occurrence.targetDay)
         let published = try tx.append(Events.notify, userId: occurrence.userId, activity: occurrence.activity, data: notification)
         guard published == seq else {
             // Never store a notification whose seq is not its event's (the savepoint undoes the append).
@@ -141,29 +137,15 @@ public final class NotifierService: Service {
     }
 }
 
-/// Idempotency ids for quick actions: a UUID computed from (notificationId, actionId), stable
-/// across processes and platforms (Swift's `Hasher` is seeded per process).
+/// Idempotency ids for quick actions: the version 5 (name-based, RFC 9562) UUID of
+/// "<notificationId>\n<actionId>", stable across processes and platforms (Swift's `Hasher` is seeded
+/// per process).
 enum ActionKey {
-    static func id(notificationId: String, actionId: String) -> RecordID {
-        let input = Array("\(notificationId)\n\(actionId)".utf8)
-        // Two FNV-1a-64 passes, the second seeded with the first: 128 bits from one tiny, fixed hash.
-        let high = fnv1a64(input, basis: 0xcbf2_9ce4_8422_2325)
-        let low = fnv1a64(input, basis: high)
-        var bytes = (0..<8).map { UInt8(truncatingIfNeeded: high >> (56 - 8 * $0)) }
-            + (0..<8).map { UInt8(truncatingIfNeeded: low >> (56 - 8 * $0)) }
-        bytes[6] = (bytes[6] & 0x0F) | 0x80  // version 8: custom (RFC 9562)
-        bytes[8] = (bytes[8] & 0x3F) | 0x80  // variant 10xx
-        let uuid = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                               bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
-        return RecordID(uuid)
-    }
+    /// Our own namespace for these names (a random version 4 UUID drawn once, 2026-11-23). Never change
+    /// it: a retry across the change would no longer be recognised as the same action.
+    static let namespace = RecordID("fe502641-2515-438d-97c9-71330c6ebe1c")!
 
-    private static func fnv1a64(_ bytes: [UInt8], basis: UInt64) -> UInt64 {
-        var hash = basis
-        for byte in bytes {
-            hash ^= UInt64(byte)
-            hash &*= 0x0000_0100_0000_01B3
-        }
-        return hash
+    static func id(notificationId: String, actionId: String) -> RecordID {
+        RecordID.nameBased(namespace: namespace, name: "\(notificationId)\n\(actionId)")
     }
 }

@@ -1,29 +1,5 @@
 import LHTSchema
 
-/// Everything the notifier shows for one occurrence, before identity, seq and stamps are added.
-public struct NotificationContent: Sendable, Hashable, Codable {
-    public let title: String
-    public let body: String
-    /// The activity's raw value, so a client can pick the action set by category.
-    public let category: String
-    public let actions: [NotificationAction]
-    public let deepLink: String
-    /// NoAlc only: the day the quick actions log for; nil for the other activities.
-    public let targetDay: LocalDay?
-
-    public init(
-        title: String, body: String, category: String, actions: [NotificationAction], deepLink: String,
-        targetDay: LocalDay?
-    ) {
-        self.title = title
-        self.body = body
-        self.category = category
-        self.actions = actions
-        self.deepLink = deepLink
-        self.targetDay = targetDay
-    }
-}
-
 /// What tapping an offered action means; the notifier performs it (`notification.action`).
 public enum QuickAction: Sendable, Hashable {
     /// Log this level for the notification's target day, without opening the app.
@@ -34,25 +10,28 @@ public enum QuickAction: Sendable, Hashable {
 
 /// Texts, actions and deep links of SEMANTICS §4.
 public enum NotificationRenderer {
-    /// Renders one occurrence. The reminder's own title and body win where set (each on its
-    /// own; blank counts as unset, since an empty banner helps nobody); otherwise the locale's text.
+    /// Renders one occurrence into the notification sent for it; the identity, seq and stamps are
+    /// the caller's. The reminder's own title and body win where set (each on its own; blank counts
+    /// as unset, since an empty banner helps nobody); otherwise the locale's text.
     ///
     /// For NoAlc the body asks about `targetDay`: "today" when it is the occurrence day (or later),
     /// "yesterday" otherwise. A NoAlc call without a target day falls back to the day before the
     /// occurrence — the default 09:00 reminder's — so quick actions always have a day to log.
     public static func render(
-        activity: Activity, locale: NotificationLocale, customTitle: String?, customBody: String?,
+        notificationId: String, seq: Int64, userId: UserID, reminderId: RecordID, scheduledFor: Instant, sentAt: Instant,
+        test: Bool, activity: Activity, locale: NotificationLocale, customTitle: String?, customBody: String?,
         occurrenceDay: LocalDay, targetDay: LocalDay?
-    ) -> NotificationContent {
+    ) -> Notification {
         let target: LocalDay? = activity == .noalc ? (targetDay ?? occurrenceDay.adding(days: -1)) : nil
         let defaults = defaultTexts(activity: activity, locale: locale, asksAboutToday: target.map { $0 >= occurrenceDay } ?? false)
-        return NotificationContent(
+        return Notification(
+            notificationId: notificationId, seq: seq, userId: userId, activity: activity,
             title: nonBlank(customTitle) ?? defaults.title,
             body: nonBlank(customBody) ?? defaults.body,
             category: activity.rawValue,
             actions: actions(for: activity, locale: locale),
             deepLink: deepLink(for: activity, targetDay: target),
-            targetDay: target)
+            targetDay: target, reminderId: reminderId, scheduledFor: scheduledFor, sentAt: sentAt, locale: locale, test: test)
     }
 
     /// The activity's buttons. NoAlc titles are the same in both locales (they are level names).
@@ -84,17 +63,12 @@ public enum NotificationRenderer {
 
     /// What `actionId` does on this notification; nil when it does not offer that action
     /// (the notifier answers `not_found`), so a stored notification is the only authority.
-    public static func resolve(actionId: String, in content: NotificationContent) -> QuickAction? {
-        resolve(actionId: actionId, actions: content.actions, deepLink: content.deepLink)
-    }
-
-    /// As above, from the stored parts of a notification.
-    public static func resolve(actionId: String, actions: [NotificationAction], deepLink: String) -> QuickAction? {
-        guard let action = actions.first(where: { $0.id == actionId }) else { return nil }
+    public static func resolve(actionId: String, in notification: Notification) -> QuickAction? {
+        guard let action = notification.actions.first(where: { $0.id == actionId }) else { return nil }
         if action.id.hasPrefix(noAlcPrefix), let level = NoAlcLevel(rawValue: String(action.id.dropFirst(noAlcPrefix.count))) {
             return .logNoAlc(level)
         }
-        return action.opensApp ? .open(deepLink: deepLink) : nil
+        return action.opensApp ? .open(deepLink: notification.deepLink) : nil
     }
 
     private static let noAlcPrefix = "noalc."

@@ -1,3 +1,4 @@
+import HeapModule
 import LHTSchema
 import ReminderPlanning
 
@@ -7,7 +8,7 @@ import ReminderPlanning
 /// Entries are never removed from the middle: an edited reminder gets a new entry and the old one
 /// is recognised as stale when it surfaces (`scheduled[id]` no longer is its occurrence).
 struct Scheduler {
-    private var heap = MinHeap<Entry>()
+    private var heap = Heap<Entry>()
     /// Each reminder's live occurrence, kept from scheduling so deciding does not compute it again.
     private var scheduled: [RecordID: PlannedOccurrence] = [:]
 
@@ -23,7 +24,7 @@ struct Scheduler {
     var nextInstant: Instant? {
         mutating get {
             dropStale()
-            return heap.peek.map { Instant(millisecondsSince1970: $0.at) }
+            return heap.min.map { Instant(millisecondsSince1970: $0.at) }
         }
     }
 
@@ -35,7 +36,7 @@ struct Scheduler {
             return
         }
         scheduled[reminder.id] = next
-        heap.push(Entry(at: next.at.millisecondsSince1970, reminder: reminder.id))
+        heap.insert(Entry(at: next.at.millisecondsSince1970, reminder: reminder.id))
     }
 
     mutating func unschedule(_ id: RecordID) { scheduled[id] = nil }
@@ -44,50 +45,13 @@ struct Scheduler {
     /// reschedules the reminder after deciding it.
     mutating func popNext(through now: Instant) -> (reminder: RecordID, occurrence: PlannedOccurrence)? {
         dropStale()
-        guard let top = heap.peek, top.at <= now.millisecondsSince1970,
+        guard let top = heap.min, top.at <= now.millisecondsSince1970,
               let occurrence = scheduled.removeValue(forKey: top.reminder) else { return nil }
-        heap.pop()
+        heap.removeMin()
         return (top.reminder, occurrence)
     }
 
     private mutating func dropStale() {
-        while let top = heap.peek, scheduled[top.reminder]?.at.millisecondsSince1970 != top.at { heap.pop() }
-    }
-}
-
-/// A binary min-heap.
-struct MinHeap<Element: Comparable> {
-    private var items: [Element] = []
-
-    var isEmpty: Bool { items.isEmpty }
-    var peek: Element? { items.first }
-
-    mutating func push(_ element: Element) {
-        items.append(element)
-        var child = items.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard items[child] < items[parent] else { break }
-            items.swapAt(child, parent)
-            child = parent
-        }
-    }
-
-    @discardableResult
-    mutating func pop() -> Element? {
-        guard !items.isEmpty else { return nil }
-        items.swapAt(0, items.count - 1)
-        let top = items.removeLast()
-        var parent = 0
-        while true {
-            let left = 2 * parent + 1, right = left + 1
-            var smallest = parent
-            if left < items.count, items[left] < items[smallest] { smallest = left }
-            if right < items.count, items[right] < items[smallest] { smallest = right }
-            guard smallest != parent else { break }
-            items.swapAt(parent, smallest)
-            parent = smallest
-        }
-        return top
+        while let top = heap.min, scheduled[top.reminder]?.at.millisecondsSince1970 != top.at { heap.removeMin() }
     }
 }
