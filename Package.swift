@@ -26,6 +26,11 @@ let package = Package(
             providers: [.apt(["libzmq3-dev"])]),
         .target(name: "ZeroMQ", dependencies: ["CZeroMQ"], path: "Shared/ZeroMQ"),
         .target(name: "LHTSchema", path: "Shared/Schema", exclude: ["PROTOCOL.md"]),
+        // CurveZMQ certificates, the key directory and the ZAP handler a service starts before binding.
+        .target(
+            name: "LHTSecurity",
+            dependencies: ["ZeroMQ", "LHTSchema", .product(name: "Logging", package: "swift-log")],
+            path: "Shared/Security"),
         .target(
             name: "ServiceHost",
             dependencies: [
@@ -64,6 +69,7 @@ let package = Package(
 
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "LHTSchemaTests", dependencies: ["LHTSchema"]),
+        .testTarget(name: "LHTSecurityTests", dependencies: ["LHTSecurity", "ZeroMQ", "LHTSchema", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ServiceHostTests", dependencies: ["ServiceHost", "LHTSchema", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ReminderPlanningTests", dependencies: ["ReminderPlanning", "LHTSchema"]),
         .testTarget(name: "StreakRulesTests", dependencies: ["StreakRules", "LHTSchema"]),
