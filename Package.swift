@@ -28,6 +28,11 @@ let package = Package(
         .target(name: "ZeroMQ", dependencies: ["CZeroMQ"], path: "Shared/ZeroMQ"),
         .target(name: "LHTSchema", path: "Shared/Schema", exclude: ["PROTOCOL.md"]),
         .target(name: "LHTClient", dependencies: ["ZeroMQ", "LHTSchema"], path: "Shared/Client"),
+        // CurveZMQ certificates, the key directory and the ZAP handler a service starts before binding.
+        .target(
+            name: "LHTSecurity",
+            dependencies: ["ZeroMQ", "LHTSchema", .product(name: "Logging", package: "swift-log")],
+            path: "Shared/Security"),
         .target(
             name: "ServiceHost",
             dependencies: [
@@ -71,6 +76,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "LHTSchemaTests", dependencies: ["LHTSchema", "TestSupport"]),
+        .testTarget(name: "LHTSecurityTests", dependencies: ["LHTSecurity", "ZeroMQ", "LHTSchema", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ServiceHostTests", dependencies: ["ServiceHost", "LHTSchema", "LHTClient", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ReminderPlanningTests", dependencies: ["ReminderPlanning", "LHTSchema"]),
         .testTarget(name: "StreakRulesTests", dependencies: ["StreakRules", "LHTSchema", "TestSupport"]),

@@ -38,11 +38,10 @@ public final class Context: @unchecked Sendable {
 }
 
 public enum SocketType: Sendable {
-    case pair, pub, sub, req, rep, dealer, router, pull, push, xpub, xsub
+    case pub, sub, req, rep, dealer, router, pull, push, xpub
 
     var raw: Int32 {
         switch self {
-        case .pair: ZMQ_PAIR
         case .pub: ZMQ_PUB
         case .sub: ZMQ_SUB
         case .req: ZMQ_REQ
@@ -52,7 +51,6 @@ public enum SocketType: Sendable {
         case .pull: ZMQ_PULL
         case .push: ZMQ_PUSH
         case .xpub: ZMQ_XPUB
-        case .xsub: ZMQ_XSUB
         }
     }
 }
@@ -107,33 +105,62 @@ public final class Socket {
 
     public func connect(_ endpoint: String) throws { try check(zmq_connect(open(), endpoint)) }
 
-    public func disconnect(_ endpoint: String) throws { try check(zmq_disconnect(open(), endpoint)) }
-
-    public func lastEndpoint() throws -> String {
+    private func lastEndpoint() throws -> String {
         var buffer = [CChar](repeating: 0, count: 512)
         var size = buffer.count
         try check(zmq_getsockopt(open(), ZMQ_LAST_ENDPOINT, &buffer, &size))
-        return String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return text(buffer)
     }
 
     // MARK: Options
 
-    public func setLinger(milliseconds: Int32) throws { try set(ZMQ_LINGER, milliseconds) }
     public func setSendHighWaterMark(_ messages: Int32) throws { try set(ZMQ_SNDHWM, messages) }
     public func setReceiveHighWaterMark(_ messages: Int32) throws { try set(ZMQ_RCVHWM, messages) }
     /// -1 blocks forever; a receive that times out returns nil.
     public func setReceiveTimeout(milliseconds: Int32) throws { try set(ZMQ_RCVTIMEO, milliseconds) }
-    public func setSendTimeout(milliseconds: Int32) throws { try set(ZMQ_SNDTIMEO, milliseconds) }
     /// Larger inbound messages drop the peer's connection instead of reaching us.
     public func setMaxMessageSize(bytes: Int64) throws { try set64(ZMQ_MAXMSGSIZE, bytes) }
-    /// Queue only to completed connections, so a request is not parked for a peer that is not there.
-    public func setImmediate(_ on: Bool) throws { try set(ZMQ_IMMEDIATE, Int32(on ? 1 : 0)) }
-    /// A ROUTER reports unroutable replies as EHOSTUNREACH instead of dropping them silently.
-    public func setRouterMandatory(_ on: Bool) throws { try set(ZMQ_ROUTER_MANDATORY, Int32(on ? 1 : 0)) }
 
     /// A SUB receives messages whose first frame starts with `prefix` (bytes; "" is everything).
-    public func subscribe(_ prefix: String) throws { try setBytes(ZMQ_SUBSCRIBE, Array(prefix.utf8)) }
-    public func unsubscribe(_ prefix: String) throws { try setBytes(ZMQ_UNSUBSCRIBE, Array(prefix.utf8)) }
+    /// On an XPUB with `setXPubManual(true)` it grants `prefix` to the peer whose subscription
+    /// message was received last (and to no one else): that is how a publisher authorizes one.
+    public func subscribe<Bytes: ContiguousBytes>(_ prefix: Bytes) throws {
+        let handle = try open()
+        try prefix.withUnsafeBytes { try check(zmq_setsockopt(handle, ZMQ_SUBSCRIBE, $0.baseAddress, $0.count)) }
+    }
+    public func subscribe(_ prefix: String) throws { try subscribe(Array(prefix.utf8)) }
+
+    // MARK: Security (CurveZMQ, ZAP)
+
+    /// Makes this socket a CURVE server; set before `bind`. Its own keys come from `setCurveKeys`.
+    /// libzmq admits every client when no ZAP handler is bound on the context, so start one first.
+    public func setCurveServer(_ on: Bool) throws { try set(ZMQ_CURVE_SERVER, Int32(on ? 1 : 0)) }
+
+    /// This socket's own long-term key pair, Z85 text (40 characters each, as in certificate files).
+    public func setCurveKeys(publicKey: String, secretKey: String) throws {
+        try setKey(ZMQ_CURVE_PUBLICKEY, publicKey)
+        try setKey(ZMQ_CURVE_SECRETKEY, secretKey)
+    }
+
+    /// Makes this socket a CURVE client of the server with this public key (Z85); set before `connect`,
+    /// after `setCurveKeys`.
+    public func setCurveServerKey(_ publicKey: String) throws { try setKey(ZMQ_CURVE_SERVERKEY, publicKey) }
+
+    /// The ZAP domain this server socket passes to the handler (also makes NULL-mechanism peers go through ZAP).
+    public func setZAPDomain(_ domain: String) throws { try setBytes(ZMQ_ZAP_DOMAIN, Array(domain.utf8)) }
+
+    /// An XPUB hands every (un)subscription message to the application, which grants it with
+    /// `subscribe(_:)` or not at all; nothing is filtered in until then.
+    public func setXPubManual(_ on: Bool) throws { try set(ZMQ_XPUB_MANUAL, Int32(on ? 1 : 0)) }
+
+    /// An XPUB passes on duplicate subscriptions and every unsubscription too (each peer's, not just the first/last).
+    public func setXPubVerboser(_ on: Bool) throws { try set(ZMQ_XPUB_VERBOSER, Int32(on ? 1 : 0)) }
+
+    /// Keys go to libzmq as 32 binary bytes, so a malformed Z85 text fails here and not at the handshake.
+    private func setKey(_ option: Int32, _ z85: String) throws {
+        guard let key = Z85.decode(z85), key.count == 32 else { throw ZMQError(code: EINVAL) }
+        try setBytes(option, key)
+    }
 
     private func set(_ option: Int32, _ value: Int32) throws {
         var value = value
@@ -191,6 +218,11 @@ public final class Socket {
 
     /// Receives one frame; nil when nothing arrived (`dontWait`, or the receive timeout passed).
     public func receive(dontWait: Bool = false) throws -> Data? {
+        try receiveFrame(dontWait: dontWait, property: nil)?.frame
+    }
+
+    /// One frame and, if asked, one of its message properties (read before the message is closed).
+    private func receiveFrame(dontWait: Bool, property: String?) throws -> (frame: Data, property: String?)? {
         let handle = try open()
         try check(zmq_msg_init(message))
         defer { zmq_msg_close(message) }
@@ -202,13 +234,15 @@ public final class Socket {
             if error.code == EAGAIN { return nil }
             throw error
         }
+        // NULL (EINVAL) when the connection has no such property, e.g. no User-Id without ZAP.
+        let value = property.flatMap { zmq_msg_gets(message, $0) }.map { String(cString: $0) }
         let size = zmq_msg_size(message)
-        guard size > 0, let bytes = zmq_msg_data(message) else { return Data() }
-        return Data(bytes: bytes, count: size)
+        guard size > 0, let bytes = zmq_msg_data(message) else { return (Data(), value) }
+        return (Data(bytes: bytes, count: size), value)
     }
 
     /// Whether the frame just received has more frames after it.
-    public var hasMore: Bool {
+    private var hasMore: Bool {
         guard let handle else { return false }
         var value: Int32 = 0
         var size = MemoryLayout<Int32>.size
@@ -224,8 +258,27 @@ public final class Socket {
         return frames
     }
 
+    /// Receives a whole multipart message with one property of its connection, e.g. "User-Id" (what the
+    /// ZAP handler said for the peer: on a ROUTER per request, on an XPUB per subscription message) or
+    /// "Peer-Address". The property is nil when the connection has none. nil when nothing arrived.
+    public func receiveMultipart(dontWait: Bool = false, property: String) throws -> (frames: [Data], property: String?)? {
+        guard let first = try receiveFrame(dontWait: dontWait, property: property) else { return nil }
+        var frames = [first.frame], value = first.property
+        // A ROUTER makes the routing-id frame itself, without the connection's metadata: ask every frame.
+        while hasMore, let next = try receiveFrame(dontWait: false, property: property) {
+            frames.append(next.frame)
+            value = value ?? next.property
+        }
+        return (frames, value)
+    }
+
     /// The raw handle, for `zmq_poll`.
     var pollHandle: UnsafeMutableRawPointer? { handle }
+}
+
+/// The text in a NUL-terminated buffer libzmq filled.
+private func text(_ buffer: [CChar]) -> String {
+    String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }
 
 @inline(__always)
@@ -248,6 +301,53 @@ public enum Poller {
         return items.map { $0.revents & Int16(ZMQ_POLLIN) != 0 }
     }
 }
+
+/// A CURVE key pair, Z85 text (40 characters each).
+public struct CurveKeyPair: Sendable, Equatable {
+    public let publicKey: String
+    public let secretKey: String
+
+    /// A fresh pair from libzmq (`zmq_curve_keypair`, libsodium's random source).
+    public static func generate() throws -> CurveKeyPair {
+        var publicKey = [CChar](repeating: 0, count: 41), secretKey = [CChar](repeating: 0, count: 41)
+        try check(zmq_curve_keypair(&publicKey, &secretKey))
+        return CurveKeyPair(publicKey: text(publicKey), secretKey: text(secretKey))
+    }
+
+    /// The public key that belongs to a Z85 secret key (`zmq_curve_public`); nil for a malformed one.
+    public static func publicKey(forSecretKey secretKey: String) -> String? {
+        guard Z85.decode(secretKey)?.count == 32 else { return nil }
+        var publicKey = [CChar](repeating: 0, count: 41)
+        guard zmq_curve_public(&publicKey, secretKey) == 0 else { return nil }
+        return text(publicKey)
+    }
+}
+
+/// ZeroMQ's Z85 text encoding (RFC 32): 4 bytes become 5 printable characters.
+public enum Z85 {
+    /// nil unless the byte count is a multiple of 4.
+    public static func encode(_ bytes: [UInt8]) -> String? {
+        guard bytes.count % 4 == 0 else { return nil }
+        var text = [CChar](repeating: 0, count: bytes.count / 4 * 5 + 1)
+        guard zmq_z85_encode(&text, bytes, bytes.count) != nil else { return nil }
+        return ZeroMQ.text(text)
+    }
+
+    /// nil unless the length is a multiple of 5 and every character is in the Z85 alphabet.
+    public static func decode(_ text: String) -> [UInt8]? {
+        let chars = Array(text.utf8)
+        // libzmq checks the length but not every character: a stray one would decode to garbage.
+        guard chars.count % 5 == 0, chars.allSatisfy({ alphabet.contains($0) }) else { return nil }
+        var bytes = [UInt8](repeating: 0, count: chars.count / 5 * 4)
+        guard zmq_z85_decode(&bytes, text) != nil else { return nil }
+        return bytes
+    }
+
+    private static let alphabet = Set("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#".utf8)
+}
+
+/// Whether this libzmq was built with a capability, e.g. "curve".
+public func zmqHas(_ capability: String) -> Bool { zmq_has(capability) != 0 }
 
 /// The libzmq version this process runs against, e.g. "4.3.4".
 public func zmqVersion() -> String {
