@@ -63,6 +63,12 @@ let package = Package(
                            .product(name: "GRDB", package: "GRDB.swift")],
             path: "Tests/Benchmarks", exclude: ["c", "README.md"]),
 
+        // Shared test support: the in-process service harness, typed test clients, temp directories.
+        .target(
+            name: "TestSupport",
+            dependencies: ["ZeroMQ", "LHTSchema", "LHTClient", "ServiceHost", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/TestSupport"),
+
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "LHTSchemaTests", dependencies: ["LHTSchema"]),
         .testTarget(name: "ServiceHostTests", dependencies: ["ServiceHost", "LHTSchema", "LHTClient", .product(name: "Logging", package: "swift-log")]),
