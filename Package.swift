@@ -75,6 +75,12 @@ let package = Package(
         .testTarget(name: "ReminderPlanningTests", dependencies: ["ReminderPlanning", "LHTSchema"]),
         .testTarget(name: "StreakRulesTests", dependencies: ["StreakRules", "LHTSchema"]),
         .testTarget(name: "NotificationRenderingTests", dependencies: ["NotificationRendering", "LHTSchema"]),
+        // Every service library in-process, over real sockets, with typed calls (LHTClient and the catalog).
+        .testTarget(
+            name: "ServiceTests",
+            dependencies: ["TestSupport", "SessionLogger", "ReminderPlanner", "Notifier", "NoAlcStreak",
+                           "ServiceHost", "LHTClient", "LHTSchema", "ZeroMQ",
+                           .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // Starts the built executables as real processes; depends on them only through the build.
         .testTarget(name: "SystemTests", dependencies: ["ZeroMQ", "LHTSchema"]),
     ]
