@@ -60,7 +60,7 @@ let package = Package(
         .executableTarget(
             name: "Bench",
             dependencies: ["ZeroMQ", "ServiceHost", "LHTSchema", "LHTClient", "SessionLogger", "ReminderPlanner", "StreakRules",
-                           .product(name: "GRDB", package: "GRDB.swift")],
+                           "TestSupport", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Tests/Benchmarks", exclude: ["c", "README.md"]),
 
         // Shared test support: the in-process service harness, typed test clients, temp directories.
