@@ -69,11 +69,15 @@ let package = Package(
         .executableTarget(
             name: "Bench",
             dependencies: ["ZeroMQ", "ServiceHost", "LHTSchema", "LHTClient", "SessionLogger", "ReminderPlanner", "StreakRules",
-                           .product(name: "GRDB", package: "GRDB.swift")],
+                           "TestSupport", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Tests/Benchmarks", exclude: ["c", "README.md"]),
 
-        // Helpers shared by several test targets (a library, so each test target can import it).
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        // Shared test support: the in-process service harness, typed test clients, temp directories.
+        .target(
+            name: "TestSupport",
+            dependencies: ["ZeroMQ", "LHTSchema", "LHTClient", "ServiceHost", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/TestSupport"),
+
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "LHTSchemaTests", dependencies: ["LHTSchema", "TestSupport"]),
         .testTarget(name: "LHTSecurityTests", dependencies: ["LHTSecurity", "ZeroMQ", "LHTSchema", .product(name: "Logging", package: "swift-log")]),
@@ -81,6 +85,12 @@ let package = Package(
         .testTarget(name: "ReminderPlanningTests", dependencies: ["ReminderPlanning", "LHTSchema"]),
         .testTarget(name: "StreakRulesTests", dependencies: ["StreakRules", "LHTSchema", "TestSupport"]),
         .testTarget(name: "NotificationRenderingTests", dependencies: ["NotificationRendering", "LHTSchema"]),
+        // Every service library in-process, over real sockets, with typed calls (LHTClient and the catalog).
+        .testTarget(
+            name: "ServiceTests",
+            dependencies: ["TestSupport", "SessionLogger", "ReminderPlanner", "Notifier", "NoAlcStreak",
+                           "ServiceHost", "LHTClient", "LHTSchema", "ZeroMQ",
+                           .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // Starts the built executables as real processes; depends on them only through the build.
         .testTarget(name: "SystemTests", dependencies: ["ZeroMQ", "LHTSchema", "TestSupport"]),
     ]

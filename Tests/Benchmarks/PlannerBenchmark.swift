@@ -6,6 +6,7 @@ import Logging
 import ReminderPlanner
 import ServiceHost
 import SessionLogger
+import TestSupport
 import ZeroMQ
 
 /// `bench planner [--users 100000] [--reminders 10] [--burst 100000] [--sessions 300]`
@@ -31,7 +32,8 @@ enum PlannerBenchmark {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lht-bench-planner-\(UUID().uuidString.prefix(8))").path
         print("seeding \(users) users × \(perUser) reminders …")
         func startPlanner() throws -> InProcessService {
-            try InProcessService(context: context) { _, context in
+            // A million reminders take a while to load: the benchmark times it, so no harness deadline.
+            try startService(context: context, timeout: 3600) { context in
                 let options = try PlannerOptions.parse([
                     "--api", "tcp://127.0.0.1:*", "--events", "tcp://127.0.0.1:*", "--data-dir", directory,
                     "--clock", "manual:\(clockStart)", "--session-logger-api", logger.api, "--session-logger-events", logger.events])

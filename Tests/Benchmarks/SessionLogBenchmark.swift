@@ -1,10 +1,10 @@
 import Foundation
 import GRDB
-import Synchronization
 import LHTSchema
 import Logging
 import ServiceHost
 import SessionLogger
+import TestSupport
 import ZeroMQ
 
 /// `bench session-log [--clients 8] [--per-client 5000] [--rate 1000] [--seconds 5]`
@@ -71,46 +71,11 @@ enum SessionLogBenchmark {
     }
 }
 
-/// A service built by its library and run on its own thread (the thread owns its sockets), with a
-/// fresh data directory; what the executables do, without a process boundary.
-final class InProcessService: @unchecked Sendable {
-    let api: String
-    let events: String
-    private let shutdown = ShutdownSignal()
-    private let finished = DispatchSemaphore(value: 0)
-
-    init(context: Context, build: @escaping @Sendable (_ dataDirectory: String, _ context: Context) throws -> Service) throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lht-bench-\(UUID().uuidString.prefix(8))").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let endpoints = Mutex<Result<(String, String), Error>?>(nil)
-        let started = DispatchSemaphore(value: 0)
-        let shutdown = shutdown, finished = finished
-        let thread = Thread {
-            defer { finished.signal() }
-            do {
-                let service = try build(directory, context)
-                endpoints.withLock { $0 = .success((service.host.apiEndpoint, service.host.eventsEndpoint)) }
-                started.signal()
-                service.run(until: shutdown)
-            } catch {
-                endpoints.withLock { $0 = .failure(error) }
-                started.signal()
-            }
-        }
-        thread.stackSize = 8 << 20
-        thread.start()
-        started.wait()
-        (api, events) = try endpoints.withLock { $0! }.get()
-    }
-
-    func stop() {
-        shutdown.request()
-        finished.wait()
-    }
-
+extension InProcessService {
     /// A session logger on wildcard loopback ports and a fresh data directory.
     static func sessionLogger(context: Context) throws -> InProcessService {
-        try InProcessService(context: context) { directory, context in
+        let directory = temporaryDirectory("lht-bench").path
+        return try startService(context: context) { context in
             let options = try SessionLoggerOptions.parse(["--api", "tcp://127.0.0.1:*", "--events", "tcp://127.0.0.1:*",
                                                          "--intake", "tcp://127.0.0.1:*", "--data-dir", directory])
             return try SessionLogger(settings: SessionLoggerSettings(options), logger: Logger(label: "bench"), context: context)

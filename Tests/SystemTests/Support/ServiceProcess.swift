@@ -3,6 +3,8 @@ import LHTSchema
 import Synchronization
 import Testing
 import ZeroMQ
+// temporaryDirectory and HarnessError, for every file of this target.
+@_exported import TestSupport
 
 /// Where `swift build` put the executables: beside the test bundle.
 enum BuildProducts {
@@ -12,13 +14,6 @@ enum BuildProducts {
     }()
 
     static func executable(_ name: String) -> URL { directory.appendingPathComponent(name) }
-}
-
-/// A fresh directory under /tmp for one test's data.
-func temporaryDirectory(_ label: String = "lht") -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("\(label)-\(UUID().uuidString.prefix(8))")
-    try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
 }
 
 /// One service started from the built executable, on wildcard loopback ports, with its endpoints
@@ -113,9 +108,4 @@ final class OutputBuffer: Sendable {
     var text: String { storage.withLock { $0 } }
     func append(_ text: String) { storage.withLock { $0 += text } }
     func clear() { storage.withLock { $0 = "" } }
-}
-
-struct HarnessError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }

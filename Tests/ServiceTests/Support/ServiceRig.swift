@@ -1,0 +1,111 @@
+import ArgumentParser
+import Foundation
+import LHTClient
+import LHTSchema
+import NoAlcStreak
+import Notifier
+import ReminderPlanner
+import ServiceHost
+import SessionLogger
+import TestSupport
+import ZeroMQ
+
+/// One test's services, each built in-process from its Settings (parsed from the same flags the
+/// executable takes) on its own thread: one shared context, one transport, one scratch directory
+/// with a data directory per service. Stops everything, downstream first, when it goes away.
+final class ServiceRig {
+    let context: Context
+    let transport: Transport
+    let scratch = ScratchDirectory("lht-service-tests")
+    private var started: [InProcessService] = []
+
+    init(_ transport: Transport = .tcp) throws {
+        context = try Context()
+        self.transport = transport
+    }
+
+    deinit { stopAll() }
+
+    func stopAll() {
+        for service in started.reversed() { service.stop() }
+        started.removeAll()
+    }
+
+    private func common(_ name: ServiceName, dataDirectory: String? = nil) -> [String] {
+        transport.bindArguments(name) + ["--data-dir", dataDirectory ?? scratch.subdirectory(name.rawValue).path]
+    }
+
+    private func start(_ build: @escaping @Sendable (Context) throws -> any Service) throws -> InProcessService {
+        let service = try startService(context: context, build)
+        started.append(service)
+        return service
+    }
+
+    func sessionLogger(dataDirectory: String? = nil) throws -> InProcessService {
+        let settings = try SessionLoggerSettings(SessionLoggerOptions.parse(common(.sessionLogger, dataDirectory: dataDirectory)))
+        return try start { context in try SessionLogger(settings: settings, logger: quietLogger("session-logger"), context: context) }
+    }
+
+    /// A planner on a manual clock starting at `clock`, following `logger`.
+    func planner(clock: Instant, following logger: InProcessService, extra: [String] = []) throws -> InProcessService {
+        let settings = try PlannerSettings(PlannerOptions.parse(common(.reminderPlanner) + [
+            "--clock", "manual:\(clock)",
+            "--\(ServiceName.sessionLogger.flag(.api))", logger.api, "--\(ServiceName.sessionLogger.flag(.events))", logger.events,
+        ] + extra))
+        return try start { context in try ReminderPlanner(settings: settings, logger: quietLogger("reminder-planner"), context: context) }
+    }
+
+    /// A notifier following `planner`, logging quick actions at `logger`.
+    func notifier(following planner: InProcessService, logger: InProcessService, extra: [String] = []) throws -> InProcessService {
+        let settings = try NotifierSettings(NotifierOptions.parse(common(.notifier) + [
+            "--\(ServiceName.reminderPlanner.flag(.api))", planner.api, "--\(ServiceName.reminderPlanner.flag(.events))", planner.events,
+            "--\(ServiceName.sessionLogger.flag(.api))", logger.api,
+        ] + extra))
+        return try start { context in try NotifierService(settings: settings, logger: quietLogger("notifier"), context: context) }
+    }
+
+    /// A streak service following the session logger at `loggerAPI` / `loggerEvents` (the events
+    /// may come from elsewhere: a test relay that drops some).
+    func streak(loggerAPI: String, loggerEvents: String) throws -> InProcessService {
+        let settings = try NoAlcStreakSettings(NoAlcStreakOptions.parse(common(.noalcStreak) + [
+            "--\(ServiceName.sessionLogger.flag(.api))", loggerAPI, "--\(ServiceName.sessionLogger.flag(.events))", loggerEvents,
+        ]))
+        return try start { context in try NoAlcStreakService(settings: settings, logger: quietLogger("noalc-streak"), context: context) }
+    }
+
+    func streak(following logger: InProcessService) throws -> InProcessService {
+        try streak(loggerAPI: logger.api, loggerEvents: logger.events)
+    }
+
+    func client(_ service: InProcessService) -> TestClient { TestClient(context: context, service) }
+
+    func recorder(_ service: InProcessService, prefixes: [String] = [""]) throws -> EventRecorder {
+        try EventRecorder(context: context, service, prefixes: prefixes)
+    }
+
+    /// A socket the test owns (a relay, a raw subscriber), on the rig's context.
+    func socket(_ type: SocketType) throws -> Socket { try Socket(context, type) }
+
+    /// A fresh endpoint for a test-owned socket to bind.
+    func endpoint(_ label: String) -> String {
+        switch transport {
+        case .tcp: "tcp://127.0.0.1:*"
+        case .inproc: "inproc://\(label)-\(UUID().uuidString.prefix(8))"
+        }
+    }
+}
+
+/// Typed values for the tests' requests.
+func user(_ text: String) -> UserID { UserID(text)! }
+func day(_ text: String) -> LocalDay { LocalDay(text)! }
+
+extension Instant {
+    /// This instant with seconds and milliseconds dropped, so a reminder time (hh:mm) lands on it exactly.
+    var minuteFloor: Instant { Instant(millisecondsSince1970: millisecondsSince1970 - millisecondsSince1970 % 60_000) }
+
+    /// The UTC wall time of this instant, as a reminder's `time`.
+    var utcTime: LocalTime {
+        let minute = local(in: ZoneID.utc.timeZone).minuteOfDay
+        return LocalTime(hour: minute / 60, minute: minute % 60)!
+    }
+}
