@@ -33,10 +33,10 @@ struct UserSet: ParsableCommand {
     func run() throws {
         let client = try Client(connection)
         let userId = try user.userID()
+        let (newZone, newLocale): (ZoneID?, NotificationLocale?) = (try wireValue(zone, field: "timeZone"), try wireValue(locale, field: "locale"))
         let current = try userZone(client, user: userId).settings
-        let request = UserPutRequest(
-            userId: userId, timeZone: try wireValue(zone, field: "timeZone") ?? current.timeZone,
-            locale: try wireValue(locale, field: "locale") ?? current.locale, paused: paused ?? current.paused)
+        let request = UserPutRequest(userId: userId, timeZone: newZone ?? current.timeZone, locale: newLocale ?? current.locale,
+                                     paused: paused ?? current.paused)
         let stored = try client.call(Ops.userPut, request)
         output.json ? emit(stored.rawText) : emit(describe(stored.value))
     }
