@@ -10,8 +10,6 @@ extension ServiceName {
         Events.published(by: self).contains { prefix.hasPrefix($0.name + ".") || ($0.name + ".").hasPrefix(prefix) }
     }
 
-    /// `LHT_PLANNER_API`, `LHT_STREAK_EVENTS`: the variable beside the flag that names this socket.
-    func environmentValue(_ role: SocketRole) -> String? { environment[environmentVariable(forFlag: flag(role))] }
 }
 
 let environment = ProcessInfo.processInfo.environment
@@ -43,10 +41,6 @@ struct Failure: Error {
                 line: "error: \(service.rawValue) did not answer \(op) at \(endpoint) within \(seconds.formatted()) s (is it running?)")
     }
 
-    static func badReply(_ service: ServiceName, op: String, _ detail: String) -> Failure {
-        Failure(status: Status.serviceError, line: "error: \(service.rawValue) sent a reply to \(op) that lht cannot read: \(detail)")
-    }
-
     static func local(_ message: String) -> Failure { Failure(status: Status.local, line: "error: \(message)") }
 }
 
@@ -55,20 +49,73 @@ extension Double {
     func formatted() -> String { self == rounded() ? String(Int(self)) : String(self) }
 }
 
-/// Endpoint and timeout options every command takes.
-struct Connection: ParsableArguments {
-    @Option(name: .customLong("session-logger"), help: ArgumentHelp(
-        "Session logger api (env LHT_SESSION_LOGGER_API, default tcp://127.0.0.1:7301).", valueName: "endpoint"))
+/// Which socket an `EndpointOptions` group names: the api every command calls, or the events `subscribe` follows.
+protocol EndpointRole {
+    static var role: SocketRole { get }
+}
+
+enum APIRole: EndpointRole { static let role = SocketRole.api }
+enum EventsRole: EndpointRole { static let role = SocketRole.events }
+
+extension ServiceName {
+    /// How the help names this service beside its api flag and beside its events flag.
+    func helpName(_ role: SocketRole) -> String {
+        switch self {
+        case .sessionLogger: "Session logger"
+        case .reminderPlanner: role == .api ? "Reminder planner" : "Planner"
+        case .notifier: "Notifier"
+        case .noalcStreak: role == .api ? "NoAlc streak" : "Streak"
+        }
+    }
+
+    /// lht's flag for this service's socket: the stem for the api (`--planner`), the table's flag otherwise (`--planner-events`).
+    func lhtFlag(_ role: SocketRole) -> String { role == .api ? flagStem : flag(role) }
+
+    /// `LHT_PLANNER_API`, `LHT_STREAK_EVENTS`: the variable beside the flag that names this socket.
+    func environmentValue(_ role: SocketRole) -> String? { environment[environmentVariable(forFlag: flag(role))] }
+
+    /// "Reminder planner api (env LHT_PLANNER_API, default tcp://…:7311).", from the endpoint table.
+    func endpointHelp(_ role: SocketRole) -> ArgumentHelp {
+        ArgumentHelp("\(helpName(role)) \(role.rawValue) (env \(environmentVariable(forFlag: flag(role))), default \(defaultEndpoint(role))).",
+                     valueName: "endpoint")
+    }
+}
+
+/// One endpoint option per service for one socket role, named and documented from the endpoint table.
+/// ArgumentParser needs a property per option; `given` is the one place that maps them to services.
+struct EndpointOptions<Role: EndpointRole>: ParsableArguments {
+    @Option(name: .customLong(ServiceName.sessionLogger.lhtFlag(Role.role)), help: ServiceName.sessionLogger.endpointHelp(Role.role))
     var sessionLogger: String?
 
-    @Option(help: ArgumentHelp("Reminder planner api (env LHT_PLANNER_API, default tcp://127.0.0.1:7311).", valueName: "endpoint"))
+    @Option(name: .customLong(ServiceName.reminderPlanner.lhtFlag(Role.role)), help: ServiceName.reminderPlanner.endpointHelp(Role.role))
     var planner: String?
 
-    @Option(help: ArgumentHelp("Notifier api (env LHT_NOTIFIER_API, default tcp://127.0.0.1:7321).", valueName: "endpoint"))
+    @Option(name: .customLong(ServiceName.notifier.lhtFlag(Role.role)), help: ServiceName.notifier.endpointHelp(Role.role))
     var notifier: String?
 
-    @Option(help: ArgumentHelp("NoAlc streak api (env LHT_STREAK_API, default tcp://127.0.0.1:7331).", valueName: "endpoint"))
+    @Option(name: .customLong(ServiceName.noalcStreak.lhtFlag(Role.role)), help: ServiceName.noalcStreak.endpointHelp(Role.role))
     var streak: String?
+
+    init() {}
+
+    private static var given: [ServiceName: KeyPath<EndpointOptions, String?>] {
+        [.sessionLogger: \.sessionLogger, .reminderPlanner: \.planner, .notifier: \.notifier, .noalcStreak: \.streak]
+    }
+
+    /// The flag, else the LHT_* variable, else the table's default.
+    func endpoint(_ service: ServiceName) -> String {
+        EndpointOptions.given[service].flatMap { self[keyPath: $0] } ?? service.environmentValue(Role.role) ?? service.defaultEndpoint(Role.role)
+    }
+
+    /// Whether the flag or its variable named this service's socket (rather than the default).
+    func isGiven(_ service: ServiceName) -> Bool {
+        EndpointOptions.given[service].flatMap { self[keyPath: $0] } != nil || service.environmentValue(Role.role) != nil
+    }
+}
+
+/// Endpoint and timeout options every command takes.
+struct Connection: ParsableArguments {
+    @OptionGroup var apis: EndpointOptions<APIRole>
 
     @Option(help: ArgumentHelp("Seconds to wait for each reply before giving up with status 3 (env LHT_TIMEOUT).", valueName: "seconds"))
     var timeout: Double?
@@ -76,21 +123,15 @@ struct Connection: ParsableArguments {
     init() {}
 
     func validate() throws {
-        for service in ServiceName.allCases { _ = try Endpoint.validated(api(service), flag: service.flagStem) }
+        for service in ServiceName.allCases { _ = try Endpoint.validated(api(service), flag: service.lhtFlag(.api)) }
         guard (0.05...600).contains(seconds) else { throw ValidationError("--timeout: \(seconds.formatted()) is not 0.05...600 seconds") }
     }
 
     var seconds: Double { timeout ?? environment["LHT_TIMEOUT"].flatMap(Double.init) ?? 3 }
 
-    func api(_ service: ServiceName) -> String {
-        let given: String? = switch service {
-        case .sessionLogger: sessionLogger
-        case .reminderPlanner: planner
-        case .notifier: notifier
-        case .noalcStreak: streak
-        }
-        return given ?? service.environmentValue(.api) ?? service.defaultEndpoint(.api)
-    }
+    var milliseconds: Int { Int(seconds * 1000) }
+
+    func api(_ service: ServiceName) -> String { apis.endpoint(service) }
 }
 
 /// `--json`, for every command that prints data.
@@ -125,7 +166,7 @@ struct Answer<Value> {
 
 extension Answer: Sendable where Value: Sendable {}
 
-/// One command's connections to the services: a Lazy-Pirate `APIClient` per endpoint, every call bounded by --timeout.
+/// One command's connections to the services: a Lazy-Pirate `ServiceClient` per endpoint, every call bounded by --timeout.
 final class Client {
     let connection: Connection
     let context: Context
@@ -147,59 +188,68 @@ final class Client {
         return client
     }
 
-    /// Sends `{"v":1,"op":op,"data":data}` and decodes the reply's data as `Value`.
-    func call<Value: Decodable>(_ service: ServiceName, _ op: String, _ data: JSONValue, as type: Value.Type) throws(Failure) -> Answer<Value> {
-        let raw = try callRaw(service, op, data)
-        do {
-            return Answer(value: try JSONDecoder().decode(Value.self, from: raw), raw: raw)
-        } catch {
-            throw Failure.badReply(service, op: op, "\(error)".prefix(200).description)
-        }
-    }
-
-    /// As `call`, but returns the reply's data bytes only.
-    func callRaw(_ service: ServiceName, _ op: String, _ data: JSONValue) throws(Failure) -> Data {
+    /// Calls `op` at the service the catalog names for it (`health` and `events.since`, which every
+    /// service answers, at `service`); the reply decoded as the op's type, with its data bytes for --json.
+    func call<Request, Reply>(_ op: Op<Request, Reply>, _ request: Request, at service: ServiceName? = nil) throws(Failure) -> Answer<Reply> {
+        guard let service = service ?? op.info.service else { preconditionFailure("\(op.name) is answered by every service: say which") }
         let client = client(service)
-        let request: Data
         do {
-            request = try wireEncoder().encode(RequestFrame(op: op, data: data))
+            let (value, data) = try client.callWithData(op, request, timeoutMilliseconds: connection.milliseconds)
+            return Answer(value: value, raw: data)
         } catch {
-            throw Failure.local("cannot encode the \(op) request: \(error)")
+            throw Failure(error, service: service, op: op.name, client: client, seconds: connection.seconds)
         }
-        guard let reply = client.exchange(request, timeoutMilliseconds: Int(connection.seconds * 1000)) else {
-            throw Failure.noAnswer(service, endpoint: client.endpoint, op: op, seconds: connection.seconds)
-        }
-        guard let frame = try? JSONDecoder().decode(JSONValue.self, from: reply) else {
-            throw Failure.badReply(service, op: op, "not JSON")
-        }
-        guard frame["ok"]?.boolValue == true, let data = frame["data"] else {
-            let error = frame["error"]
-            throw Failure.service(code: error?["code"]?.stringValue ?? "unknown", field: error?["field"]?.stringValue,
-                                  message: error?["message"]?.stringValue ?? "no message")
-        }
-        return Reply.dataBytes(of: reply) ?? ((try? wireEncoder().encode(data)) ?? Data("null".utf8))
     }
 }
 
-// MARK: Building request data
+extension Failure {
+    /// A `ServiceClient` failure as lht reports it: no answer (status 3, naming the endpoint), or the
+    /// service's own error (status 1, `error: <code> (<field>): <message>`).
+    init(_ error: WireError, service: ServiceName, op: String, client: ServiceClient, seconds: Double) {
+        // ServiceClient's own "did not answer": `unavailable` without a field, naming its endpoint. A service
+        // that answers `unavailable` (the notifier when the session logger is down) names no endpoint of ours.
+        if error.code == .unavailable, error.field == nil, error.message.hasPrefix("\(client.endpoint) did not answer ") {
+            self = .noAnswer(service, endpoint: client.endpoint, op: op, seconds: seconds)
+        } else {
+            self = .service(code: error.code.rawValue, field: error.field, message: error.message)
+        }
+    }
+}
+
+// MARK: Request values from arguments
+
+/// A command-line text as the wire type the request carries, read by the schema's own decoder: a bad
+/// value fails as the service would answer it (`error: invalid_argument (data.timeZone): …`, status 1).
+func wireValue<Value: Decodable>(_ text: String, field: String) throws(Failure) -> Value {
+    try wireValue(JSONValue.string(text), field: field)
+}
+
+/// As above for an option left out: nil, which the request leaves out.
+func wireValue<Value: Decodable>(_ text: String?, field: String) throws(Failure) -> Value? {
+    guard let text else { return nil }
+    return try wireValue(JSONValue.string(text), field: field) as Value
+}
+
+/// As above, for a list (`--days`): a bad item is named by its index (`data.weekdays[2]`).
+func wireValue<Value: Decodable>(_ items: [String], field: String) throws(Failure) -> Value {
+    try wireValue(JSONValue.array(items.map(JSONValue.string)), field: field)
+}
+
+private func wireValue<Value: Decodable>(_ json: JSONValue, field: String) throws(Failure) -> Value {
+    do {
+        return try JSONDecoder().decode(Value.self, from: wireEncoder().encode(json))
+    } catch {
+        let wire = WireError(decoding: error, under: "data.\(field)")
+        throw Failure.service(code: wire.code.rawValue, field: wire.field, message: wire.message)
+    }
+}
+
+extension UserOption {
+    /// `--user` (or LHT_USER) as the requests' `userId`.
+    func userID() throws(Failure) -> UserID { try wireValue(id, field: "userId") }
+}
 
 extension JSONValue {
-    /// An object from pairs whose nil values are left out.
-    static func fields(_ pairs: KeyValuePairs<String, JSONValue?>) -> JSONValue {
-        var object: [String: JSONValue] = [:]
-        for (key, value) in pairs { if let value { object[key] = value } }
-        return .object(object)
-    }
-
-    static func text(_ value: String?) -> JSONValue? { value.map(JSONValue.string) }
-    static func int(_ value: Int?) -> JSONValue? { value.map { .number(Double($0)) } }
-    static func flag(_ value: Bool?) -> JSONValue? { value.map(JSONValue.bool) }
-
-    var arrayItems: [JSONValue] {
-        if case .array(let items) = self { return items }
-        return []
-    }
-
     /// One line of JSON (keys sorted).
     var jsonLine: String { (try? wireEncoder().encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "null" }
 }
@@ -213,8 +263,8 @@ func parseInstant(_ text: String, option: String) throws -> Instant {
 }
 
 /// The user's time zone as the planner has it (defaults for a user never set).
-func userZone(_ client: Client, user: String) throws(Failure) -> (zone: ZoneID, settings: UserSettings) {
-    let settings = try client.call(.reminderPlanner, "user.get", .fields(["userId": .string(user)]), as: UserSettings.self).value
+func userZone(_ client: Client, user: UserID) throws(Failure) -> (zone: ZoneID, settings: UserSettings) {
+    let settings = try client.call(Ops.userGet, UserRequest(userId: user)).value
     return (settings.timeZone, settings)
 }
 

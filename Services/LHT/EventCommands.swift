@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LHTClient
 import LHTSchema
 import ZeroMQ
 
@@ -33,8 +34,9 @@ struct Subscribe: ParsableCommand {
         "Give up after this many seconds without the --count messages (status 3).", valueName: "seconds"))
     var maxWait: Double?
 
-    @OptionGroup(title: "Event endpoints") var publishers: EventEndpoints
-    /// Not used for subscribing; accepted so that scripts can pass every command the same endpoint flags.
+    @OptionGroup(title: "Event endpoints") var publishers: EndpointOptions<EventsRole>
+    /// Accepted so that scripts can pass every command the same endpoint flags; a publisher's api is where
+    /// the subscription fetches what its socket missed (`events.since`).
     @OptionGroup(title: "Connection", visibility: .hidden) var connection: Connection
 
     func validate() throws {
@@ -49,18 +51,22 @@ struct Subscribe: ParsableCommand {
     }
 
     func run() throws {
-        let topics = prefixes.isEmpty ? ["notify.\(user ?? environment["LHT_USER"]!)."] : prefixes
-        let endpoints = events.isEmpty
-            ? ServiceName.allCases.filter { service in topics.contains { service.publishes(matching: $0) } }.map(publishers.events)
-            : events
-        guard !endpoints.isEmpty else { throw ValidationError("no service publishes topics starting with \(topics.joined(separator: ", ")); use --events") }
+        let topics = prefixes.isEmpty ? [Events.notify.prefix(userId: UserID(user ?? environment["LHT_USER"]!)!)] : prefixes
+        let publishing = ServiceName.allCases.filter { service in topics.contains { service.publishes(matching: $0) } }
+        // Each events endpoint with the service behind it, whose api answers `events.since` for it.
+        let followed: [(service: ServiceName, events: String)] = try events.isEmpty
+            ? publishing.map { ($0, publishers.endpoint($0)) }
+            : events.map { endpoint in (try publisher(at: endpoint, publishing: publishing), endpoint) }
+        guard !followed.isEmpty else { throw ValidationError("no service publishes topics starting with \(topics.joined(separator: ", ")); use --events") }
+        let endpoints = followed.map(\.events)
         let context: Context
-        let socket: Socket
+        let subscriptions: [(service: ServiceName, subscription: Subscription)]
         do {
             context = try Context()
-            socket = try Socket(context, .sub)
-            for topic in topics { try socket.subscribe(topic) }
-            for endpoint in endpoints { try socket.connect(endpoint) }
+            subscriptions = try followed.map { publisher in
+                (publisher.service, try Subscription(context: context, eventsEndpoint: publisher.events, apiEndpoint: connection.api(publisher.service),
+                                                     prefixes: topics, after: nil, timeoutMilliseconds: connection.milliseconds))
+            }
         } catch {
             throw Failure.local("cannot subscribe: \(error)")
         }
@@ -74,84 +80,72 @@ struct Subscribe: ParsableCommand {
             if wait <= 0 {
                 throw Failure(status: Status.noAnswer, line: "error: received \(received) of \(count ?? 1) messages within \(maxWait!.formatted()) s at \(endpoints.joined(separator: " "))")
             }
-            let readable = (try? Poller.readable([socket], timeoutMilliseconds: min(wait, 1000))) ?? [false]
-            guard readable[0] else { continue }
-            while count.map({ received < $0 }) ?? true, let frames = try? socket.receiveMultipart(dontWait: true) {
-                guard frames.count == 2 else { continue }
-                received += 1
-                emit(pretty ? prettyLine(topic: String(decoding: frames[0], as: UTF8.self), envelope: frames[1])
-                            : jsonLine(topic: frames[0], envelope: frames[1]))
+            let readable = (try? Poller.readable(subscriptions.map(\.subscription.follower.subscriber), timeoutMilliseconds: min(wait, 1000)))
+                ?? subscriptions.map { _ in false }
+            for (index, (service, subscription)) in subscriptions.enumerated() where readable[index] {
+                // Live events in seq order; a gap or a heartbeat ahead is filled from the publisher's events.since.
+                let delivered: [ReceivedEvent]
+                do {
+                    delivered = try subscription.next(timeoutMilliseconds: 0)
+                } catch let error as WireError {
+                    throw Failure(error, service: service, op: Ops.eventsSince.name, client: subscription.follower.client, seconds: connection.seconds)
+                }
+                for event in delivered where count.map({ received < $0 }) ?? true {
+                    received += 1
+                    emit(pretty ? prettyLine(event) : jsonLine(event))
+                }
             }
         }
         withExtendedLifetime(context) {}
     }
 
-    private func jsonLine(topic: Data, envelope: Data) -> String {
-        let topicText = JSONValue.string(String(decoding: topic, as: UTF8.self)).jsonLine
-        let isJSON = (try? JSONDecoder().decode(JSONValue.self, from: envelope)) != nil
-        let event = isJSON ? String(decoding: envelope, as: UTF8.self) : JSONValue.string(String(decoding: envelope, as: UTF8.self)).jsonLine
-        return "{\"topic\":\(topicText),\"event\":\(event)}"
+    /// The service behind an `--events` endpoint: the one whose events endpoint it is, else the only one
+    /// that publishes the topics asked for (its api answers `events.since` for it).
+    private func publisher(at endpoint: String, publishing: [ServiceName]) throws -> ServiceName {
+        if let known = ServiceName.allCases.first(where: { publishers.isGiven($0) && publishers.endpoint($0) == endpoint }) { return known }
+        if publishing.count == 1 { return publishing[0] }
+        if let known = ServiceName.allCases.first(where: { publishers.endpoint($0) == endpoint }) { return known }
+        throw ValidationError("--events \(endpoint): several services publish these topics; name its publisher with "
+            + ServiceName.allCases.map { "--" + $0.lhtFlag(.events) }.joined(separator: ", ") + " instead")
     }
-}
 
-/// The events endpoint of each service, for `subscribe`.
-struct EventEndpoints: ParsableArguments {
-    @Option(name: .customLong("session-logger-events"), help: ArgumentHelp(
-        "Session logger events (env LHT_SESSION_LOGGER_EVENTS, default tcp://127.0.0.1:7302).", valueName: "endpoint"))
-    var sessionLogger: String?
-
-    @Option(name: .customLong("planner-events"), help: ArgumentHelp(
-        "Planner events (env LHT_PLANNER_EVENTS, default tcp://127.0.0.1:7312).", valueName: "endpoint"))
-    var planner: String?
-
-    @Option(name: .customLong("notifier-events"), help: ArgumentHelp(
-        "Notifier events (env LHT_NOTIFIER_EVENTS, default tcp://127.0.0.1:7322).", valueName: "endpoint"))
-    var notifier: String?
-
-    @Option(name: .customLong("streak-events"), help: ArgumentHelp(
-        "Streak events (env LHT_STREAK_EVENTS, default tcp://127.0.0.1:7332).", valueName: "endpoint"))
-    var streak: String?
-
-    init() {}
-
-    func events(_ service: ServiceName) -> String {
-        let given: String? = switch service {
-        case .sessionLogger: sessionLogger
-        case .reminderPlanner: planner
-        case .notifier: notifier
-        case .noalcStreak: streak
-        }
-        return given ?? service.environmentValue(.events) ?? service.defaultEndpoint(.events)
+    private func jsonLine(_ event: ReceivedEvent) -> String {
+        let envelope = (try? wireEncoder().encode(event)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
+        return "{\"topic\":\(JSONValue.string(event.topic).jsonLine),\"event\":\(envelope)}"
     }
 }
 
 /// One readable line for an event: its time, topic, seq and what it says.
-func prettyLine(topic: String, envelope frame: Data) -> String {
-    guard let envelope = try? JSONDecoder().decode(JSONValue.self, from: frame) else { return "\(topic) (unreadable envelope)" }
-    let data = envelope["data"] ?? .null
-    let head = "\(envelope["time"]?.stringValue ?? "?")  \(topic)  #\(envelope["seq"]?.intValue.map(String.init) ?? "?")"
-    func field(_ name: String) -> String { data[name]?.stringValue ?? "?" }
-    switch envelope["type"]?.stringValue ?? "" {
-    case "notify":
-        let actions = data["actions"]?.arrayItems.compactMap { $0["id"]?.stringValue } ?? []
-        return head + "  \"\(field("title"))\" \(field("body"))"
-            + (actions.isEmpty ? "" : "  [\(actions.joined(separator: " "))]") + "  id=\(field("notificationId"))"
-            + (data["test"]?.boolValue == true ? "  (test)" : "")
-    case "session.logged":
-        return head + "  \(field("activity")) \(field("start")) – \(field("end"))  id=\(field("id"))"
-    case "noalc.logged":
-        return head + "  \(field("level")) for \(field("day"))  id=\(field("id"))"
-    case "streak.updated":
-        return head + "  streak \(data["streakDays"]?.intValue ?? 0) days, \(data["rewardsAvailable"]?.intValue ?? 0) jokers"
-    case "reminder.changed":
-        return head + (data["deleted"]?.boolValue == true ? "  deleted \(field("id"))" : "  \(field("activity")) at \(field("time"))  id=\(field("id"))")
-    case let type where type.hasPrefix("reminder."):
-        var text = head + "  \(field("activity")) \(field("day")) \(field("localTime"))"
-        if let cause = data["cause"]?.stringValue { text += "  cause=\(cause)" }
-        if data["late"]?.boolValue == true { text += "  (late)" }
-        if data["test"]?.boolValue == true { text += "  (test)" }
+func prettyLine(_ event: ReceivedEvent) -> String {
+    let head = "\(event.time)  \(event.topic)  #\(event.seq)"
+    func reminderLine(_ occurrence: Occurrence, late: Bool = false, test: Bool = false) -> String {
+        var text = head + "  \(occurrence.activity.rawValue) \(occurrence.day) \(occurrence.localTime)"
+        if let cause = occurrence.cause { text += "  cause=\(cause)" }
+        if late { text += "  (late)" }
+        if test { text += "  (test)" }
         return text
-    default:
+    }
+    switch event.data {
+    case .notify(let notification):
+        let actions = notification.actions.map(\.id)
+        return head + "  \"\(notification.title)\" \(notification.body)"
+            + (actions.isEmpty ? "" : "  [\(actions.joined(separator: " "))]") + "  id=\(notification.notificationId)"
+            + (notification.test ? "  (test)" : "")
+    case .sessionLogged(let session):
+        return head + "  \(session.activity.rawValue) \(session.start) – \(session.end)  id=\(session.id)"
+    case .noalcLogged(let entry):
+        return head + "  \(entry.level.rawValue) for \(entry.day)  id=\(entry.id)"
+    case .streakUpdated(let state):
+        return head + "  streak \(state.streakDays) days, \(state.rewardsAvailable) jokers"
+    case .reminderChanged(.deleted(let deletion)):
+        return head + "  deleted \(deletion.id)"
+    case .reminderChanged(.put(let reminder)):
+        return head + "  \(reminder.activity.rawValue) at \(reminder.time)  id=\(reminder.id)"
+    case .occurrence(let occurrence):
+        return reminderLine(occurrence)
+    case .reminderDue(let due):
+        return reminderLine(due.occurrence, late: due.late, test: due.test)
+    case nil:
         return head
     }
 }
@@ -173,14 +167,13 @@ struct Action: ParsableCommand {
 
     func run() throws {
         let action = NoAlcLevel(rawValue: actionId) != nil ? "noalc.\(actionId)" : actionId
-        let client = try Client(connection)
-        let answer = try client.call(.notifier, "notification.action",
-                                     .fields(["notificationId": .string(notificationId), "actionId": .string(action)]), as: JSONValue.self)
+        let answer = try Client(connection).call(Ops.notificationAction,
+                                                 NotificationActionRequest(notificationId: notificationId, actionId: action))
         if output.json { return emit(answer.rawText) }
         // Two reply shapes: {entry} for a NoAlc level, {deepLink} for open.*.
-        if let entry = try? JSONDecoder().decode(NotificationEntryReply.self, from: answer.raw).entry {
+        if let entry = answer.value.entry {
             emit("logged NoAlc \(entry.level.rawValue) for \(entry.day) (\(entry.id))")
-        } else if let link = try? JSONDecoder().decode(NotificationDeepLinkReply.self, from: answer.raw).deepLink {
+        } else if let link = answer.value.deepLink {
             emit("open \(link)")
         } else {
             emit(answer.rawText)
@@ -201,8 +194,7 @@ struct Notifications: ParsableCommand {
 
     func run() throws {
         let client = try Client(connection)
-        let answer = try client.call(.notifier, "notification.list",
-                                     .fields(["userId": .string(user.id), "after": .int(after)]), as: NotificationListReply.self)
+        let answer = try client.call(Ops.notificationList, NotificationListRequest(userId: try user.userID(), after: Int64(after ?? 0)))
         if output.json { return emit(answer.rawText) }
         let list = answer.value.notifications
         guard !list.isEmpty else { return emit("no notifications for \(user.id)") }

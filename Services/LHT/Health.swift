@@ -33,7 +33,7 @@ struct Health: ParsableCommand {
             let result: Result<Answer<HealthReply>, Failure>
             do {
                 let client = try Client(connection)
-                result = .success(try client.call(service, "health", .object([:]), as: HealthReply.self))
+                result = .success(try client.call(Ops.health, NoFields(), at: service))
             } catch {
                 result = .failure(error as? Failure ?? .local("\(error)"))
             }

@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import LHTClient
+import LHTSchema
 
 /// `lht`: the command-line client of the Smart Reminders services, speaking PROTOCOL.md over ZeroMQ.
 @main
@@ -9,7 +11,7 @@ struct LHT: ParsableCommand {
         abstract: "Log activity, plan reminders and follow notifications of the Smart Reminders services.",
         discussion: """
             Every command talks to the services over ZeroMQ (PROTOCOL.md). Endpoints default to \
-            loopback (session logger 7301, planner 7311, notifier 7321, streak 7331) and can be set \
+            loopback (\(defaultPorts)) and can be set \
             by flag or LHT_* environment variable; LHT_USER sets the default --user.
 
             EXIT STATUS
@@ -25,6 +27,15 @@ struct LHT: ParsableCommand {
             SessionCommand.self, NoAlcCommand.self, UserCommand.self, ReminderCommand.self,
             Subscribe.self, Action.self, Notifications.self, Streak.self, CalendarCommand.self, Health.self,
         ])
+
+    /// "session logger 7301, planner 7311, …": each service's default api port, from the endpoint table.
+    private static var defaultPorts: String {
+        ServiceName.allCases.map { service in
+            let endpoint = service.defaultEndpoint(.api)
+            let port = endpoint.lastIndex(of: ":").map { endpoint[endpoint.index(after: $0)...] } ?? Substring(endpoint)
+            return "\(service.flagStem.replacingOccurrences(of: "-", with: " ")) \(port)"
+        }.joined(separator: ", ")
+    }
 
     /// ArgumentParser's own `main`, with the exit statuses above: usage errors are 2, not 64.
     static func main() {

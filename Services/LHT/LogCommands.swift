@@ -58,12 +58,10 @@ struct SessionLog: ParsableCommand {
         } else {
             (from, to) = (try parseInstant(start!, option: "--start"), try parseInstant(end!, option: "--end"))
         }
-        let client = try Client(connection)
-        let data = JSONValue.fields([
-            "id": .text(id), "userId": .string(user.id), "activity": .string(activity),
-            "start": .string(from.description), "end": .string(to.description), "source": .string(source),
-        ])
-        let receipt = try client.call(.sessionLogger, "session.log", data, as: LogReceipt.self)
+        let request = SessionLogRequest(
+            id: try wireValue(id, field: "id"), userId: try user.userID(),
+            activity: try wireValue(activity, field: "activity"), start: from, end: to, source: source)
+        let receipt = try Client(connection).call(Ops.sessionLog, request)
         if output.json { return emit(receipt.rawText) }
         let length = to.milliseconds(since: from) / 60_000
         emit((receipt.value.duplicate ? "already logged" : "logged")
@@ -113,22 +111,24 @@ struct NoAlcLog: ParsableCommand {
 
     func run() throws {
         let client = try Client(connection)
-        let target: String
+        let userId = try user.userID()
+        let target: LocalDay
         if let day {
-            target = day
+            target = LocalDay(day)!  // checked by validate()
         } else {
-            let zone = try userZone(client, user: user.id).zone
-            target = NoAlcLog.defaultDay(now: try now.map { try parseInstant($0, option: "--now") } ?? .now(), zone: zone).description
+            let zone = try userZone(client, user: userId).zone
+            target = NoAlcLog.defaultDay(now: try now.map { try parseInstant($0, option: "--now") } ?? .now(), zone: zone)
         }
-        let data = JSONValue.fields([
-            "id": .text(id), "userId": .string(user.id), "day": .string(target), "level": .string(level), "source": .string(source),
-        ])
-        let receipt = try client.call(.sessionLogger, "noalc.log", data, as: LogReceipt.self)
+        let request = NoAlcLogRequest(
+            id: try wireValue(id, field: "id"), userId: userId, day: target,
+            level: try wireValue(level, field: "level"), source: source)
+        let receipt = try client.call(Ops.noalcLog, request)
         if output.json { return emit(receipt.rawText) }
         emit((receipt.value.duplicate ? "already logged" : "logged") + " NoAlc \(level) for \(target) (\(receipt.value.id), seq \(receipt.value.seq))")
     }
 
-    /// SEMANTICS §2: before 18:00 local a check-in is about yesterday, from 18:00 on about today.
+    /// The 18:00 rule of SEMANTICS §2, applied to the current local time: before 18:00 a check-in is
+    /// about yesterday, from 18:00 on about today.
     static func defaultDay(now: Instant, zone: ZoneID) -> LocalDay {
         let local = now.local(in: zone.timeZone)
         return local.minuteOfDay < 18 * 60 ? local.day.adding(days: -1) : local.day

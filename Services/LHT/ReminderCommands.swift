@@ -29,8 +29,8 @@ struct RuleOptions: ParsableArguments {
 
     init() {}
 
-    /// `--days` as the wire's weekday list; unknown names go to the service, which names the bad item.
-    var weekdays: JSONValue? {
+    /// `--days` as the wire's weekday list; an unknown name fails as the service names it (`data.weekdays[2]`).
+    func weekdays() throws(Failure) -> [Weekday]? {
         guard let days else { return nil }
         let names: [String] = days.split(separator: ",").flatMap { part -> [String] in
             switch part.trimmingCharacters(in: .whitespaces).lowercased() {
@@ -41,8 +41,11 @@ struct RuleOptions: ParsableArguments {
             case let name: [name]
             }
         }
-        return .array(names.map(JSONValue.string))
+        return try wireValue(names, field: "weekdays")
     }
+
+    /// `--time` as the wire's local time.
+    func localTime() throws(Failure) -> LocalTime? { try wireValue(time, field: "time") }
 }
 
 struct ReminderAdd: ParsableCommand {
@@ -66,13 +69,11 @@ struct ReminderAdd: ParsableCommand {
     @OptionGroup(title: "Connection") var connection: Connection
 
     func run() throws {
-        let client = try Client(connection)
-        let data = JSONValue.fields([
-            "id": .text(id), "userId": .string(user.id), "activity": .string(activity), "time": .text(rule.time),
-            "weekdays": rule.weekdays, "lookbackHours": .int(rule.lookback), "enabled": disabled ? .bool(false) : nil,
-            "title": rule.title.flatMap { $0.isEmpty ? nil : .string($0) }, "body": rule.body.flatMap { $0.isEmpty ? nil : .string($0) },
-        ])
-        try printPut(client.call(.reminderPlanner, "reminder.put", data, as: ReminderPutReply.self), verb: "added", json: output.json)
+        let request = ReminderPutRequest(
+            id: try wireValue(id, field: "id"), userId: try user.userID(), activity: try wireValue(activity, field: "activity"),
+            time: try rule.localTime(), weekdays: try rule.weekdays(), lookbackHours: rule.lookback, enabled: disabled ? false : nil,
+            title: rule.title.flatMap { $0.isEmpty ? nil : $0 }, body: rule.body.flatMap { $0.isEmpty ? nil : $0 })
+        try printPut(Client(connection).call(Ops.reminderPut, request), verb: "added", json: output.json)
     }
 }
 
@@ -96,19 +97,17 @@ struct ReminderEdit: ParsableCommand {
 
     func run() throws {
         let client = try Client(connection)
-        let current = try client.call(.reminderPlanner, "reminder.get", .fields(["id": .string(id)]), as: Reminder.self).value
-        func text(_ change: String?, _ old: String?) -> JSONValue? {
-            guard let change else { return .text(old) }
-            return change.isEmpty ? nil : .string(change)
+        let current = try client.call(Ops.reminderGet, ReminderIDRequest(id: try wireValue(id, field: "id"))).value
+        func text(_ change: String?, _ old: String?) -> String? {
+            guard let change else { return old }
+            return change.isEmpty ? nil : change
         }
-        let data = JSONValue.fields([
-            "id": .string(current.id.description), "userId": .string(current.userId.rawValue),
-            "activity": .string(activity ?? current.activity.rawValue), "time": .string(rule.time ?? current.time.description),
-            "weekdays": rule.weekdays ?? .array(current.weekdays.map { .string($0.rawValue) }),
-            "lookbackHours": .int(rule.lookback ?? current.lookbackHours), "enabled": .bool(enabled ?? current.enabled),
-            "title": text(rule.title, current.title), "body": text(rule.body, current.body),
-        ])
-        try printPut(client.call(.reminderPlanner, "reminder.put", data, as: ReminderPutReply.self), verb: "changed", json: output.json)
+        let request = ReminderPutRequest(
+            id: current.id, userId: current.userId, activity: try wireValue(activity, field: "activity") ?? current.activity,
+            time: try rule.localTime() ?? current.time, weekdays: try rule.weekdays() ?? current.weekdays,
+            lookbackHours: rule.lookback ?? current.lookbackHours, enabled: enabled ?? current.enabled,
+            title: text(rule.title, current.title), body: text(rule.body, current.body))
+        try printPut(client.call(Ops.reminderPut, request), verb: "changed", json: output.json)
     }
 }
 
@@ -143,7 +142,7 @@ struct ReminderList: ParsableCommand {
 
     func run() throws {
         let client = try Client(connection)
-        let answer = try client.call(.reminderPlanner, "reminder.list", .fields(["userId": .string(user.id)]), as: ReminderListReply.self)
+        let answer = try client.call(Ops.reminderList, UserRequest(userId: try user.userID()))
         if output.json { return emit(answer.rawText) }
         guard !answer.value.reminders.isEmpty else { return emit("no reminders for \(user.id)") }
         var table = Table("id", "activity", "time", "days", "look-back", "enabled", "title")
@@ -166,8 +165,7 @@ struct ReminderDelete: ParsableCommand {
     @OptionGroup(title: "Connection") var connection: Connection
 
     func run() throws {
-        let client = try Client(connection)
-        let answer = try client.call(.reminderPlanner, "reminder.delete", .fields(["id": .string(id)]), as: ReminderDeleted.self)
+        let answer = try Client(connection).call(Ops.reminderDelete, ReminderIDRequest(id: try wireValue(id, field: "id")))
         output.json ? emit(answer.rawText) : emit("deleted reminder \(answer.value.id)")
     }
 }
@@ -194,12 +192,12 @@ struct ReminderUpcoming: ParsableCommand {
 
     func run() throws {
         let client = try Client(connection)
-        let answer = try client.call(.reminderPlanner, "reminder.upcoming", .fields(["userId": .string(user.id), "days": .int(days)]),
-                                     as: UpcomingReply.self)
+        let userId = try user.userID()
+        let answer = try client.call(Ops.reminderUpcoming, UpcomingRequest(userId: userId, days: days))
         if output.json { return emit(answer.rawText) }
         let occurrences = answer.value.occurrences
         guard !occurrences.isEmpty else { return emit("nothing planned for \(user.id) in the next \(days) days") }
-        let restored = restoredOccurrences(occurrences, client: client)
+        let restored = restoredOccurrences(occurrences, user: userId, client: client)
         var table = ids ? Table("day", "weekday", "time", "activity", "status", "why", "occurrence")
                         : Table("day", "weekday", "time", "activity", "status", "why")
         for occurrence in occurrences {
@@ -226,16 +224,15 @@ struct ReminderUpcoming: ParsableCommand {
 
     /// Scheduled occurrences that activity covers: the planner shows them scheduled only when the user restored them.
     /// Found from the session logger's records; without an answer from it the column just stays empty.
-    private func restoredOccurrences(_ occurrences: [Occurrence], client: Client) -> Set<String> {
+    private func restoredOccurrences(_ occurrences: [Occurrence], user: UserID, client: Client) -> Set<String> {
         let scheduled = occurrences.filter { $0.status == .scheduled }
         guard !scheduled.isEmpty else { return [] }
         var restored: Set<String> = []
         let sessions = scheduled.filter { $0.activity.isSession && $0.windowStart != nil }
         if let first = sessions.map({ $0.windowStart! }).min(), let last = sessions.map(\.at).max() {
             // A session is at most 24 h long, so one starting a day before the earliest window can still reach it.
-            let query = JSONValue.fields(["userId": .string(user.id), "from": .string(first.adding(seconds: -86_400).description),
-                                          "until": .string(last.adding(seconds: 1).description)])
-            if let list = try? client.call(.sessionLogger, "session.list", query, as: SessionListReply.self).value.sessions {
+            let query = SessionListRequest(userId: user, from: first.adding(seconds: -86_400), until: last.adding(seconds: 1))
+            if let list = try? client.call(Ops.sessionList, query).value.sessions {
                 for occurrence in sessions where list.contains(where: {
                     $0.activity == occurrence.activity && $0.start <= occurrence.at && $0.end >= occurrence.windowStart!
                 }) { restored.insert(occurrence.identity) }
@@ -243,8 +240,8 @@ struct ReminderUpcoming: ParsableCommand {
         }
         let noalc = scheduled.filter { $0.activity == .noalc && $0.targetDay != nil }
         if let first = noalc.map({ $0.targetDay! }).min(), let last = noalc.map({ $0.targetDay! }).max() {
-            let query = JSONValue.fields(["userId": .string(user.id), "from": .string(first.description), "until": .string(last.description)])
-            if let entries = try? client.call(.sessionLogger, "noalc.list", query, as: NoAlcListReply.self).value.entries {
+            let query = DayRangeRequest(userId: user, from: first, until: last)
+            if let entries = try? client.call(Ops.noalcList, query).value.entries {
                 let days = Set(entries.map(\.day))
                 for occurrence in noalc where days.contains(occurrence.targetDay!) { restored.insert(occurrence.identity) }
             }
@@ -279,10 +276,9 @@ struct ReminderRestore: ParsableCommand {
     }
 
     func run() throws {
-        let client = try Client(connection)
         let instant = try parseInstant(parts.at!, option: "--at")
-        let answer = try client.call(.reminderPlanner, "reminder.restore",
-                                     .fields(["reminderId": .string(parts.id), "at": .string(instant.description)]), as: Occurrence.self)
+        let request = RestoreRequest(reminderId: try wireValue(parts.id, field: "reminderId"), at: instant)
+        let answer = try Client(connection).call(Ops.reminderRestore, request)
         if output.json { return emit(answer.rawText) }
         let occurrence = answer.value
         emit("restored: \(occurrence.activity.rawValue) on \(occurrence.weekday.rawValue) \(occurrence.day) at \(occurrence.localTime) will fire (\(occurrence.identity))")
@@ -300,8 +296,7 @@ struct ReminderTest: ParsableCommand {
     @OptionGroup(title: "Connection") var connection: Connection
 
     func run() throws {
-        let client = try Client(connection)
-        let answer = try client.call(.reminderPlanner, "reminder.test", .fields(["reminderId": .string(id)]), as: Occurrence.self)
+        let answer = try Client(connection).call(Ops.reminderTest, ReminderTestRequest(reminderId: try wireValue(id, field: "reminderId")))
         if output.json { return emit(answer.rawText) }
         emit("test reminder fired: \(answer.value.activity.rawValue) at \(answer.value.at) for \(answer.value.userId)")
     }

@@ -19,7 +19,7 @@ struct Streak: ParsableCommand {
 
     func run() throws {
         let client = try Client(connection)
-        let answer = try client.call(.noalcStreak, "streak.get", .fields(["userId": .string(user.id), "asOf": .text(asOf)]), as: StreakState.self)
+        let answer = try client.call(Ops.streakGet, StreakGetRequest(userId: try user.userID(), asOf: try wireValue(asOf, field: "asOf")))
         if output.json { return emit(answer.rawText) }
         let state = answer.value
         var table = Table("", "")
@@ -62,15 +62,16 @@ struct CalendarCommand: ParsableCommand {
 
     func run() throws {
         let client = try Client(connection)
-        let zone = try userZone(client, user: user.id).zone
+        let userId = try user.userID()
+        let zone = try userZone(client, user: userId).zone
         let monthText = month ?? String(Instant.now().local(in: zone.timeZone).day.description.prefix(7))
         let days = MonthGrid.days(of: monthText)!
-        let calendar = try client.call(.noalcStreak, "calendar.get", .fields(["userId": .string(user.id), "month": .string(monthText)]),
-                                       as: CalendarReply.self)
-        let summary = try client.call(.sessionLogger, "daily.summary", .fields([
-            "userId": .string(user.id), "from": .string(days.lowerBound.description), "until": .string(days.upperBound.description),
-            "timeZone": .string(zone.identifier),
-        ]), as: DailySummaryReply.self)
+        guard let calendarRequest = CalendarGetRequest(userId: userId, month: monthText) else {
+            throw Failure.local("\(monthText) is not a month the streak service takes")
+        }
+        let calendar = try client.call(Ops.calendarGet, calendarRequest)
+        let summary = try client.call(Ops.dailySummary, DailySummaryRequest(
+            userId: userId, from: days.lowerBound, until: days.upperBound, timeZone: zone))
         let grid = MonthGrid(month: monthText, user: user.id, days: days, calendar: calendar.value.days, summary: summary.value.days)
         if let svg {
             do {

@@ -32,12 +32,12 @@ struct UserSet: ParsableCommand {
 
     func run() throws {
         let client = try Client(connection)
-        let current = try userZone(client, user: user.id).settings
-        let data = JSONValue.fields([
-            "userId": .string(user.id), "timeZone": .string(zone ?? current.timeZone.identifier),
-            "locale": .string(locale ?? current.locale.rawValue), "paused": .bool(paused ?? current.paused),
-        ])
-        let stored = try client.call(.reminderPlanner, "user.put", data, as: UserSettings.self)
+        let userId = try user.userID()
+        let (newZone, newLocale): (ZoneID?, NotificationLocale?) = (try wireValue(zone, field: "timeZone"), try wireValue(locale, field: "locale"))
+        let current = try userZone(client, user: userId).settings
+        let request = UserPutRequest(userId: userId, timeZone: newZone ?? current.timeZone, locale: newLocale ?? current.locale,
+                                     paused: paused ?? current.paused)
+        let stored = try client.call(Ops.userPut, request)
         output.json ? emit(stored.rawText) : emit(describe(stored.value))
     }
 }
@@ -52,7 +52,7 @@ struct UserShow: ParsableCommand {
 
     func run() throws {
         let client = try Client(connection)
-        let stored = try client.call(.reminderPlanner, "user.get", .fields(["userId": .string(user.id)]), as: UserSettings.self)
+        let stored = try client.call(Ops.userGet, UserRequest(userId: try user.userID()))
         output.json ? emit(stored.rawText) : emit(describe(stored.value))
     }
 }

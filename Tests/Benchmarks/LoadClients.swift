@@ -1,4 +1,5 @@
 import Foundation
+import LHTSchema
 import Synchronization
 import ZeroMQ
 
@@ -82,6 +83,15 @@ enum LoadClients {
         thread.start()
         finished.wait()
         return result.withLock { $0 }
+    }
+
+    /// `request` as the request frame `ServiceClient` sends for `op`, built ahead for clients that
+    /// pipeline raw DEALER sockets (what these benchmarks time beside the echo).
+    static func frame<Request, Reply>(_ op: Op<Request, Reply>, _ request: Request) -> Data {
+        guard let frame = try? wireEncoder().encode(RequestFrame(op: op.name, data: request)) else {
+            fatalError("the \(op.name) request cannot be encoded")
+        }
+        return frame
     }
 
     /// Requests carry their number as the `idN` suffix of a UUID (`…-00000000NNNN`), which both the

@@ -67,7 +67,9 @@ enum SessionLogBenchmark {
     static func sessionLog(n: Int, client: Int) -> Data {
         let end = Instant.now().adding(seconds: -Int64(60 + n % 600) * 60)
         let start = end.adding(seconds: -900)
-        return Data(#"{"v":1,"op":"session.log","data":{"id":"\#(LoadClients.uuid(n, client: client))","userId":"bench\#(client % 50)","activity":"mindfulness","start":"\#(start)","end":"\#(end)"}}"#.utf8)
+        return LoadClients.frame(Ops.sessionLog, SessionLogRequest(
+            id: RecordID(LoadClients.uuid(n, client: client))!, userId: UserID("bench\(client % 50)")!, activity: .mindfulness,
+            start: start, end: end))
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import LHTClient
 import LHTSchema
 import StreakRules
 import Synchronization
@@ -138,18 +139,18 @@ enum StreakBenchmark {
         try client.setReceiveTimeout(milliseconds: 10_000)
         try client.connect(streak.endpoints["api"]!)
         let asOf = dayTexts.last!
-        func request(_ user: Int) -> Data {
-            Data(#"{"v":1,"op":"streak.get","data":{"userId":"u\#(user)","asOf":"\#(asOf)"}}"#.utf8)
-        }
+        func streakGet(_ user: Int) -> StreakGetRequest { StreakGetRequest(userId: UserID("u\(user)")!, asOf: LocalDay(asOf)!) }
+        func request(_ user: Int) -> Data { LoadClients.frame(Ops.streakGet, streakGet(user)) }
         // The service's answers must be the calculation's.
+        let checker = ServiceClient(context: context, endpoint: streak.endpoints["api"]!)
         for user in stride(from: 0, to: options.users, by: max(options.users / 20, 1)) {
-            let reply = try JSONDecoder().decode(ReplyFrame<StreakState>.self, from: call(client, request(user)))
+            let state = try? checker.call(Ops.streakGet, streakGet(user), timeoutMilliseconds: 10_000)
             var levels: [(day: LocalDay, level: NoAlcLevel)] = []
             for (index, text) in dayTexts.enumerated() { if let level = level(user: user, dayIndex: index) { levels.append((LocalDay(text)!, level)) } }
             let expected = Streak.compute(user: UserID("u\(user)")!, sortedLevels: levels, today: LocalDay(asOf)!, policy: .seed)
-            guard let state = reply.data, state.streakDays == expected.streakDays, state.rewardsAvailable == expected.rewardsAvailable,
+            guard let state, state.streakDays == expected.streakDays, state.rewardsAvailable == expected.rewardsAvailable,
                   state.rewardsUsed == expected.rewardsUsed, state.lastLoggedDay == expected.lastLoggedDay else {
-                throw BenchError("u\(user): service says \(String(describing: reply.data)), the calculation \(expected)")
+                throw BenchError("u\(user): service says \(String(describing: state)), the calculation \(expected)")
             }
         }
         let replySize = try call(client, request(0)).count
@@ -203,15 +204,15 @@ enum StreakBenchmark {
         var inFlight = 0, sent = 0
         func receiveOne() throws {
             guard let frames = try socket.receiveMultipart(), let body = frames.last else { throw BenchError("session-logger stopped answering") }
-            guard body.starts(with: Data(#"{"v":1,"ok":true"#.utf8)) else { throw BenchError("noalc.log failed: \(String(decoding: body, as: UTF8.self))") }
+            guard body.starts(with: Data(#"{"v":1,"ok":true"#.utf8)) else { throw BenchError("\(Ops.noalcLog.name) failed: \(String(decoding: body, as: UTF8.self))") }
             inFlight -= 1
         }
         for user in 0..<users {
             for (index, day) in days.enumerated() {
                 guard let level = level(user: user, dayIndex: index) else { continue }
                 if inFlight == window { try receiveOne() }
-                let frame = #"{"v":1,"op":"noalc.log","data":{"userId":"u\#(user)","day":"\#(day)","level":"\#(level.rawValue)"}}"#
-                try socket.send(multipart: [Data(), Data(frame.utf8)])
+                let frame = LoadClients.frame(Ops.noalcLog, NoAlcLogRequest(userId: UserID("u\(user)")!, day: LocalDay(day)!, level: level))
+                try socket.send(multipart: [Data(), frame])
                 inFlight += 1
                 sent += 1
             }
