@@ -19,13 +19,15 @@ public final class EventFollower {
     public private(set) var unreadable = 0
 
     /// Subscribes to `prefixes` and, unless one of them is `""`, to heartbeats too.
-    public init(context: Context, eventsEndpoint: String, apiEndpoint: String, prefixes: [String] = [""]) throws {
+    public init(context: Context, eventsEndpoint: String, apiEndpoint: String, prefixes: [String] = [""],
+                credentials: CurveCredentials? = nil) throws {
         subscriber = try Socket(context, .sub)
         try subscriber.setReceiveHighWaterMark(1_000_000)
+        try subscriber.secure(with: credentials)
         for prefix in prefixes { try subscriber.subscribe(prefix) }
         if !prefixes.contains("") { try subscriber.subscribe(Heartbeat.topic) }
         try subscriber.connect(eventsEndpoint)
-        client = ServiceClient(context: context, endpoint: apiEndpoint)
+        client = ServiceClient(context: context, endpoint: apiEndpoint, credentials: credentials)
     }
 
     /// Whether nothing, not even a heartbeat, arrived for three heartbeat intervals.
@@ -76,8 +78,9 @@ public final class Subscription {
 
     /// `after`: deliver events after this seq (0: the whole history); nil: only what comes from now on.
     public init(context: Context, eventsEndpoint: String, apiEndpoint: String, prefixes: [String], after: Int64?,
-                timeoutMilliseconds: Int = 3000) throws {
-        follower = try EventFollower(context: context, eventsEndpoint: eventsEndpoint, apiEndpoint: apiEndpoint, prefixes: prefixes)
+                timeoutMilliseconds: Int = 3000, credentials: CurveCredentials? = nil) throws {
+        follower = try EventFollower(context: context, eventsEndpoint: eventsEndpoint, apiEndpoint: apiEndpoint,
+                                     prefixes: prefixes, credentials: credentials)
         self.prefixes = prefixes
         checkedThrough = after
         self.timeoutMilliseconds = timeoutMilliseconds

@@ -10,16 +10,20 @@ import ZeroMQ
 public final class ServiceClient {
     public let endpoint: String
     private let context: Context
+    private let credentials: CurveCredentials?
     private var socket: Socket?
 
-    public init(context: Context, endpoint: String) {
+    /// `credentials`: speak CurveZMQ to a service started with `--keys` (nil: plaintext).
+    public init(context: Context, endpoint: String, credentials: CurveCredentials? = nil) {
         self.context = context
         self.endpoint = endpoint
+        self.credentials = credentials
     }
 
     private func connected() throws -> Socket {
         if let socket { return socket }
         let socket = try Socket(context, .dealer)
+        try socket.secure(with: credentials)
         try socket.connect(endpoint)
         self.socket = socket
         return socket

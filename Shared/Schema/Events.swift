@@ -156,8 +156,12 @@ public struct HealthReply: Codable, Sendable {
     public let uptimeSeconds: Int64
     public let lastSeq: Int64
     public let counters: [String: Int64]
+    /// Each upstream this service follows: how far it has applied and how far the upstream is.
+    public let upstreams: [UpstreamHealth]
+    /// The last error the service logged, for `lht status`; nil while there was none.
+    public let lastError: String?
 
-    enum CodingKeys: String, CodingKey { case service, version, uptimeSeconds, lastSeq, counters }
+    enum CodingKeys: String, CodingKey { case service, version, uptimeSeconds, lastSeq, counters, upstreams, lastError }
 
     /// Written by hand to write the counters in name order, so two replies with the same counts are the
     /// same bytes; the synthesized conformance writes a dictionary in its (per-process) hash order.
@@ -169,14 +173,46 @@ public struct HealthReply: Codable, Sendable {
         try container.encode(lastSeq, forKey: .lastSeq)
         var counts = container.nestedContainer(keyedBy: DynamicKey.self, forKey: .counters)
         for name in counters.keys.sorted() { try counts.encode(counters[name]!, forKey: DynamicKey(name)) }
+        try container.encode(upstreams, forKey: .upstreams)
+        try container.encode(lastError, forKey: .lastError)
     }
 
-    public init(service: String, version: String, uptimeSeconds: Int64, lastSeq: Int64, counters: [String: Int64]) {
+    /// `upstreams` and `lastError` came later: a reply without them reads as none.
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        service = try container.decode(String.self, forKey: .service)
+        version = try container.decode(String.self, forKey: .version)
+        uptimeSeconds = try container.decode(Int64.self, forKey: .uptimeSeconds)
+        lastSeq = try container.decode(Int64.self, forKey: .lastSeq)
+        counters = try container.decode([String: Int64].self, forKey: .counters)
+        upstreams = try container.decodeIfPresent([UpstreamHealth].self, forKey: .upstreams) ?? []
+        lastError = try container.decodeIfPresent(String.self, forKey: .lastError)
+    }
+
+    public init(service: String, version: String, uptimeSeconds: Int64, lastSeq: Int64, counters: [String: Int64],
+                upstreams: [UpstreamHealth] = [], lastError: String? = nil) {
         self.service = service
         self.version = version
         self.uptimeSeconds = uptimeSeconds
         self.lastSeq = lastSeq
         self.counters = counters
+        self.upstreams = upstreams
+        self.lastError = lastError
+    }
+}
+
+/// One followed upstream in `health`: `lag = upstreamSeq − appliedSeq` events.
+public struct UpstreamHealth: Codable, Sendable, Hashable {
+    public let name: String
+    public let appliedSeq: Int64
+    public let upstreamSeq: Int64
+    public let lag: Int64
+
+    public init(name: String, appliedSeq: Int64, upstreamSeq: Int64) {
+        self.name = name
+        self.appliedSeq = appliedSeq
+        self.upstreamSeq = upstreamSeq
+        lag = max(0, upstreamSeq - appliedSeq)
     }
 }
 

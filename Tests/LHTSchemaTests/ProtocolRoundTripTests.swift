@@ -266,7 +266,11 @@ struct ProtocolRoundTripTests {
         let (health, wire) = try expectStableRoundTrip(HealthReply.self, json)
         #expect(health.service == "session-logger")
         #expect(health.counters == ["intakeRejected": 3, "rateLimited": 0])
-        #expect(try jsonObject(wire) == jsonObject(#"{"counters":{"intakeRejected":3,"rateLimited":0},"lastSeq":42,"service":"session-logger","uptimeSeconds":12,"version":"0.1.0"}"#))
+        #expect(try jsonObject(wire) == jsonObject(#"{"counters":{"intakeRejected":3,"rateLimited":0},"lastSeq":42,"service":"session-logger","uptimeSeconds":12,"version":"0.1.0","upstreams":[],"lastError":null}"#))
+        // Upstreams and the last error, when a service reports them.
+        let following = #"{"service":"notifier","version":"1.0.0","uptimeSeconds":1,"lastSeq":2,"counters":{},"upstreams":[{"name":"reminder-planner","appliedSeq":5,"upstreamSeq":8,"lag":3}],"lastError":"disk full"}"#
+        let (status, _) = try expectStableRoundTrip(HealthReply.self, following)
+        #expect(status.upstreams == [UpstreamHealth(name: "reminder-planner", appliedSeq: 5, upstreamSeq: 8)] && status.lastError == "disk full")
         let frameBytes = try Reply.success(health)
         #expect(try JSONDecoder().decode(ReplyFrame<HealthReply>.self, from: frameBytes).data?.lastSeq == 42)
     }
