@@ -16,12 +16,10 @@ extension ReminderPlanner {
             targetDay: isNoAlc ? Coverage.noalcTargetDay(ruleDay: planned.day, ruleTime: reminder.time) : nil)
     }
 
-    /// What covers the occurrence, if anything: a session overlapping its window, or an entry for its target day.
+    /// What covers the occurrence, if anything: a session overlapping its window, or an entry for its
+    /// target day. The store only narrows the candidates; `Coverage.cause` decides (SEMANTICS §2).
     func cause(covering planned: PlannedOccurrence, of reminder: Reminder, _ db: Database) throws -> RecordID? {
-        if reminder.activity == .noalc {
-            return try PlannerStore.noalcEntry(user: reminder.userId, day: Coverage.noalcTargetDay(ruleDay: planned.day, ruleTime: reminder.time), db)
-        }
-        return try PlannerStore.coveringSession(of: reminder, at: planned.at, db)
+        Coverage.cause(of: planned, of: reminder, candidates: try PlannerStore.coverageCandidates(of: reminder, planned, db))
     }
 
     /// Undecided occurrences of `reminder` that something already logged could cover: sessions
