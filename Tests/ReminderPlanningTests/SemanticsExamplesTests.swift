@@ -98,7 +98,7 @@ import Testing
         #expect(!Coverage.sessionCovers(start: late, end: late.adding(seconds: 900), occurrenceAt: evening, lookbackHours: 12))
         #expect(!Coverage.sessionCovers(start: evening.adding(milliseconds: 1), end: late, occurrenceAt: evening, lookbackHours: 12))
         #expect(Coverage.sessionCovers(start: evening, end: late, occurrenceAt: evening, lookbackHours: 12))
-        // A point session is the seed's inclusive T − L <= completedAt <= T.
+        // A point session is seed `000_…`'s inclusive check T − L <= completedAt <= T (SEMANTICS §2).
         #expect(Coverage.sessionCovers(start: evening, end: evening, occurrenceAt: evening, lookbackHours: 12))
         let windowStart = Coverage.windowStart(of: evening, lookbackHours: 12)
         #expect(Coverage.sessionCovers(start: windowStart, end: windowStart, occurrenceAt: evening, lookbackHours: 12))
@@ -124,8 +124,8 @@ import Testing
         // morning): only the entry's day is compared. Today's level does not.
         #expect(Coverage.noalcEntryCovers(entryDay: yesterday, ruleDay: today, ruleTime: time("09:00")))
         #expect(!Coverage.noalcEntryCovers(entryDay: today, ruleDay: today, ruleTime: time("09:00")))
-        // The shipped app's trap: yesterday at 09:05 logging about the day before must not cancel
-        // today's 09:00 check-in (which asks about yesterday).
+        // The shipped app's trap (SEMANTICS §2): yesterday at 09:05 logging about the day before must
+        // not cancel today's 09:00 check-in (which asks about yesterday).
         #expect(!Coverage.noalcEntryCovers(entryDay: day("2026-11-22"), ruleDay: today, ruleTime: time("09:00")))
     }
 

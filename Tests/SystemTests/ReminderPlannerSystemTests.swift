@@ -2,7 +2,7 @@ import Foundation
 import LHTSchema
 import Testing
 
-/// SEMANTICS §2–§3 examples and the seed's checklist (000 §7), driven through the real session
+/// SEMANTICS §2–§3 examples and seed `000_…`'s §7 testing checklist, driven through the real session
 /// logger and planner executables on a manual clock. Monday 2026-11-16 in Europe/Berlin (UTC+1).
 @Suite struct ReminderPlannerSystemTests {
     static let mondayMorning = "2026-11-16T08:00:00+01:00"

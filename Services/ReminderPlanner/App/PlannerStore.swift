@@ -106,22 +106,48 @@ enum PlannerStore {
         return db.changesCount > 0
     }
 
-    /// The session that covers occurrence `at` of `reminder`: the first logged of those that do.
-    static func coveringSession(of reminder: Reminder, at: Instant, _ db: Database) throws -> RecordID? {
-        let windowStart = Coverage.windowStart(of: at, lookbackHours: reminder.lookbackHours)
-        // Sessions last at most 24 h, so a covering one starts no earlier than a day before the window.
-        let earliestStart = windowStart.adding(seconds: -SessionLogRequest.longestSessionSeconds)
-        let id = try db.fetchValue(String.self, """
-            SELECT id FROM session WHERE user_id = ? AND activity = ? AND start_ms BETWEEN ? AND ? AND end_ms >= ?
-            ORDER BY seq LIMIT 1
-            """, arguments: [reminder.userId.rawValue, reminder.activity.rawValue, earliestStart.millisecondsSince1970,
-                             at.millisecondsSince1970, windowStart.millisecondsSince1970])
-        return id.flatMap(RecordID.init)
+    /// What could cover occurrence `planned` of `reminder`, for `Coverage.cause` to decide: a few
+    /// rows narrowed on an index, never all of a user's sessions or days.
+    static func coverageCandidates(of reminder: Reminder, _ planned: PlannedOccurrence, _ db: Database) throws -> [CoverageCandidate] {
+        reminder.activity == .noalc
+            ? try noalcCandidates(user: reminder.userId, ruleDay: planned.day, db)
+            : try sessionCandidates(user: reminder.userId, activity: reminder.activity, at: planned.at,
+                                    lookbackHours: reminder.lookbackHours, db)
     }
 
-    static func noalcEntry(user: UserID, day: LocalDay, _ db: Database) throws -> RecordID? {
-        try db.fetchValue(String.self, "SELECT entry_id FROM noalc_day WHERE user_id = ? AND day = ?",
-                            arguments: [user.rawValue, day.description]).flatMap(RecordID.init)
+    /// The user's sessions of the activity that start no later than T and no earlier than a day
+    /// before the window opens — sessions last at most 24 h, so one starting earlier ends before the
+    /// window: a range of `session_by_user_start`. `seq` (the session log's) is their logging order.
+    static func sessionCandidates(user: UserID, activity: Activity, at: Instant, lookbackHours: Int,
+                                  _ db: Database) throws -> [CoverageCandidate] {
+        let windowStart = Coverage.windowStart(of: at, lookbackHours: lookbackHours)
+        let earliestStart = windowStart.adding(seconds: -SessionLogRequest.longestSessionSeconds)
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: """
+            SELECT id, user_id, activity, start_ms, end_ms, seq FROM session
+            WHERE user_id = ? AND activity = ? AND start_ms BETWEEN ? AND ?
+            """), arguments: [user.rawValue, activity.rawValue, earliestStart.millisecondsSince1970, at.millisecondsSince1970])
+        var candidates: [CoverageCandidate] = []
+        while let row = try rows.next() {
+            guard let id = RecordID(row[0]), let user = UserID(row[1]), let activity = Activity(rawValue: row[2]) else { continue }
+            candidates.append(.session(id: id, userId: user, activity: activity, start: Instant(millisecondsSince1970: row[3]),
+                                       end: Instant(millisecondsSince1970: row[4]), loggedOrder: row[5]))
+        }
+        return candidates
+    }
+
+    /// The user's NoAlc days an occurrence on rule day D can ask about — D − 1 (morning rules) and D
+    /// (evening rules): a range of the primary key. A row is the day's first entry (`insert(noalcDay:)`
+    /// keeps it), and its rowid the order the planner stored it in.
+    static func noalcCandidates(user: UserID, ruleDay: LocalDay, _ db: Database) throws -> [CoverageCandidate] {
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: """
+            SELECT entry_id, user_id, day, rowid FROM noalc_day WHERE user_id = ? AND day BETWEEN ? AND ?
+            """), arguments: [user.rawValue, ruleDay.adding(days: -1).description, ruleDay.description])
+        var candidates: [CoverageCandidate] = []
+        while let row = try rows.next() {
+            guard let id = RecordID(row[0]), let user = UserID(row[1]), let day = LocalDay(row[2]) else { continue }
+            candidates.append(.noalcEntry(id: id, userId: user, day: day, loggedOrder: row[3]))
+        }
+        return candidates
     }
 
     // MARK: Occurrence state

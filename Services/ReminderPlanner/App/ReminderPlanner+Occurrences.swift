@@ -1,0 +1,92 @@
+import Foundation
+import GRDB
+import LHTSchema
+import ReminderPlanning
+import ServiceHost
+
+// Occurrences as the user sees them, what covers them, and announcing coverage before T (SEMANTICS §1–§2).
+extension ReminderPlanner {
+    func makeOccurrence(_ reminder: Reminder, _ planned: PlannedOccurrence, status: OccurrenceStatus, cause: RecordID?) -> Occurrence {
+        let isNoAlc = reminder.activity == .noalc
+        return Occurrence(
+            reminderId: reminder.id, userId: reminder.userId, activity: reminder.activity, at: planned.at, localTime: planned.localTime,
+            day: planned.day, weekday: planned.weekday,
+            windowStart: isNoAlc ? nil : Coverage.windowStart(of: planned.at, lookbackHours: reminder.lookbackHours),
+            status: status, cause: cause,
+            targetDay: isNoAlc ? Coverage.noalcTargetDay(ruleDay: planned.day, ruleTime: reminder.time) : nil)
+    }
+
+    /// What covers the occurrence, if anything: a session overlapping its window, or an entry for its
+    /// target day. The store only narrows the candidates; `Coverage.cause` decides (SEMANTICS §2).
+    func cause(covering planned: PlannedOccurrence, of reminder: Reminder, _ db: Database) throws -> RecordID? {
+        Coverage.cause(of: planned, of: reminder, candidates: try PlannerStore.coverageCandidates(of: reminder, planned, db))
+    }
+
+    /// Undecided occurrences of `reminder` that something already logged could cover: sessions
+    /// start at most 5 minutes ahead and last at most a day, windows at most 48 h; NoAlc entries
+    /// may name any day, so a month ahead (the longest `reminder.upcoming`) is looked at.
+    private func coverableOccurrences(of reminder: Reminder, zone: ZoneID) -> [PlannedOccurrence] {
+        guard reminder.enabled, !reminder.weekdays.isEmpty else { return [] }
+        return OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: zone.timeZone,
+                                              from: firstPending(reminder), through: coverageHorizon(of: reminder))
+    }
+
+    private func coverageHorizon(of reminder: Reminder) -> Instant {
+        host.time.now().adding(seconds: (reminder.activity == .noalc ? 32 * 24 : 24 + 48 + 1) * 3600)
+    }
+
+    /// The earliest instant an undecided occurrence of `reminder` can have: just after everything
+    /// decided, or its creation instant if that is later (an occurrence exactly then exists too).
+    func firstPending(_ reminder: Reminder) -> Instant {
+        reminder.createdAt >= decidedThrough ? reminder.createdAt : decidedThrough.adding(milliseconds: 1)
+    }
+
+    /// Announces `reminder.cancelled` once for each undecided occurrence that became covered.
+    /// Announcements come before T: one whose T has passed (the planner was down) is decided instead.
+    func announceCancellations(_ reminder: Reminder, _ candidates: [PlannedOccurrence], in tx: Transaction) throws {
+        let pending = firstPending(reminder), now = host.time.now()
+        for planned in candidates where planned.at >= pending && planned.at > now {
+            guard !restored.contains(OccurrenceKey(reminder: reminder.id, at: planned.at)),
+                  let cause = try cause(covering: planned, of: reminder, tx.db),
+                  try PlannerStore.announce(reminder.id, at: planned.at, cause: cause, tx.db) else { continue }
+            try tx.append(Events.reminderCancelled, userId: reminder.userId, activity: reminder.activity,
+                          data: makeOccurrence(reminder, planned, status: .cancelled, cause: cause))
+        }
+    }
+
+    /// After a put or a zone change: announce what is newly covered, withdraw what no longer is.
+    func reevaluate(_ reminder: Reminder, zone: ZoneID, in tx: Transaction) throws {
+        let candidates = coverableOccurrences(of: reminder, zone: zone)
+        let current = Set(candidates.map(\.at.millisecondsSince1970))
+        // Beyond the horizon nothing was re-examined, so what was announced there stands.
+        let horizon = reminder.enabled ? coverageHorizon(of: reminder).millisecondsSince1970 : .max
+        for at in try PlannerStore.announced(of: reminder.id, tx.db).keys where !current.contains(at) && at <= horizon {
+            try PlannerStore.withdrawAnnouncement(reminder.id, at: at, tx.db)
+        }
+        try announceCancellations(reminder, candidates, in: tx)
+    }
+
+    func upcoming(_ query: UpcomingRequest, _ db: Database) throws -> [Occurrence] {
+        let zone = user(query.userId).timeZone
+        let today = host.time.now().local(in: zone.timeZone).day
+        var result: [Occurrence] = []
+        for reminder in (remindersByUser[query.userId] ?? []).compactMap({ reminders[$0] }) where reminder.enabled {
+            let planned = OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: zone.timeZone,
+                                                         days: today...today.adding(days: query.days - 1))
+                .filter { $0.at >= reminder.createdAt }
+            guard let first = planned.first, let last = planned.last else { continue }
+            let decisions = try PlannerStore.decisions(of: reminder.id, from: first.at, through: last.at, db)
+            for occurrence in planned {
+                if let decided = decisions[occurrence.at.millisecondsSince1970] {
+                    result.append(makeOccurrence(reminder, occurrence, status: decided.status, cause: decided.cause))
+                } else if occurrence.at >= firstPending(reminder) {
+                    let restored = restored.contains(OccurrenceKey(reminder: reminder.id, at: occurrence.at))
+                    let cause = restored ? nil : try cause(covering: occurrence, of: reminder, db)
+                    result.append(makeOccurrence(reminder, occurrence, status: cause == nil ? .scheduled : .cancelled, cause: cause))
+                }
+                // Undecided and already past: the reminder was edited after its instant; it never existed.
+            }
+        }
+        return result.sorted { ($0.at, $0.reminderId) < ($1.at, $1.reminderId) }
+    }
+}

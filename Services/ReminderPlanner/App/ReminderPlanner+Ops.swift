@@ -1,0 +1,133 @@
+import Foundation
+import LHTSchema
+import ReminderPlanning
+import ServiceHost
+
+// The ops the planner serves (PROTOCOL.md, `reminder.*`, `user.*`, `clock.*`) and their handlers.
+extension ReminderPlanner {
+    func registerOps() {
+        host.handle(Ops.userPut, .alone) { [unowned self] input, tx in
+            let user = UserSettings(userId: input.userId, timeZone: input.timeZone, locale: input.locale,
+                                    paused: input.paused ?? users[input.userId]?.paused ?? false)
+            try PlannerStore.save(user, tx.db)
+            for id in remindersByUser[user.userId] ?? [] {
+                if let reminder = reminders[id] { try reevaluate(reminder, zone: user.timeZone, in: tx) }
+            }
+            try persistDecidedThrough(tx)
+            tx.afterCommit { [unowned self] in
+                users[user.userId] = user
+                for id in remindersByUser[user.userId] ?? [] { if let reminder = reminders[id] { scheduler.schedule(reminder, zone: user.timeZone, from: firstPending(reminder)) } }
+            }
+            return user
+        }
+        host.handle(Ops.userGet) { [unowned self] query, _ in user(query.userId) }
+        host.handle(Ops.reminderPut, .alone) { [unowned self] input, tx in try putReminder(input, tx) }
+        host.handle(Ops.reminderGet) { [unowned self] query, _ in try reminder(query.id, field: "data.id") }
+        host.handle(Ops.reminderList) { [unowned self] query, _ in
+            let list = (remindersByUser[query.userId] ?? []).compactMap { reminders[$0] }.sorted { ($0.time, $0.id) < ($1.time, $1.id) }
+            return ReminderListReply(reminders: list)
+        }
+        host.handle(Ops.reminderDelete, .alone) { [unowned self] query, tx in
+            let reminder = try reminder(query.id, field: "data.id")
+            try PlannerStore.delete(reminder: reminder.id, tx.db)
+            let deleted = ReminderDeleted(id: reminder.id, userId: reminder.userId, activity: reminder.activity)
+            try tx.append(Events.reminderChanged, userId: reminder.userId, activity: reminder.activity, data: .deleted(deleted))
+            try persistDecidedThrough(tx)
+            tx.afterCommit { [unowned self] in forget(reminder.id) }
+            return deleted
+        }
+        host.handle(Ops.reminderUpcoming) { [unowned self] query, tx in try UpcomingReply(occurrences: upcoming(query, tx.db)) }
+        host.handle(Ops.reminderRestore, .alone) { [unowned self] input, tx in try restore(input, tx) }
+        host.handle(Ops.reminderTest, .alone) { [unowned self] input, tx in
+            try fireTest(reminder(input.reminderId, field: "data.reminderId"), tx)
+        }
+        host.handle(Ops.clockGet) { [unowned self] _, _ in ClockReply(now: host.time.now(), decided: nil) }
+        host.handleOutside(Ops.clockSet) { [unowned self] input in try moveClock(Ops.clockSet.name, to: input.now) }
+        host.handleOutside(Ops.clockAdvance) { [unowned self] input in
+            try moveClock(Ops.clockAdvance.name, to: host.time.now().adding(seconds: input.seconds))
+        }
+    }
+
+    private func reminder(_ id: RecordID, field: String) throws(WireError) -> Reminder {
+        guard let reminder = reminders[id] else { throw WireError(.notFound, "no reminder \(id)", field: field) }
+        return reminder
+    }
+
+    private func putReminder(_ input: ReminderPutRequest, _ tx: Transaction) throws -> ReminderPutReply {
+        let existing = input.id.flatMap { reminders[$0] }
+        if let existing, existing.userId != input.userId {
+            throw WireError(.conflict, "reminder \(existing.id) belongs to another user", field: "data.userId")
+        }
+        let weekdays = input.weekdays ?? Weekday.allCases
+        var warnings: [String]?
+        if weekdays.isEmpty { warnings = ["weekdays is empty: the reminder is stored disabled"] }
+        let reminder = Reminder(
+            id: input.id ?? RecordID(), userId: input.userId, activity: input.activity,
+            time: input.time ?? Reminder.defaultTime(for: input.activity), weekdays: weekdays,
+            lookbackHours: input.lookbackHours ?? Reminder.defaultLookbackHours(for: input.activity),
+            enabled: weekdays.isEmpty ? false : input.enabled ?? true, title: input.title, body: input.body,
+            createdAt: existing?.createdAt ?? tx.now)
+        try PlannerStore.save(reminder, tx.db)
+        try tx.append(Events.reminderChanged, userId: reminder.userId, activity: reminder.activity, data: .put(reminder))
+        try reevaluate(reminder, zone: user(reminder.userId).timeZone, in: tx)
+        try persistDecidedThrough(tx)
+        tx.afterCommit { [unowned self] in
+            if let existing { forget(existing.id) }
+            remember(reminder)
+            scheduler.schedule(reminder, zone: user(reminder.userId).timeZone, from: firstPending(reminder))
+        }
+        return ReminderPutReply(reminder: reminder, warnings: warnings)
+    }
+
+    private func restore(_ input: RestoreRequest, _ tx: Transaction) throws -> Occurrence {
+        let reminder = try reminder(input.reminderId, field: "data.reminderId")
+        let zone = user(reminder.userId).timeZone
+        guard reminder.enabled, input.at >= reminder.createdAt,
+              let planned = OccurrenceCalendar.occurrence(exactlyAt: input.at, time: reminder.time, on: reminder.weekdays, in: zone.timeZone)
+        else { throw WireError(.notFound, "\(input.at) is not an occurrence of reminder \(reminder.id)", field: "data.at") }
+        let decided = try PlannerStore.decisions(of: reminder.id, from: planned.at, through: planned.at, tx.db)
+        guard decided.isEmpty, planned.at >= firstPending(reminder) else {
+            throw WireError(.conflict, "the occurrence at \(planned.at) is decided already", field: "data.at")
+        }
+        try PlannerStore.restore(reminder.id, at: planned.at, tx.db)
+        tx.afterCommit { [unowned self] in restored.insert(OccurrenceKey(reminder: reminder.id, at: planned.at)) }
+        let occurrence = makeOccurrence(reminder, planned, status: .scheduled, cause: nil)
+        try tx.append(Events.reminderRestored, userId: reminder.userId, activity: reminder.activity, data: occurrence)
+        return occurrence
+    }
+
+    /// `reminder.test`: a `reminder.due` with `test:true` now, whatever the rule, coverage or pause.
+    private func fireTest(_ reminder: Reminder, _ tx: Transaction) throws -> Occurrence {
+        let settings = user(reminder.userId)
+        let local = tx.now.local(in: settings.timeZone.timeZone)
+        let planned = PlannedOccurrence(day: local.day, weekday: local.day.weekday, at: tx.now,
+                                        localTime: LocalTime(hour: local.minuteOfDay / 60, minute: local.minuteOfDay % 60)!)
+        let occurrence = makeOccurrence(reminder, planned, status: .fired, cause: nil)
+        try tx.append(Events.reminderDue, userId: reminder.userId, activity: reminder.activity,
+                      data: DueOccurrence(occurrence: occurrence, timeZone: settings.timeZone, locale: settings.locale,
+                                          title: reminder.title, body: reminder.body, late: false, test: true))
+        return occurrence
+    }
+
+    private func moveClock(_ op: String, to now: Instant) throws -> ClockReply {
+        guard let manualClock else {
+            throw WireError.invalid("op", "\(op) needs --clock manual:<instant>; this planner runs on the system clock")
+        }
+        let previous = manualClock.current
+        guard now >= previous else { throw WireError.invalid("data.now", "the clock only moves forward") }
+        // Sessions logged just before the move count: catch up first (fail-safe if the logger is silent).
+        feed.catchUp()
+        manualClock.current = now
+        do {
+            // The new time is stored with the decisions it caused, so a crash cannot separate them.
+            let decided = try decideOrThrow(through: now, mode: .running) { tx in
+                try PlannerStore.setValue("manualNowMs", now.millisecondsSince1970, tx.db)
+            }
+            return ClockReply(now: now, decided: decided)
+        } catch {
+            manualClock.current = previous
+            recoverFromFailedDecisions(error)
+            throw WireError(.internal, "deciding up to \(now) failed; the clock stays at \(previous)")
+        }
+    }
+}

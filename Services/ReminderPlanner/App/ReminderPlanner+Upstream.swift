@@ -1,0 +1,39 @@
+import Foundation
+import LHTSchema
+import ReminderPlanning
+import ServiceHost
+
+// What the planner follows from the session logger.
+extension ReminderPlanner {
+    /// Applies one session-logger event: store what covers occurrences and announce what it cancels.
+    func apply(_ event: ReceivedEvent, _ tx: Transaction) throws {
+        switch event.data {
+        case .sessionLogged(let session):
+            guard try PlannerStore.insert(session: session, seq: event.seq, tx.db) else { return }
+            tx.afterCommit { [unowned self] in host.count("sessionsApplied") }
+            let zone = user(session.userId).timeZone
+            for reminder in reminders(of: session.userId, activity: session.activity) {
+                let latest = session.end.adding(seconds: Int64(reminder.lookbackHours) * 3600)
+                let candidates = OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: zone.timeZone,
+                                                                from: max(session.start, firstPending(reminder)), through: latest)
+                try announceCancellations(reminder, candidates, in: tx)
+            }
+        case .noalcLogged(let entry):
+            guard try PlannerStore.insert(noalcDay: entry.day, user: entry.userId, entry: entry.id, tx.db) else { return }
+            tx.afterCommit { [unowned self] in host.count("noalcDaysApplied") }
+            let zone = user(entry.userId).timeZone
+            for reminder in reminders(of: entry.userId, activity: .noalc) {
+                // The entry's day is the target day of an occurrence on that day (evening rule) or the next (morning rule).
+                let ruleDay = reminder.time >= Coverage.noalcEveningStart ? entry.day : entry.day.adding(days: 1)
+                let candidates = OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: zone.timeZone, days: ruleDay...ruleDay)
+                try announceCancellations(reminder, candidates, in: tx)
+            }
+        default:
+            return
+        }
+    }
+
+    private func reminders(of user: UserID, activity: Activity) -> [Reminder] {
+        (remindersByUser[user] ?? []).compactMap { reminders[$0] }.filter { $0.activity == activity && $0.enabled }
+    }
+}
