@@ -33,6 +33,12 @@ public protocol UserScoped {
     var userId: UserID { get }
 }
 
+/// A request that names one record by id; `notFound` is the reply for an unknown id, which is
+/// also the reply for another user's (PROTOCOL "Security": no existence oracle).
+public protocol RecordScoped {
+    var notFound: WireError { get }
+}
+
 /// What every op entry tells without its types, for tables such as the authorization rules.
 public struct OpInfo: Sendable, Hashable {
     public let name: String
@@ -53,6 +59,10 @@ public struct Op<Request: Codable & Sendable, Reply: Codable & Sendable>: Sendab
     init(_ name: String, _ service: ServiceName) where Request: UserScoped {
         self.init(name, service, access: .ownUser)
     }
+
+    init(_ name: String, _ service: ServiceName) where Request: RecordScoped {
+        self.init(name, service, access: .ownRecord)
+    }
 }
 
 /// Every op of PROTOCOL.md.
@@ -72,20 +82,19 @@ public enum Ops {
     public static let userPut = Op<UserPutRequest, UserSettings>("user.put", .reminderPlanner)
     public static let userGet = Op<UserRequest, UserSettings>("user.get", .reminderPlanner)
     public static let reminderPut = Op<ReminderPutRequest, ReminderPutReply>("reminder.put", .reminderPlanner)
-    public static let reminderGet = Op<ReminderIDRequest, Reminder>("reminder.get", .reminderPlanner, access: .ownRecord)
+    public static let reminderGet = Op<ReminderIDRequest, Reminder>("reminder.get", .reminderPlanner)
     public static let reminderList = Op<UserRequest, ReminderListReply>("reminder.list", .reminderPlanner)
-    public static let reminderDelete = Op<ReminderIDRequest, ReminderDeleted>("reminder.delete", .reminderPlanner, access: .ownRecord)
+    public static let reminderDelete = Op<ReminderIDRequest, ReminderDeleted>("reminder.delete", .reminderPlanner)
     public static let reminderUpcoming = Op<UpcomingRequest, UpcomingReply>("reminder.upcoming", .reminderPlanner)
-    public static let reminderRestore = Op<RestoreRequest, Occurrence>("reminder.restore", .reminderPlanner, access: .ownRecord)
-    public static let reminderTest = Op<ReminderTestRequest, Occurrence>("reminder.test", .reminderPlanner, access: .ownRecord)
+    public static let reminderRestore = Op<RestoreRequest, Occurrence>("reminder.restore", .reminderPlanner)
+    public static let reminderTest = Op<ReminderTestRequest, Occurrence>("reminder.test", .reminderPlanner)
     public static let clockGet = Op<NoFields, ClockReply>("clock.get", .reminderPlanner, access: .privileged)
     public static let clockSet = Op<ClockSetRequest, ClockReply>("clock.set", .reminderPlanner, access: .privileged)
     public static let clockAdvance = Op<ClockAdvanceRequest, ClockReply>("clock.advance", .reminderPlanner, access: .privileged)
 
     // notifier
     public static let notificationList = Op<NotificationListRequest, NotificationListReply>("notification.list", .notifier)
-    public static let notificationAction = Op<NotificationActionRequest, NotificationActionReply>(
-        "notification.action", .notifier, access: .ownRecord)
+    public static let notificationAction = Op<NotificationActionRequest, NotificationActionReply>("notification.action", .notifier)
 
     // noalc-streak
     public static let streakGet = Op<StreakGetRequest, StreakState>("streak.get", .noalcStreak)
@@ -303,3 +312,21 @@ extension UpcomingRequest: UserScoped {}
 extension NotificationListRequest: UserScoped {}
 extension StreakGetRequest: UserScoped {}
 extension CalendarGetRequest: UserScoped {}
+
+extension ReminderIDRequest: RecordScoped {
+    public var notFound: WireError { WireError(.notFound, "no reminder \(id)", field: "data.id") }
+}
+
+extension RestoreRequest: RecordScoped {
+    public var notFound: WireError { WireError(.notFound, "no reminder \(reminderId)", field: "data.reminderId") }
+}
+
+extension ReminderTestRequest: RecordScoped {
+    public var notFound: WireError { WireError(.notFound, "no reminder \(reminderId)", field: "data.reminderId") }
+}
+
+extension NotificationActionRequest: RecordScoped {
+    public var notFound: WireError {
+        WireError(.notFound, "no notification \"\(notificationId.prefix(80))\"", field: "data.notificationId")
+    }
+}

@@ -31,10 +31,21 @@ public final class EventLog {
         try db.fetchValue(Int64.self, "SELECT seq FROM cursor WHERE upstream = ?", arguments: [upstream]) ?? 0
     }
 
-    /// `events.since` reply bytes: the stored envelopes exactly as they were published.
-    func since(_ request: EventsSinceRequest, in db: Database) throws -> Data {
-        let rows = try db.fetchRows("SELECT envelope FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?",
+    /// `events.since` reply bytes: the stored envelopes exactly as they were published. With a
+    /// `user`, only the events whose topic names that user (`<type>.<user>.` of a type `publisher`
+    /// publishes), filtered before the limit applies.
+    func since(_ request: EventsSinceRequest, for user: UserID?, publisher: ServiceName, in db: Database) throws -> Data {
+        let rows: [Row]
+        if let user {
+            // GLOB, not LIKE: `_` (allowed in a userId) is a LIKE wildcard. A userId has no GLOB metacharacters.
+            let prefixes = Events.published(by: publisher).map { $0.prefix(userId: user) + "*" }
+            let matches = Array(repeating: "topic GLOB ?", count: prefixes.count).joined(separator: " OR ")
+            rows = try db.fetchRows("SELECT envelope FROM outbox WHERE seq > ? AND (\(matches)) ORDER BY seq LIMIT ?",
+                                    arguments: StatementArguments([request.after] + prefixes + [request.limit]))
+        } else {
+            rows = try db.fetchRows("SELECT envelope FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?",
                                     arguments: [request.after, request.limit])
+        }
         var payload = Data(#"{"events":["#.utf8)
         for (index, row) in rows.enumerated() {
             if index > 0 { payload.append(UInt8(ascii: ",")) }
@@ -47,6 +58,7 @@ public final class EventLog {
 
 /// An event stored in this transaction, to be published once it commits.
 public struct PendingEvent: Sendable {
+    public let type: String
     public let seq: Int64
     public let topic: String
     public let envelope: Data
@@ -80,7 +92,7 @@ public final class Transaction {
         let bytes = EventEnvelope<Payload>.frame(type: type.name, seq: seq, time: now, source: eventLog.source, topic: topic,
                                                  encodedData: try wireEncoder().encode(data))
         try db.run("INSERT INTO outbox (seq, topic, envelope) VALUES (?, ?, ?)", arguments: [seq, topic, bytes])
-        events.append(PendingEvent(seq: seq, topic: topic, envelope: bytes))
+        events.append(PendingEvent(type: type.name, seq: seq, topic: topic, envelope: bytes))
         return seq
     }
 

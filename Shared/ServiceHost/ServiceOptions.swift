@@ -34,6 +34,8 @@ public struct ServiceSettings: Sendable {
     public let dataDirectory: URL
     /// The certificate directory; nil: plaintext, loopback only (unless `insecure`).
     public let keysDirectory: String?
+    /// The service's own certificate and the key directory, loaded when `--keys` is given.
+    public let security: SecuritySettings?
     public let insecure: Bool
 
     public init(_ name: ServiceName, common: CommonOptions) throws {
@@ -44,6 +46,11 @@ public struct ServiceSettings: Sendable {
         events = try Endpoint.validated(common.events ?? name.defaultEndpoint(.events), flag: "events")
         for (endpoint, flag) in [(api, "api"), (events, "events")] {
             try Self.requireLocal(endpoint, flag: flag, keys: keysDirectory, insecure: insecure)
+        }
+        do {
+            security = try common.keys.map { try SecuritySettings(directory: $0, service: name) }
+        } catch {
+            throw ValidationError("--keys: \(error)")
         }
         dataDirectory = try DataDirectory.prepared(common.dataDir ?? "./.lht-data/\(name.rawValue)")
     }

@@ -30,9 +30,11 @@ public final class UpstreamFeed {
         self.upstream = upstream
         self.host = host
         self.apply = apply
-        follower = try EventFollower(context: host.context, eventsEndpoint: eventsEndpoint, apiEndpoint: apiEndpoint)
+        follower = try EventFollower(context: host.context, eventsEndpoint: eventsEndpoint, apiEndpoint: apiEndpoint,
+                                     credentials: host.credentials(for: upstream))
         appliedSeq = try host.read { db in try EventLog.cursor(upstream.rawValue, in: db) }
         host.watch(follower.subscriber) { [unowned self] in receiveLive() }
+        host.follow(self)
     }
 
     /// The upstream's newest seq as last seen; above `appliedSeq` means we know we are behind.
@@ -59,7 +61,7 @@ public final class UpstreamFeed {
             }
             if page.lastSeq < appliedSeq {
                 // The upstream lost its log (a new data dir): follow it from where it is now.
-                host.logger.error("upstream seq went backwards", metadata: ["upstream": "\(upstream)", "applied": "\(appliedSeq)", "upstreamLast": "\(page.lastSeq)"])
+                host.recordError("upstream seq went backwards", ["upstream": "\(upstream)", "applied": "\(appliedSeq)", "upstreamLast": "\(page.lastSeq)"])
                 appliedSeq = page.lastSeq
             }
             let before = appliedSeq
@@ -105,7 +107,7 @@ public final class UpstreamFeed {
                         throw error  // storage trouble: apply nothing, and retry from the cursor later
                     } catch {
                         // A payload this service cannot use must not block the feed behind it forever.
-                        host.logger.error("upstream event skipped", metadata: ["upstream": "\(upstream)", "seq": "\(event.seq)", "error": "\(error)"])
+                        host.recordError("upstream event skipped", ["upstream": "\(upstream)", "seq": "\(event.seq)", "error": "\(error)"])
                     }
                     through = event.seq
                 }
@@ -113,7 +115,7 @@ public final class UpstreamFeed {
             }
             appliedSeq = through
         } catch {
-            host.logger.error("applying upstream events failed", metadata: ["upstream": "\(upstream)", "error": "\(error)"])
+            host.recordError("applying upstream events failed", ["upstream": "\(upstream)", "error": "\(error)"])
         }
     }
 }

@@ -130,6 +130,12 @@ public final class Socket {
     }
     public func subscribe(_ prefix: String) throws { try subscribe(Array(prefix.utf8)) }
 
+    /// Undoes `subscribe` (on a manual XPUB: for the peer whose message was received last).
+    public func unsubscribe<Bytes: ContiguousBytes>(_ prefix: Bytes) throws {
+        let handle = try open()
+        try prefix.withUnsafeBytes { try check(zmq_setsockopt(handle, ZMQ_UNSUBSCRIBE, $0.baseAddress, $0.count)) }
+    }
+
     // MARK: Security (CurveZMQ, ZAP)
 
     /// Makes this socket a CURVE server; set before `bind`. Its own keys come from `setCurveKeys`.

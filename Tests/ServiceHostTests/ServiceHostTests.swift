@@ -31,7 +31,7 @@ import Testing
     /// `events.since` through the host's own request path.
     func since(_ host: ServiceHost, after: Int64, limit: Int) throws -> EventsSinceReply {
         let frame = Data(#"{"v":1,"op":"events.since","data":{"after":\#(after),"limit":\#(limit)}}"#.utf8)
-        let reply = try JSONDecoder().decode(ReplyFrame<EventsSinceReply>.self, from: host.process([frame])[0])
+        let reply = try JSONDecoder().decode(ReplyFrame<EventsSinceReply>.self, from: host.process([IncomingRequest(frame: frame)])[0])
         return try #require(reply.data)
     }
 
@@ -100,7 +100,7 @@ import Testing
         }
         let frames = [("u1", 1), ("bad", 3), ("u1", 2)].map { Data(#"{"v":1,"op":"streak.get","data":{"userId":"\#($0.0)","asOf":"2026-01-0\#($0.1)"}}"#.utf8) }
             + [Data("{".utf8), Data(#"{"v":1,"op":"nope"}"#.utf8)]
-        let replies = try host.process(frames).map { try JSONDecoder().decode(ReplyFrame<StreakState>.self, from: $0) }
+        let replies = try host.process(frames.map { IncomingRequest(frame: $0) }).map { try JSONDecoder().decode(ReplyFrame<StreakState>.self, from: $0) }
         #expect(replies.map(\.ok) == [true, false, true, false, false])
         #expect(replies.compactMap(\.error?.code) == [.invalidArgument, .badJSON, .unknownOp])
         #expect(replies[1].error?.field == "data.userId")

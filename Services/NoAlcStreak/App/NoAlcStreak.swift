@@ -64,7 +64,7 @@ public final class NoAlcStreakService: Service {
     public init(settings: NoAlcStreakSettings, logger: Logger, context: Context? = nil) throws {
         host = try ServiceHost(service: settings.service.name, apiEndpoint: settings.service.api,
                                eventsEndpoint: settings.service.events, dataDirectory: settings.service.dataDirectory,
-                               migrations: StreakStore.migrate, logger: logger, context: context)
+                               migrations: StreakStore.migrate, logger: logger, security: settings.service.security, context: context)
         policy = settings.policy
         zone = settings.timeZone
         var loaded = try host.read(StreakStore.load)

@@ -27,8 +27,9 @@ public final class NotifierService: Service {
         self.settings = settings
         host = try ServiceHost(service: settings.service.name, apiEndpoint: settings.service.api,
                                eventsEndpoint: settings.service.events, dataDirectory: settings.service.dataDirectory,
-                               migrations: NotifierStore.migrate, logger: logger, context: context)
-        sessionLogger = ServiceClient(context: host.context, endpoint: settings.sessionLoggerAPI)
+                               migrations: NotifierStore.migrate, logger: logger, security: settings.service.security, context: context)
+        sessionLogger = ServiceClient(context: host.context, endpoint: settings.sessionLoggerAPI,
+                                      credentials: try host.credentials(for: .sessionLogger))
         let counts = try host.read(NotifierStore.counts)
         host.count("notified", by: counts.notified)
         host.count("rateLimited", by: counts.rateLimited)
@@ -47,12 +48,14 @@ public final class NotifierService: Service {
     private func registerOps() {
         host.handleEncoded(Ops.notificationList) { query, tx in try NotifierStore.list(query, tx.db) }
         // Waits on the session logger, so it must not hold the batch's transaction meanwhile.
-        host.handleOutside(Ops.notificationAction) { [unowned self] input in try act(input) }
+        host.handleOutside(Ops.notificationAction, owner: { [unowned self] input in
+            try host.read { try NotifierStore.notification(input.notificationId, $0) }?.userId
+        }) { [unowned self] input in try act(input) }
     }
 
     private func act(_ input: NotificationActionRequest) throws -> NotificationActionReply {
         guard let notification = try host.read({ try NotifierStore.notification(input.notificationId, $0) }) else {
-            throw WireError(.notFound, "no notification \"\(input.notificationId.prefix(80))\"", field: "data.notificationId")
+            throw input.notFound
         }
         switch NotificationRenderer.resolve(actionId: input.actionId, in: notification) {
         case nil:

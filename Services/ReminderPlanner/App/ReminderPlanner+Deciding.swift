@@ -52,7 +52,7 @@ extension ReminderPlanner {
 
     /// After a failed decision transaction, memory goes back to what is stored.
     func recoverFromFailedDecisions(_ error: Error) {
-        host.logger.error("deciding failed; will retry", metadata: ["error": "\(error)"])
+        host.recordError("deciding failed; will retry", ["error": "\(error)"])
         let stored = try? host.read { db in try PlannerStore.value("decidedThroughMs", db) }
         decidedThrough = stored.flatMap { $0 }.map(Instant.init(millisecondsSince1970:)) ?? decidedThrough
         rebuildSchedule()

@@ -22,13 +22,15 @@ extension ReminderPlanner {
         }
         host.handle(Ops.userGet) { [unowned self] query, _ in user(query.userId) }
         host.handle(Ops.reminderPut, .alone) { [unowned self] input, tx in try putReminder(input, tx) }
-        host.handle(Ops.reminderGet) { [unowned self] query, _ in try reminder(query.id, field: "data.id") }
+        // A reminder belongs to its user: the host answers another user's id as an unknown one.
+        let ownerOfReminder = { [unowned self] (id: RecordID) in reminders[id]?.userId }
+        host.handle(Ops.reminderGet, owner: { ownerOfReminder($0.id) }) { [unowned self] query, _ in try reminder(query.id, query) }
         host.handle(Ops.reminderList) { [unowned self] query, _ in
             let list = (remindersByUser[query.userId] ?? []).compactMap { reminders[$0] }.sorted { ($0.time, $0.id) < ($1.time, $1.id) }
             return ReminderListReply(reminders: list)
         }
-        host.handle(Ops.reminderDelete, .alone) { [unowned self] query, tx in
-            let reminder = try reminder(query.id, field: "data.id")
+        host.handle(Ops.reminderDelete, .alone, owner: { ownerOfReminder($0.id) }) { [unowned self] query, tx in
+            let reminder = try reminder(query.id, query)
             try PlannerStore.delete(reminder: reminder.id, tx.db)
             let deleted = ReminderDeleted(id: reminder.id, userId: reminder.userId, activity: reminder.activity)
             try tx.append(Events.reminderChanged, userId: reminder.userId, activity: reminder.activity, data: .deleted(deleted))
@@ -37,9 +39,11 @@ extension ReminderPlanner {
             return deleted
         }
         host.handle(Ops.reminderUpcoming) { [unowned self] query, tx in try UpcomingReply(occurrences: upcoming(query, tx.db)) }
-        host.handle(Ops.reminderRestore, .alone) { [unowned self] input, tx in try restore(input, tx) }
-        host.handle(Ops.reminderTest, .alone) { [unowned self] input, tx in
-            try fireTest(reminder(input.reminderId, field: "data.reminderId"), tx)
+        host.handle(Ops.reminderRestore, .alone, owner: { ownerOfReminder($0.reminderId) }) { [unowned self] input, tx in
+            try restore(input, tx)
+        }
+        host.handle(Ops.reminderTest, .alone, owner: { ownerOfReminder($0.reminderId) }) { [unowned self] input, tx in
+            try fireTest(reminder(input.reminderId, input), tx)
         }
         host.handle(Ops.clockGet) { [unowned self] _, _ in ClockReply(now: host.time.now(), decided: nil) }
         host.handleOutside(Ops.clockSet) { [unowned self] input in try moveClock(Ops.clockSet.name, to: input.now) }
@@ -48,8 +52,9 @@ extension ReminderPlanner {
         }
     }
 
-    private func reminder(_ id: RecordID, field: String) throws(WireError) -> Reminder {
-        guard let reminder = reminders[id] else { throw WireError(.notFound, "no reminder \(id)", field: field) }
+    /// The reminder `request` names, or the catalog's reply for an unknown one.
+    private func reminder(_ id: RecordID, _ request: RecordScoped) throws(WireError) -> Reminder {
+        guard let reminder = reminders[id] else { throw request.notFound }
         return reminder
     }
 
@@ -80,7 +85,7 @@ extension ReminderPlanner {
     }
 
     private func restore(_ input: RestoreRequest, _ tx: Transaction) throws -> Occurrence {
-        let reminder = try reminder(input.reminderId, field: "data.reminderId")
+        let reminder = try reminder(input.reminderId, input)
         let zone = user(reminder.userId).timeZone
         guard reminder.enabled, input.at >= reminder.createdAt,
               let planned = OccurrenceCalendar.occurrence(exactlyAt: input.at, time: reminder.time, on: reminder.weekdays, in: zone.timeZone)

@@ -43,10 +43,12 @@ public final class SessionLogger: Service {
     public init(settings: SessionLoggerSettings, logger: Logger, context: Context? = nil) throws {
         host = try ServiceHost(service: settings.service.name, apiEndpoint: settings.service.api,
                                eventsEndpoint: settings.service.events, dataDirectory: settings.service.dataDirectory,
-                               migrations: SessionStore.migrate, logger: logger, context: context)
+                               migrations: SessionStore.migrate, logger: logger, security: settings.service.security,
+                               context: context)
         intake = try Socket(host.context, .sub)
         try intake.setMaxMessageSize(bytes: 1 << 20)
         try intake.setReceiveHighWaterMark(100_000)
+        try host.secureServer(intake)
         try intake.subscribe("")
         intakeEndpoint = try intake.bind(settings.intake)
         host.count("intakeRejected", by: 0)
@@ -72,19 +74,20 @@ public final class SessionLogger: Service {
         host.handle(Ops.dailySummary) { query, tx in try DailySummaryReply(days: SessionStore.summary(query, in: tx.db)) }
     }
 
-    /// Intake messages are two frames, `intake` and a request as the api takes it. Nobody hears a
-    /// rejection, so it is logged and counted (`health` → `intakeRejected`).
+    /// Intake messages are two frames, `intake` and a request as the api takes it, from a publisher
+    /// whose key (with keys on) says who it may log for. Nobody hears a rejection, so it is logged
+    /// and counted (`health` → `intakeRejected`; another user's data also → `unauthorized`).
     private func receiveIntake() {
-        var bodies: [Data] = []
-        while bodies.count < 512, let frames = try? intake.receiveMultipart(dontWait: true) {
+        var requests: [IncomingRequest] = []
+        while requests.count < 512, let (frames, userId) = try? intake.receiveMultipart(dontWait: true, property: "User-Id") {
             guard frames.count == 2, frames[0] == Data("intake".utf8) else {
                 reject("expected two frames, the topic \"intake\" and a request")
                 continue
             }
-            bodies.append(frames[1])
+            requests.append(IncomingRequest(frame: frames[1], caller: host.caller(userId: userId)))
         }
-        guard !bodies.isEmpty else { return }
-        for reply in host.process(bodies, allowedOps: [Ops.sessionLog.info, Ops.noalcLog.info]) {
+        guard !requests.isEmpty else { return }
+        for reply in host.process(requests, allowedOps: [Ops.sessionLog.info, Ops.noalcLog.info]) {
             if let failure = try? JSONDecoder().decode(ReplyFrame<NoFields>.self, from: reply), let error = failure.error {
                 reject(error.description)
             } else {

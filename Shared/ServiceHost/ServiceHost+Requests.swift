@@ -1,0 +1,228 @@
+import Foundation
+import LHTSchema
+import ZeroMQ
+
+/// Where a handler runs (see `ServiceHost.handle`).
+public enum Placement: Sendable {
+    /// In the batch's transaction, one savepoint per request: group commit, one fsync per batch.
+    case batched
+    /// In a transaction of its own, for services whose in-memory state (changed in `afterCommit`)
+    /// the next request must already see.
+    case alone
+    /// Outside any transaction: the handler waits on something first (another service, a catch-up)
+    /// and must not hold a transaction meanwhile; it calls `write` itself.
+    case outside
+}
+
+/// A registered op: decodes its request, checks the caller against the catalog's rule, runs, and
+/// returns the reply's `data` bytes.
+struct Operation {
+    let info: OpInfo
+    let placement: Placement
+    let run: (_ frame: Data, _ head: RequestHead, _ tx: Transaction?, _ caller: Caller) throws -> Data
+}
+
+/// One request as the loop read it.
+public struct IncomingRequest {
+    public let frame: Data
+    public let caller: Caller
+
+    public init(frame: Data, caller: Caller = .local) {
+        self.frame = frame
+        self.caller = caller
+    }
+}
+
+extension ServiceHost {
+    /// Requests read in one turn share one transaction: group commit, one fsync for the batch.
+    static let batchLimit = 512
+
+    func registerCommonOps() {
+        handle(Ops.health) { [unowned self] _, _ in health() }
+        register(Ops.eventsSince, .batched, owner: nil) { [unowned self] query, tx, caller in
+            // A user sees only its own events, filtered before `limit` (PROTOCOL "Security").
+            try eventLog.since(query, for: caller.mayDoEverything ? nil : caller.user, publisher: service, in: tx!.db)
+        }
+    }
+
+    // MARK: Registration
+
+    /// Registers the handler of a catalog op this service serves; it gets the decoded request and,
+    /// unless placed `.outside`, the transaction it runs in. An op whose access is `.ownRecord`
+    /// names its record's `owner` (nil: no such record), so the host can refuse other users.
+    public func handle<Input, Output>(_ op: Op<Input, Output>, _ placement: Placement = .batched,
+                                      owner: ((Input) throws -> UserID?)? = nil,
+                                      _ handler: @escaping (Input, Transaction) throws -> Output) {
+        handleEncoded(op, placement, owner: owner) { input, tx in try wireEncoder().encode(handler(input, tx)) }
+    }
+
+    /// Registers an op placed `.outside` any transaction.
+    public func handleOutside<Input, Output>(_ op: Op<Input, Output>, owner: ((Input) throws -> UserID?)? = nil,
+                                             _ handler: @escaping (Input) throws -> Output) {
+        register(op, .outside, owner: owner) { input, _, _ in try wireEncoder().encode(handler(input)) }
+    }
+
+    /// As `handle`, for handlers that return the reply's `data` already encoded (stored JSON, sent as it is).
+    public func handleEncoded<Input, Output>(_ op: Op<Input, Output>, _ placement: Placement = .batched,
+                                             owner: ((Input) throws -> UserID?)? = nil,
+                                             _ handler: @escaping (Input, Transaction) throws -> Data) {
+        precondition(placement != .outside, "use handleOutside")
+        register(op, placement, owner: owner) { input, tx, _ in try handler(input, tx!) }
+    }
+
+    private func register<Input, Output>(_ op: Op<Input, Output>, _ placement: Placement, owner: ((Input) throws -> UserID?)?,
+                                         _ handler: @escaping (Input, Transaction?, Caller) throws -> Data) {
+        precondition(op.info.service == nil || op.info.service == service, "\(op.name) is not an op of \(name)")
+        precondition((op.info.access == .ownRecord) == (owner != nil), "\(op.name): an owner exactly for .ownRecord ops")
+        operations[op.name] = Operation(info: op.info, placement: placement) { frame, head, tx, caller in
+            // Decoded first: a malformed request gets invalid_argument whoever sends it.
+            let input = try decodeRequestData(Input.self, from: frame, head: head)
+            try Self.authorize(op.info, input, caller, owner: owner)
+            return try handler(input, tx, caller)
+        }
+    }
+
+    /// The ops this service answers, for checks against the catalog.
+    public var registeredOps: Set<String> { Set(operations.keys) }
+
+    // MARK: Authorization (PROTOCOL "Security": what a user may do)
+
+    static func authorize<Input>(_ info: OpInfo, _ input: Input, _ caller: Caller, owner: ((Input) throws -> UserID?)?) throws {
+        if caller.mayDoEverything { return }
+        guard let user = caller.user else {
+            throw WireError(.unauthorized, "this key is no longer let in")
+        }
+        switch info.access {
+        case .anyone, .ownEvents:
+            return
+        case .privileged:
+            throw WireError(.unauthorized, "\(info.name) is for services and admins", field: "op")
+        case .ownUser:
+            guard let scoped = input as? UserScoped, scoped.userId == user else {
+                throw WireError(.unauthorized, "a user acts only for itself", field: "data.userId")
+            }
+        case .ownRecord:
+            // Another user's record answers exactly as an unknown id does: no existence oracle.
+            guard let owner, try owner(input) == user else {
+                throw (input as? RecordScoped)?.notFound ?? WireError(.notFound, "no such record")
+            }
+        }
+    }
+
+    // MARK: Serving
+
+    /// Reads every request waiting on the api (up to the batch limit), runs them in one
+    /// transaction, then replies to each in order.
+    func serveAPI() throws {
+        var batch: [(envelope: ArraySlice<Data>, request: IncomingRequest)] = []
+        while batch.count < Self.batchLimit, let (frames, userId) = try api.receiveMultipart(dontWait: true, property: "User-Id") {
+            batch.append((frames.dropLast(), IncomingRequest(frame: frames.last ?? Data(), caller: caller(userId: userId))))
+        }
+        guard !batch.isEmpty else { return }
+        let replies = process(batch.map(\.request))
+        for (entry, reply) in zip(batch, replies) {
+            // Everything before the body is the routing envelope (identity, and the delimiter if any).
+            // One reply that cannot go (its client vanished) must not cost the others theirs.
+            do {
+                try api.send(multipart: Array(entry.envelope) + [reply], dontWait: true)
+            } catch {
+                logger.warning("reply not sent", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// Runs requests in order and returns their reply frames. Consecutive batched requests share
+    /// one transaction (one savepoint each): group commit. `allowedOps` narrows what a channel may
+    /// ask (the intake takes only the two log ops).
+    public func process(_ requests: [IncomingRequest], allowedOps: [OpInfo]? = nil) -> [Data] {
+        var replies = [Data](repeating: Data(), count: requests.count)
+        var batch: [(index: Int, head: RequestHead, operation: Operation, started: DispatchTime)] = []
+
+        func finished(_ index: Int, op: String, _ outcome: Outcome, since started: DispatchTime) {
+            replies[index] = outcome.frame
+            metrics.request(op: op, outcome: outcome.label, nanoseconds: DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds)
+            if case .failure(let error) = outcome, error.code == .unauthorized {
+                refused(requests[index].caller, reason: "request", op)
+            }
+        }
+
+        func runBatch() {
+            guard !batch.isEmpty else { return }
+            var outcomes: [Outcome]
+            do {
+                outcomes = try write { tx in
+                    batch.map { entry in
+                        outcome { try tx.isolated { try entry.operation.run(requests[entry.index].frame, entry.head, tx, requests[entry.index].caller) } }
+                    }
+                }
+            } catch {
+                recordError("batch transaction failed", ["error": "\(error)"])
+                outcomes = batch.map { _ in .failure(WireError(.internal, "the request could not be stored")) }
+            }
+            for (entry, result) in zip(batch, outcomes) { finished(entry.index, op: entry.head.op, result, since: entry.started) }
+            batch.removeAll()
+        }
+
+        for (index, request) in requests.enumerated() {
+            let started = DispatchTime.now()
+            let head: RequestHead
+            let operation: Operation
+            do throws(WireError) {
+                head = try RequestHead(frame: request.frame)
+                guard let found = operations[head.op], allowedOps?.contains(found.info) ?? true else {
+                    throw WireError(.unknownOp, "\(name) has no op \"\(head.op.prefix(60))\"", field: "op")
+                }
+                operation = found
+            } catch {
+                // Unknown and unreadable ops share one label, so a client cannot grow the label set.
+                finished(index, op: "unknown", .failure(error), since: started)
+                continue
+            }
+            switch operation.placement {
+            case .batched:
+                batch.append((index, head, operation, started))
+            case .alone:
+                runBatch()
+                finished(index, op: head.op, outcome { try write { tx in try operation.run(request.frame, head, tx, request.caller) } }, since: started)
+            case .outside:
+                runBatch()
+                finished(index, op: head.op, outcome { try operation.run(request.frame, head, nil, request.caller) }, since: started)
+            }
+        }
+        runBatch()
+        return replies
+    }
+
+    /// What `body` returned or threw; an unexpected error is `internal`, never a crash.
+    private func outcome(_ body: () throws -> Data) -> Outcome {
+        do {
+            return .success(try body())
+        } catch let error as WireError {
+            return .failure(error)
+        } catch {
+            recordError("request failed", ["error": "\(error)"])
+            return .failure(WireError(.internal, "the request failed inside \(name); it was not applied"))
+        }
+    }
+}
+
+/// A request's result: its reply `data` or its error.
+enum Outcome {
+    case success(Data)
+    case failure(WireError)
+
+    var frame: Data {
+        switch self {
+        case .success(let data): Reply.success(rawData: data)
+        case .failure(let error): Reply.failure(error)
+        }
+    }
+
+    /// `ok` or the error code, as the metrics label it.
+    var label: String {
+        switch self {
+        case .success: "ok"
+        case .failure(let error): error.code.rawValue
+        }
+    }
+}
