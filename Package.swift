@@ -90,7 +90,7 @@ let package = Package(
         // Every service library in-process, over real sockets, with typed calls (LHTClient and the catalog).
         .testTarget(
             name: "ServiceTests",
-            dependencies: ["TestSupport", "SessionLogger", "ReminderPlanner", "Notifier", "NoAlcStreak",
+            dependencies: ["TestSupport", "SessionLogger", "ReminderPlanner", "Notifier", "NoAlcStreak", "LHTSecurity",
                            "ServiceHost", "LHTClient", "LHTSchema", "ZeroMQ",
                            .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // Starts the built executables as real processes; depends on them only through the build.

@@ -6,20 +6,21 @@ import ZeroMQ
 /// a user only `<type>.<ownUserId>.` prefixes of this publisher's event types and the heartbeat
 /// (PROTOCOL "Security"); without keys everyone is granted everything, as a PUB would.
 final class EventSocket {
-    let endpoint: String
+    private(set) var endpoint: String?
     /// When anything was last sent; a second of silence sends a heartbeat.
     private(set) var lastSent = Date.distantPast
     let socket: Socket
     private let publishedTypes: [EventTypeInfo]
 
-    init(context: Context, endpoint: String, service: ServiceName, security: SocketSecurity?) throws {
+    /// Made first and bound after the host has secured it (`bind`).
+    init(context: Context, service: ServiceName) throws {
         socket = try Socket(context, .xpub)
         try socket.setSendHighWaterMark(100_000)
         try socket.setXPubManual(true)
-        try security?.makeServer(socket)
-        self.endpoint = try socket.bind(endpoint)
         publishedTypes = Events.published(by: service)
     }
+
+    func bind(_ endpoint: String) throws { self.endpoint = try socket.bind(endpoint) }
 
     func send(topic: String, _ envelope: Data) throws {
         try socket.send(multipart: [Data(topic.utf8), envelope], dontWait: true)

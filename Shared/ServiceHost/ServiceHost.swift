@@ -28,8 +28,8 @@ public final class ServiceHost {
     public let database: DatabaseQueue
     public let eventLog: EventLog
     public let time: TimeSource
-    public let apiEndpoint: String
-    public var eventsEndpoint: String { events.endpoint }
+    public private(set) var apiEndpoint = ""
+    public var eventsEndpoint: String { events.endpoint ?? "" }
     /// The keys this service runs with; nil: plaintext on loopback.
     public var securitySettings: SecuritySettings? { security?.settings }
     /// Things worth counting for `health`: rejected intake messages, rate-limited notifications, ….
@@ -87,11 +87,13 @@ public final class ServiceHost {
         try api.setMaxMessageSize(bytes: 16 << 20)
         try api.setReceiveHighWaterMark(100_000)
         try api.setSendHighWaterMark(100_000)
-        try self.security?.makeServer(api)
-        self.apiEndpoint = try api.bind(apiEndpoint)
-        events = try EventSocket(context: context, endpoint: eventsEndpoint, service: service, security: self.security)
+        events = try EventSocket(context: context, service: service)
         metrics.eventLog(lastSeq: eventLog.lastSeq)
 
+        try secureServer(api, role: "api")
+        self.apiEndpoint = try api.bind(apiEndpoint)
+        try secureServer(events.socket, role: "events")
+        try events.bind(eventsEndpoint)
         registerCommonOps()
         watch(events.socket) { [unowned self] in serveSubscriptions() }
     }
@@ -100,7 +102,17 @@ public final class ServiceHost {
     public func watch(_ socket: Socket, _ onReadable: @escaping () -> Void) { watched.append((socket, onReadable)) }
 
     /// Makes `socket` a CURVE server with this service's keys, when it runs with keys (the intake).
-    public func secureServer(_ socket: Socket) throws { try security?.makeServer(socket) }
+    public func secureServer(_ socket: Socket, role: String) throws {
+        guard let security else { return }
+        try security.makeServer(socket)
+        let monitor = try HandshakeMonitor(socket, role: role, context: context)
+        watch(monitor.socket) { [unowned self] in
+            for address in monitor.drain() {
+                refused(.revoked(key: nil), reason: "handshake", "\(monitor.role) \(address): a plaintext peer or a wrong server key",
+                        counter: "authRefused.handshake")
+            }
+        }
+    }
 
     /// How to connect to `upstream`: CURVE with this service's certificate when it runs with keys.
     public func credentials(for upstream: ServiceName) throws -> CurveCredentials? {
@@ -169,9 +181,9 @@ public final class ServiceHost {
         lastError = metadata.isEmpty ? message : "\(message) \(metadata.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " "))"
     }
 
-    /// Counts a refused request or subscription and logs it at most once a minute per key and reason.
-    func refused(_ caller: Caller, reason: String, _ detail: String) {
-        count("unauthorized")
+    /// Counts a refused request, subscription or connection and logs it at most once a minute per key and reason.
+    func refused(_ caller: Caller, reason: String, _ detail: String, counter: String = "unauthorized") {
+        count(counter)
         let key = caller.fingerprint + " " + reason
         let now = Date()
         guard refusalsLogged[key].map({ now.timeIntervalSince($0) >= 60 }) ?? true else { return }

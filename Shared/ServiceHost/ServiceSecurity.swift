@@ -86,3 +86,28 @@ final class SocketSecurity {
 
     var refusals: [ZAPHandler.Refusal: Int] { zap.refusals }
 }
+
+/// Hears of peers libzmq itself turns away at the CURVE handshake (plaintext, a wrong server key),
+/// which never reach the ZAP handler, so they are logged and counted like the handler's refusals.
+final class HandshakeMonitor {
+    let socket: Socket
+    let role: String
+
+    /// Starts monitoring `server` (bound or not) under a name unique in the process.
+    init(_ server: Socket, role: String, context: Context) throws {
+        self.role = role
+        let endpoint = "inproc://lht-handshake-\(role)-\(ObjectIdentifier(server).hashValue)"
+        try server.monitorHandshakeFailures(to: endpoint)
+        socket = try Socket(context, .pair)
+        try socket.connect(endpoint)
+    }
+
+    /// The failures waiting: the address libzmq names for each.
+    func drain() -> [String] {
+        var addresses: [String] = []
+        while let frames = try? socket.receiveMultipart(dontWait: true) {
+            addresses.append(frames.count > 1 ? String(decoding: frames[1], as: UTF8.self) : "")
+        }
+        return addresses
+    }
+}

@@ -38,10 +38,11 @@ public final class Context: @unchecked Sendable {
 }
 
 public enum SocketType: Sendable {
-    case pub, sub, req, rep, dealer, router, pull, push, xpub
+    case pair, pub, sub, req, rep, dealer, router, pull, push, xpub
 
     var raw: Int32 {
         switch self {
+        case .pair: ZMQ_PAIR
         case .pub: ZMQ_PUB
         case .sub: ZMQ_SUB
         case .req: ZMQ_REQ
@@ -129,6 +130,15 @@ public final class Socket {
         try prefix.withUnsafeBytes { try check(zmq_setsockopt(handle, ZMQ_SUBSCRIBE, $0.baseAddress, $0.count)) }
     }
     public func subscribe(_ prefix: String) throws { try subscribe(Array(prefix.utf8)) }
+
+    /// Reports this socket's handshake failures (CURVE refusals libzmq decides before any ZAP
+    /// request: a plaintext peer, a wrong server key) to a PAIR socket connected to `endpoint`
+    /// (`inproc://…`): two frames, the event (`UInt16` little-endian, then a `UInt32` value) and
+    /// an address.
+    public func monitorHandshakeFailures(to endpoint: String) throws {
+        let events = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
+        try check(zmq_socket_monitor(open(), endpoint, events))
+    }
 
     /// Undoes `subscribe` (on a manual XPUB: for the peer whose message was received last).
     public func unsubscribe<Bytes: ContiguousBytes>(_ prefix: Bytes) throws {

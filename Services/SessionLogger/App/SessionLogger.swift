@@ -48,7 +48,7 @@ public final class SessionLogger: Service {
         intake = try Socket(host.context, .sub)
         try intake.setMaxMessageSize(bytes: 1 << 20)
         try intake.setReceiveHighWaterMark(100_000)
-        try host.secureServer(intake)
+        try host.secureServer(intake, role: "intake")
         try intake.subscribe("")
         intakeEndpoint = try intake.bind(settings.intake)
         host.count("intakeRejected", by: 0)
