@@ -1,4 +1,5 @@
 import Foundation
+import LHTClient
 import LHTSchema
 import Synchronization
 import ZeroMQ
@@ -7,7 +8,9 @@ import ZeroMQ
 enum LoadClients {
     /// Runs `clients` DEALER threads against `endpoint`; each sends its frames keeping up to
     /// `window` requests in flight and counts replies. Returns replies per second for all of them.
+    /// With `credentials` (per client) the clients speak CurveZMQ.
     static func throughput(endpoint: String, context: Context, clients: Int, window: Int,
+                           credentials: @escaping @Sendable (_ client: Int) -> CurveCredentials? = { _ in nil },
                            frames: @escaping @Sendable (_ client: Int) -> [Data]) -> Double {
         let done = DispatchGroup()
         let start = Mutex<Date?>(nil)
@@ -20,7 +23,7 @@ enum LoadClients {
                 defer { done.leave() }
                 let requests = frames(client)
                 guard let socket = try? Socket(context, .dealer), (try? socket.setReceiveTimeout(milliseconds: 10_000)) != nil,
-                      (try? socket.connect(endpoint)) != nil else { ready.signal(); return }
+                      (try? socket.secure(with: credentials(client))) != nil, (try? socket.connect(endpoint)) != nil else { ready.signal(); return }
                 ready.signal()
                 go.wait()
                 var sent = 0, received = 0

@@ -64,22 +64,22 @@ enum SessionLogBenchmark {
         }
     }
 
-    static func sessionLog(n: Int, client: Int) -> Data {
+    static func sessionLog(n: Int, client: Int, user: String? = nil) -> Data {
         let end = Instant.now().adding(seconds: -Int64(60 + n % 600) * 60)
         let start = end.adding(seconds: -900)
         return LoadClients.frame(Ops.sessionLog, SessionLogRequest(
-            id: RecordID(LoadClients.uuid(n, client: client))!, userId: UserID("bench\(client % 50)")!, activity: .mindfulness,
+            id: RecordID(LoadClients.uuid(n, client: client))!, userId: UserID(user ?? "bench\(client % 50)")!, activity: .mindfulness,
             start: start, end: end))
     }
 }
 
 extension InProcessService {
     /// A session logger on wildcard loopback ports and a fresh data directory.
-    static func sessionLogger(context: Context) throws -> InProcessService {
+    static func sessionLogger(context: Context, extra: [String] = []) throws -> InProcessService {
         let directory = temporaryDirectory("lht-bench").path
         return try startService(context: context) { context in
             let options = try SessionLoggerOptions.parse(["--api", "tcp://127.0.0.1:*", "--events", "tcp://127.0.0.1:*",
-                                                         "--intake", "tcp://127.0.0.1:*", "--data-dir", directory])
+                                                         "--intake", "tcp://127.0.0.1:*", "--data-dir", directory] + extra)
             return try SessionLogger(settings: SessionLoggerSettings(options), logger: Logger(label: "bench"), context: context)
         }
     }

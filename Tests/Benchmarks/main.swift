@@ -4,6 +4,7 @@ import Foundation
 let benchmarks: [String: ([String]) throws -> Void] = [
     "zmq-pubsub": ZeroMQPubSub.run,
     "session-log": SessionLogBenchmark.run,
+    "curve": CurveBenchmark.run,
     "streak": StreakBenchmark.run,
     "planner": PlannerBenchmark.run,
 ]
