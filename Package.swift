@@ -92,7 +92,9 @@ let package = Package(
             name: "ServiceTests",
             dependencies: ["TestSupport", "SessionLogger", "ReminderPlanner", "Notifier", "NoAlcStreak", "LHTSecurity",
                            "ServiceHost", "LHTClient", "LHTSchema", "ZeroMQ",
-                           .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+                           .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                           // To damage a stopped service's SQLite file on purpose.
+                           .product(name: "GRDB", package: "GRDB.swift")]),
         // Starts the built executables as real processes; depends on them only through the build.
         .testTarget(name: "SystemTests", dependencies: ["ZeroMQ", "LHTSchema", "TestSupport"]),
     ]

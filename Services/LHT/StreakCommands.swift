@@ -6,7 +6,7 @@ struct Streak: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "streak", abstract: "The user's alcohol-free streak and jokers.")
 
-    @Option(name: .customLong("as-of"), help: ArgumentHelp("Ignore entries after this day (default today in the service's zone).", valueName: "day"))
+    @Option(name: .customLong("as-of"), help: ArgumentHelp("Ignore entries after this day (default today in the user's zone, from the planner).", valueName: "day"))
     var asOf: String?
 
     @OptionGroup var user: UserOption
@@ -19,7 +19,11 @@ struct Streak: ParsableCommand {
 
     func run() throws {
         let client = try Client(connection)
-        let answer = try client.call(Ops.streakGet, StreakGetRequest(userId: try user.userID(), asOf: try wireValue(asOf, field: "asOf")))
+        let userId = try user.userID()
+        let asOfDay: LocalDay? = try wireValue(asOf, field: "asOf")
+        // "Today" is the user's: without --as-of the streak service takes it in the user's zone.
+        let zone = asOfDay == nil ? try userZone(client, user: userId).zone : nil
+        let answer = try client.call(Ops.streakGet, StreakGetRequest(userId: userId, asOf: asOfDay, timeZone: zone))
         if output.json { return emit(answer.rawText) }
         let state = answer.value
         var table = Table("", "")

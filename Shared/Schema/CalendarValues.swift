@@ -132,13 +132,24 @@ public struct ZoneID: Hashable, Sendable, CustomStringConvertible {
             self = known
             return
         }
-        guard !identifier.isEmpty, identifier.utf8.count <= 64,
+        guard !identifier.isEmpty, identifier.utf8.count <= 64, identifier.utf8.allSatisfy(ZoneID.allowed),
               // Linux's knownTimeZoneIdentifiers misses real names (Asia/Kolkata, Etc/UTC); a zone that
               // reports the very name asked for is an IANA zone, not an abbreviation or offset.
               let zone = TimeZone(identifier: identifier), zone.identifier == identifier || identifier == "UTC" else { return nil }
         timeZone = zone
         self.identifier = identifier
         ZoneID.cache.withLock { $0[identifier] = self }
+    }
+
+    /// The characters of IANA names (`America/Port-au-Prince`, `Etc/GMT+5`, `America/Argentina/Buenos_Aires`).
+    /// Checked first: Foundation looks a name up in a cache of zones already built by its C string, so
+    /// once `Europe/Berlin` was built, `Europe/Berlin\u{0}x` came back as a zone with that very name.
+    private static func allowed(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "/"), UInt8(ascii: "_"), UInt8(ascii: "-"), UInt8(ascii: "+"): true
+        default: false
+        }
     }
 
     /// Zones by name: loading 100,000 users built an ICU time zone each, with nothing shared.

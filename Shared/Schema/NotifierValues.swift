@@ -104,12 +104,12 @@ public struct NotificationActionRequest: Codable, Sendable, Hashable {
 
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        notificationId = try container.decode(String.self, forKey: .notificationId)
+        notificationId = try container.decodeText(forKey: .notificationId)
         guard (1...Self.longestNotificationId).contains(notificationId.utf8.count) else {
             throw DecodingError.dataCorruptedError(forKey: .notificationId, in: container,
                                                    debugDescription: "notificationId must be 1-\(Self.longestNotificationId) bytes")
         }
-        actionId = try container.decode(String.self, forKey: .actionId)
+        actionId = try container.decodeText(forKey: .actionId)
         guard (1...Self.longestActionId).contains(actionId.utf8.count) else {
             throw DecodingError.dataCorruptedError(forKey: .actionId, in: container,
                                                    debugDescription: "actionId must be 1-\(Self.longestActionId) bytes")

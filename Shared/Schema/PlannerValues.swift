@@ -84,8 +84,8 @@ public struct ReminderPutRequest: Codable, Sendable {
             throw DecodingError.dataCorruptedError(forKey: .lookbackHours, in: container, debugDescription: "lookbackHours must be 1...48")
         }
         enabled = try container.decodeIfPresent(Bool.self, forKey: .enabled)
-        title = try container.decodeIfPresent(String.self, forKey: .title)
-        body = try container.decodeIfPresent(String.self, forKey: .body)
+        title = try container.decodeTextIfPresent(forKey: .title)
+        body = try container.decodeTextIfPresent(forKey: .body)
         for (key, text) in [(CodingKeys.title, title), (.body, body)] where (text?.utf8.count ?? 0) > Self.longestText {
             throw DecodingError.dataCorruptedError(forKey: key, in: container, debugDescription: "\(key.stringValue) is at most \(Self.longestText) bytes")
         }

@@ -39,12 +39,13 @@ public struct SessionLogRequest: Codable, Sendable, Hashable {
         guard end.milliseconds(since: start) <= SessionLogRequest.longestSessionSeconds * 1000 else {
             throw DecodingError.dataCorruptedError(forKey: .end, in: container, debugDescription: "a session is at most 24 hours long")
         }
-        source = try container.decodeIfPresent(String.self, forKey: .source)
+        source = try container.decodeTextIfPresent(forKey: .source)
         try checkSource(source, in: container, key: .source)
     }
 }
 
-/// `noalc.log` data.
+/// `noalc.log` data. `day` is 2000-01-01 at the earliest (checked here) and tomorrow in UTC at the
+/// latest (`checkDay(today:)`: the wall clock is the session logger's input, so the rule stays pure).
 public struct NoAlcLogRequest: Codable, Sendable, Hashable {
     public let id: RecordID?
     public let userId: UserID
@@ -60,6 +61,24 @@ public struct NoAlcLogRequest: Codable, Sendable, Hashable {
         self.source = source
     }
 
+    /// The first day a NoAlc entry may name. Days are bounded because the streak walks from the
+    /// first logged day on: an entry in year 1 must not make every later request walk 2000 years.
+    public static let earliestDay = LocalDay(year: 2000, month: 1, day: 1)!
+
+    /// The last day a NoAlc entry may name when it is `today` in UTC: tomorrow, so a user anywhere
+    /// east of UTC can log their own today.
+    public static func latestDay(today: LocalDay) -> LocalDay { today.adding(days: 1) }
+
+    static let dayRule = "day must be from 2000-01-01 through tomorrow (UTC)"
+
+    /// The day rule's upper bound, with the wall clock's UTC day as input: `invalid_argument` naming
+    /// `data.day` when `day` is after tomorrow (or before 2000-01-01, for a value built in code).
+    public func checkDay(today: LocalDay) throws(WireError) {
+        guard day >= Self.earliestDay, day <= Self.latestDay(today: today) else {
+            throw WireError.invalid("data.day", "\(Self.dayRule), got \(day)")
+        }
+    }
+
     enum CodingKeys: String, CodingKey { case id, userId, day, level, source }
 
     public init(from decoder: Decoder) throws {
@@ -67,8 +86,11 @@ public struct NoAlcLogRequest: Codable, Sendable, Hashable {
         id = try container.decodeIfPresent(RecordID.self, forKey: .id)
         userId = try container.decode(UserID.self, forKey: .userId)
         day = try container.decode(LocalDay.self, forKey: .day)
+        guard day >= Self.earliestDay else {
+            throw DecodingError.dataCorruptedError(forKey: .day, in: container, debugDescription: "\(Self.dayRule), got \(day)")
+        }
         level = try container.decode(NoAlcLevel.self, forKey: .level)
-        source = try container.decodeIfPresent(String.self, forKey: .source)
+        source = try container.decodeTextIfPresent(forKey: .source)
         try checkSource(source, in: container, key: .source)
     }
 }

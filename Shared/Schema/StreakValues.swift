@@ -1,13 +1,21 @@
 import Foundation
 
-/// `streak.get` data. Without `asOf` the service uses today in its `--time-zone`.
+/// `streak.get` data. Without `asOf` the service uses today in `timeZone` (the user's), or in its
+/// `--time-zone` when that is absent too; with `asOf`, `timeZone` changes nothing.
 public struct StreakGetRequest: Codable, Sendable, Hashable {
     public let userId: UserID
     public let asOf: LocalDay?
+    public let timeZone: ZoneID?
 
-    public init(userId: UserID, asOf: LocalDay? = nil) {
+    public init(userId: UserID, asOf: LocalDay? = nil, timeZone: ZoneID? = nil) {
         self.userId = userId
         self.asOf = asOf
+        self.timeZone = timeZone
+    }
+
+    /// The day the streak is computed for: `asOf`, else today at `now` in `timeZone`, else in `serviceZone`.
+    public func day(now: Instant, serviceZone: ZoneID) -> LocalDay {
+        asOf ?? now.local(in: (timeZone ?? serviceZone).timeZone).day
     }
 }
 
@@ -90,7 +98,7 @@ public struct CalendarGetRequest: Codable, Sendable, Hashable {
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         userId = try container.decode(UserID.self, forKey: .userId)
-        month = try container.decode(String.self, forKey: .month)
+        month = try container.decodeText(forKey: .month)
         guard let days = CalendarGetRequest.days(of: month) else {
             throw DecodingError.dataCorruptedError(forKey: .month, in: container,
                                                    debugDescription: "expected a month as YYYY-MM, got \"\(month.prefix(40))\"")

@@ -103,6 +103,7 @@ public struct RequestHead: Sendable {
             return String(decoding: text.dropFirst().dropLast(), as: UTF8.self)
         }
         guard let op = plainOp ?? value(members.op, as: String.self) else { throw WireError.invalid("op", "op is required and must be a string") }
+        guard FreeText.isAllowed(op) else { throw WireError.invalid("op", "op must not contain U+0000") }
         self.op = op
         hasData = members.data.map { bytes($0) != Data("null".utf8) } ?? false
     }

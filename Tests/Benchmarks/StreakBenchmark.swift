@@ -28,8 +28,55 @@ enum StreakBenchmark {
 
     static func run(_ arguments: [String]) throws {
         let options = try Options(arguments)
+        if options.applyOnly { return applyBenchmark() }
         computeBenchmark(options)
         if !options.computeOnly { try serviceBenchmark(options) }
+    }
+
+    // MARK: (c) Cost against the calendar span (`bench streak --apply`)
+
+    /// The red-team case: 300 entries applied one by one as the service applies them (the streak
+    /// recomputed as of the latest day after each), consecutive vs spread over 2000-01-01…today, plus
+    /// the most expensive single request (`streak.get` far after the last entry). Target: spread
+    /// within 2× consecutive, and no single compute above 20 ms.
+    static func applyBenchmark() {
+        let user = UserID("u0")!
+        let today = LocalDay("2026-11-23")!, first = LocalDay("2000-01-01")!
+        func apply(_ days: [LocalDay]) -> (total: Duration, worst: Duration) {
+            var entries: [(day: LocalDay, level: NoAlcLevel)] = []
+            var worst = Duration.zero
+            let started = ContinuousClock.now
+            for (index, day) in days.enumerated() {
+                entries.append((day, index % 6 == 5 ? .easy : .steady))
+                let one = ContinuousClock.now
+                _ = Streak.compute(user: user, sortedLevels: entries, today: day, policy: .seed)
+                worst = max(worst, ContinuousClock.now - one)
+            }
+            return (ContinuousClock.now - started, worst)
+        }
+        let consecutive = (0..<300).map { today.adding(days: $0 - 299) }
+        let step = today.days(since: first) / 299
+        let spread = (0..<300).map { first.adding(days: $0 * step) }
+        var best: [String: (total: Duration, worst: Duration)] = [:]
+        for _ in 0..<5 {
+            for (name, days) in [("consecutive", consecutive), ("spread 2000…today", spread)] {
+                let result = apply(days)
+                best[name] = best[name].map { ($0.total < result.total ? $0.total : result.total, max($0.worst, result.worst)) } ?? result
+            }
+        }
+        let entries = spread.map { (day: $0, level: NoAlcLevel.steady) }
+        let farStart = ContinuousClock.now
+        _ = Streak.compute(user: user, sortedLevels: entries, today: LocalDay("9999-12-31")!, policy: .seed)
+        let far = ContinuousClock.now - farStart
+        for name in ["consecutive", "spread 2000…today"] {
+            print(row("apply 300 entries, \(name)", "total ms \(String(format: "%.2f", best[name]!.total / .milliseconds(1)))",
+                      "worst compute µs \(micros(best[name]!.worst))"))
+        }
+        print(row("compute as of 9999-12-31, 300 spread entries", "µs \(micros(far))"))
+        let ratio = best["spread 2000…today"]!.total / best["consecutive"]!.total
+        let worst = max(best["spread 2000…today"]!.worst, best["consecutive"]!.worst, far)
+        print("target spread ≤ 2× consecutive (\(String(format: "%.2f", ratio))×) and every compute < 20 ms: "
+              + (ratio <= 2 && worst < .milliseconds(20) ? "met" : "NOT met"))
     }
 
     // MARK: (a) The pure calculation
@@ -333,10 +380,15 @@ enum StreakBenchmark {
         var requests = 20_000
         var computeOnly = false
         var throughLogger = false
+        var applyOnly = false
 
         init(_ arguments: [String]) throws {
             var rest = arguments[...]
             while let flag = rest.popFirst() {
+                if flag == "--apply" {
+                    applyOnly = true
+                    continue
+                }
                 if flag == "--compute-only" || flag == "--through-logger" {
                     if flag == "--compute-only" { computeOnly = true } else { throughLogger = true }
                     continue

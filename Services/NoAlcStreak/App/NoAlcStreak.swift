@@ -67,7 +67,8 @@ public final class NoAlcStreakService: Service {
                                migrations: StreakStore.migrate, logger: logger, security: settings.service.security, context: context)
         policy = settings.policy
         zone = settings.timeZone
-        var loaded = try host.read(StreakStore.load)
+        let host = host
+        var loaded = try host.read { try StreakStore.load(from: $0, host: host) }
         for (user, history) in loaded {
             loaded[user]?.latest = history.lastDay.map { Self.streak(of: history, user: user, asOf: $0, policy: settings.policy) }
         }
@@ -85,7 +86,7 @@ public final class NoAlcStreakService: Service {
 
     private func registerOps() {
         host.handle(Ops.streakGet) { [unowned self] query, tx in
-            let asOf = query.asOf ?? tx.now.local(in: zone.timeZone).day
+            let asOf = query.day(now: tx.now, serviceZone: zone)
             return Self.streak(of: histories.history(of: query.userId, in: tx), user: query.userId, asOf: asOf, policy: policy)
         }
         host.handle(Ops.calendarGet) { [unowned self] query, tx in
@@ -104,7 +105,8 @@ public final class NoAlcStreakService: Service {
         var history = histories.history(of: entry.userId, in: tx)
         history.record(entry.level, on: entry.day)
         // Event time: as of the user's latest logged day, so replaying the log gives the same events.
-        let state = Self.streak(of: history, user: entry.userId, asOf: history.lastDay!, policy: policy)
+        guard let lastDay = history.lastDay else { return }  // cannot happen: a day was just recorded
+        let state = Self.streak(of: history, user: entry.userId, asOf: lastDay, policy: policy)
         if state != history.latest {
             try tx.append(Events.streakUpdated, userId: entry.userId, activity: .noalc, data: state)
             history.latest = state

@@ -105,21 +105,38 @@ enum StreakStore {
         return db.changesCount > 0
     }
 
-    /// Every user's history, read once at start.
-    static func load(from db: Database) throws -> [UserID: History] {
+    /// Every user's history, read once at start. A row that does not read back (a user id, day or
+    /// level that does not parse, a value of the wrong type) is skipped, logged and counted in
+    /// `health` (`unreadableRows`), once: the table is read only here.
+    static func load(from db: Database, host: ServiceHost) throws -> [UserID: History] {
         var histories: [UserID: History] = [:]
-        var current: (user: String, history: History)?
+        // Rows come grouped by user: one history is built at a time, without hashing per row.
+        var current: (user: UserID, history: History)?
+        host.count(unreadableRows, by: 0)
         let rows = try Row.fetchCursor(db, sql: "SELECT user_id, day, level FROM noalc_level ORDER BY user_id, day")
         while let row = try rows.next() {
-            let user: String = row[0]
-            if current?.user != user {
-                if let (user, history) = current { histories[UserID(user)!] = history }
-                current = (user, History())
+            let user = String.fromDatabaseValue(row[0] as DatabaseValue)
+            let dayText = String.fromDatabaseValue(row[1] as DatabaseValue)
+            let levelText = String.fromDatabaseValue(row[2] as DatabaseValue)
+            guard let userId = user.flatMap(UserID.init), let day = dayText.flatMap(LocalDay.init),
+                  let level = levelText.flatMap(NoAlcLevel.init(rawValue:)) else {
+                host.count(unreadableRows)
+                host.logger.error("unreadable stored row skipped", metadata: [
+                    "table": "noalc_level", "user_id": "\(user?.debugDescription.prefix(80) ?? "?")",
+                    "day": "\(dayText?.debugDescription.prefix(40) ?? "?")", "level": "\(levelText?.debugDescription.prefix(40) ?? "?")",
+                ])
+                continue
             }
-            guard let day = LocalDay(row[1] as String), let level = NoAlcLevel(rawValue: row[2]) else { continue }
-            current!.history.record(level, on: day)
+            if current?.user != userId {
+                if let (user, history) = current { histories[user] = history }
+                current = (userId, histories[userId] ?? History())
+            }
+            current?.history.record(level, on: day)
         }
-        if let (user, history) = current { histories[UserID(user)!] = history }
+        if let (user, history) = current { histories[user] = history }
         return histories
     }
+
+    /// The `health` counter of rows `load` skipped.
+    static let unreadableRows = "unreadableRows"
 }

@@ -31,22 +31,12 @@ public enum Streak {
     /// `today` are ignored, which is how `asOf` works.
     ///
     /// Forward, because jokers must be earned before a later easy day can spend them (the seed's
-    /// backward walk failed exactly there). One dictionary lookup per day: no `Calendar`.
+    /// backward walk failed exactly there). The cost grows with the number of logged days, not
+    /// with the calendar span: a run of unlogged days is walked only until it stops changing the
+    /// state (`Walk.skip`), a handful of days at most.
     public static func compute(user: UserID, levels: [LocalDay: NoAlcLevel], today: LocalDay, policy: StreakPolicy) -> StreakState {
-        var first = Int.max
-        var last = Int.min
-        for day in levels.keys where day <= today {
-            if day.ordinal < first { first = day.ordinal }
-            if day.ordinal > last { last = day.ordinal }
-        }
-        guard first != Int.max else { return nothingLogged(user: user, today: today, policy: policy) }
-        let todayLogged = last == today.ordinal
-        let end = todayLogged ? today.ordinal : today.ordinal - 1
-        var walk = Walk(policy: policy)
-        for ordinal in first...end {
-            walk.step(levels[LocalDay(ordinal: ordinal)])
-        }
-        return walk.state(user: user, today: today, lastLogged: LocalDay(ordinal: last), todayLogged: todayLogged)
+        let sorted = levels.filter { $0.key <= today }.sorted { $0.key < $1.key }.map { (day: $0.key, level: $0.value) }
+        return compute(user: user, sortedLevels: sorted, today: today, policy: policy)
     }
 
     /// The same calculation over entries sorted by day ascending, as `noalc.list` returns them;
@@ -63,20 +53,26 @@ public enum Streak {
             if entries[index].day <= today { count = index + 1 }
         }
         guard count > 0 else { return nothingLogged(user: user, today: today, policy: policy) }
-        let first = entries[0].day.ordinal
         let last = entries[count - 1].day.ordinal
         let todayLogged = last == today.ordinal
         let end = todayLogged ? today.ordinal : today.ordinal - 1
         var walk = Walk(policy: policy)
+        var previous: Int?
         var index = 0
-        for ordinal in first...end {
-            var level: NoAlcLevel?
+        while index < count {
+            let ordinal = entries[index].day.ordinal
+            var level = entries[index].level
+            index += 1
             while index < count, entries[index].day.ordinal == ordinal {
                 level = entries[index].level
                 index += 1
             }
+            if let previous { walk.skip(unlogged: ordinal - previous - 1) }
             walk.step(level)
+            previous = ordinal
         }
+        // The unlogged days after the last entry, up to the end day (none when today is logged).
+        walk.skip(unlogged: end - last)
         return walk.state(user: user, today: today, lastLogged: LocalDay(ordinal: last), todayLogged: todayLogged)
     }
 
@@ -94,7 +90,7 @@ public enum Streak {
 }
 
 /// The day-by-day state machine, kept apart so both input forms share one set of rules.
-struct Walk {
+struct Walk: Equatable {
     let policy: StreakPolicy
     var streak = 0
     var jokers = 0
@@ -128,6 +124,21 @@ struct Walk {
                 // Nothing to heal, or nothing to heal with: no joker is spent or taken.
                 breakStreak()
             }
+        }
+    }
+
+    /// `days` past days in a row with no entry, each counting like easy (`step(nil)`), in O(jokers)
+    /// steps instead of `days`: while the streak is above 0 each such day spends a joker (a milestone
+    /// gives at most one back per 7 days) or breaks the streak; once a day leaves the state as it was,
+    /// so does every further one (the step is a function of the state alone), and the rest is skipped.
+    /// At most about `maxJokers + 3` days are walked, whatever `days` is.
+    mutating func skip(unlogged days: Int) {
+        var remaining = days
+        while remaining > 0 {
+            let before = self
+            step(nil)
+            remaining -= 1
+            if self == before { return }
         }
     }
 

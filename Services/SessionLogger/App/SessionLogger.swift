@@ -37,6 +37,7 @@ public final class SessionLogger: Service {
     public let host: ServiceHost
     public let intakeEndpoint: String
     private let intake: Socket
+    private let unreadable: UnreadableRows
     /// A session may start at most this far ahead of the wall clock (clock skew between devices).
     static let futureToleranceMilliseconds: Int64 = 5 * 60 * 1000
 
@@ -45,6 +46,7 @@ public final class SessionLogger: Service {
                                eventsEndpoint: settings.service.events, dataDirectory: settings.service.dataDirectory,
                                migrations: SessionStore.migrate, logger: logger, security: settings.service.security,
                                context: context)
+        unreadable = UnreadableRows(host: host)
         intake = try Socket(host.context, .sub)
         try intake.setMaxMessageSize(bytes: 1 << 20)
         try intake.setReceiveHighWaterMark(100_000)
@@ -60,18 +62,23 @@ public final class SessionLogger: Service {
     public var readyLine: String { host.readyLine(extra: "intake=\(intakeEndpoint)") }
 
     private func registerOps() {
+        let unreadable = unreadable
         host.handle(Ops.sessionLog) { input, tx in
             guard input.start.milliseconds(since: tx.now) <= Self.futureToleranceMilliseconds else {
                 throw WireError.invalid("data.start", "start is more than 5 minutes in the future")
             }
-            return try SessionStore.log(input, in: tx)
+            return try SessionStore.log(input, in: tx, unreadable: unreadable)
         }
-        host.handle(Ops.noalcLog) { input, tx in try SessionStore.log(input, in: tx) }
-        host.handle(Ops.sessionList) { query, tx in try SessionListReply(sessions: SessionStore.sessions(query, in: tx.db)) }
+        host.handle(Ops.noalcLog) { input, tx in
+            try input.checkDay(today: tx.now.local(in: ZoneID.utc.timeZone).day)
+            return try SessionStore.log(input, in: tx, unreadable: unreadable)
+        }
+        host.handle(Ops.sessionList) { query, tx in try SessionListReply(sessions: SessionStore.sessions(query, in: tx.db, unreadable: unreadable)) }
         host.handle(Ops.noalcList) { query, tx in
-            try NoAlcListReply(entries: SessionStore.latestEntries(userId: query.userId, from: query.from, until: query.until, in: tx.db))
+            try NoAlcListReply(entries: SessionStore.latestEntries(userId: query.userId, from: query.from, until: query.until, in: tx.db,
+                                                                 unreadable: unreadable))
         }
-        host.handle(Ops.dailySummary) { query, tx in try DailySummaryReply(days: SessionStore.summary(query, in: tx.db)) }
+        host.handle(Ops.dailySummary) { query, tx in try DailySummaryReply(days: SessionStore.summary(query, in: tx.db, unreadable: unreadable)) }
     }
 
     /// Intake messages are two frames, `intake` and a request as the api takes it, from a publisher

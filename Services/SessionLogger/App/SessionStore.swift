@@ -25,14 +25,15 @@ enum SessionStore {
     // MARK: Writes
 
     /// Stores a session and its `session.logged` event, or returns the first result for a repeated id.
-    static func log(_ input: SessionLogRequest, in tx: Transaction) throws -> LogReceipt {
+    static func log(_ input: SessionLogRequest, in tx: Transaction, unreadable: UnreadableRows) throws -> LogReceipt {
         let id = input.id ?? RecordID()
         if let row = try tx.db.fetchRow("SELECT user_id, activity, start_ms, end_ms, seq FROM session WHERE id = ?",
                                       arguments: [id.description]) {
-            let same = row["user_id"] == input.userId.rawValue && row["activity"] == input.activity.rawValue
-                && row["start_ms"] == input.start.millisecondsSince1970 && row["end_ms"] == input.end.millisecondsSince1970
+            let same = text(row, "user_id") == input.userId.rawValue && text(row, "activity") == input.activity.rawValue
+                && integer(row, "start_ms") == input.start.millisecondsSince1970 && integer(row, "end_ms") == input.end.millisecondsSince1970
             guard same else { throw WireError(.conflict, "session \(id) was logged before with different content", field: "data.id") }
-            return LogReceipt(id: id, seq: row["seq"], duplicate: true)
+            guard let seq = integer(row, "seq") else { throw unreadable.failure("session", key: id.description, reason: "seq") }
+            return LogReceipt(id: id, seq: seq, duplicate: true)
         }
         let session = StoredSession(id: id, userId: input.userId, activity: input.activity, start: input.start,
                                     end: input.end, source: input.source, loggedAt: tx.now)
@@ -45,14 +46,15 @@ enum SessionStore {
     }
 
     /// Stores a NoAlc entry; the newest entry for a day is the day's level (a correction has a new id).
-    static func log(_ input: NoAlcLogRequest, in tx: Transaction) throws -> LogReceipt {
+    static func log(_ input: NoAlcLogRequest, in tx: Transaction, unreadable: UnreadableRows) throws -> LogReceipt {
         let id = input.id ?? RecordID()
         if let row = try tx.db.fetchRow("SELECT user_id, day, level, seq FROM noalc_entry WHERE id = ?",
                                       arguments: [id.description]) {
-            let same = row["user_id"] == input.userId.rawValue && row["day"] == input.day.description
-                && row["level"] == input.level.rawValue
+            let same = text(row, "user_id") == input.userId.rawValue && text(row, "day") == input.day.description
+                && text(row, "level") == input.level.rawValue
             guard same else { throw WireError(.conflict, "NoAlc entry \(id) was logged before with different content", field: "data.id") }
-            return LogReceipt(id: id, seq: row["seq"], duplicate: true)
+            guard let seq = integer(row, "seq") else { throw unreadable.failure("noalc_entry", key: id.description, reason: "seq") }
+            return LogReceipt(id: id, seq: seq, duplicate: true)
         }
         let entry = StoredNoAlcEntry(id: id, userId: input.userId, day: input.day, level: input.level, source: input.source, loggedAt: tx.now)
         let seq = try tx.append(Events.noalcLogged, userId: entry.userId, activity: .noalc, data: entry)
@@ -66,40 +68,46 @@ enum SessionStore {
     // MARK: Reads
 
     /// Sessions whose start lies in `[from, until)`, by start.
-    static func sessions(_ query: SessionListRequest, in db: Database) throws -> [StoredSession] {
-        var sql = "SELECT * FROM session WHERE user_id = ? AND start_ms >= ? AND start_ms < ?"
+    /// A row that does not read back as a session is skipped (`UnreadableRows`), and the rest returned.
+    static func sessions(_ query: SessionListRequest, in db: Database, unreadable: UnreadableRows) throws -> [StoredSession] {
+        var sql = "SELECT rowid AS row_id, * FROM session WHERE user_id = ? AND start_ms >= ? AND start_ms < ?"
         var arguments: StatementArguments = [query.userId.rawValue, query.from.millisecondsSince1970, query.until.millisecondsSince1970]
         if let activity = query.activity {
             sql += " AND activity = ?"
             arguments += [activity.rawValue]
         }
-        return try db.fetchRows(sql + " ORDER BY start_ms, seq", arguments: arguments).map(session(from:))
+        return try db.fetchRows(sql + " ORDER BY start_ms, seq", arguments: arguments).compactMap { row in
+            unreadable.read(row, table: "session", session(from:))
+        }
     }
 
     /// The newest entry of each day in `[from, until]`, by day.
-    static func latestEntries(userId: UserID, from: LocalDay, until: LocalDay, in db: Database) throws -> [StoredNoAlcEntry] {
+    static func latestEntries(userId: UserID, from: LocalDay, until: LocalDay, in db: Database,
+                              unreadable: UnreadableRows) throws -> [StoredNoAlcEntry] {
         try db.fetchRows("""
-            SELECT * FROM noalc_entry AS e WHERE user_id = ? AND day BETWEEN ? AND ?
+            SELECT rowid AS row_id, * FROM noalc_entry AS e WHERE user_id = ? AND day BETWEEN ? AND ?
               AND seq = (SELECT MAX(seq) FROM noalc_entry WHERE user_id = e.user_id AND day = e.day)
             ORDER BY day
-            """, arguments: [userId.rawValue, from.description, until.description]).map(entry(from:))
+            """, arguments: [userId.rawValue, from.description, until.description]).compactMap { row in
+                unreadable.read(row, table: "noalc_entry", entry(from:))
+            }
     }
 
     /// Minutes per activity per local day (a session counts wholly on the day it starts, in the
     /// zone asked for) and the day's NoAlc level.
-    static func summary(_ query: DailySummaryRequest, in db: Database) throws -> [DailySummaryDay] {
+    static func summary(_ query: DailySummaryRequest, in db: Database, unreadable: UnreadableRows) throws -> [DailySummaryDay] {
         // Local days are at most 14 h off UTC midnight either way, so a day's margin on each side is enough.
         let earliest = Instant(secondsSince1970: Int64(query.from.ordinal - 1) * 86_400)
         let latest = Instant(secondsSince1970: Int64(query.until.ordinal + 2) * 86_400)
-        let sessions = try sessions(SessionListRequest(userId: query.userId, from: earliest, until: latest), in: db)
+        let sessions = try sessions(SessionListRequest(userId: query.userId, from: earliest, until: latest), in: db, unreadable: unreadable)
         var milliseconds: [LocalDay: [Activity: Int64]] = [:]
         for session in sessions {
             let day = session.start.local(in: query.timeZone.timeZone).day
             guard day >= query.from, day <= query.until else { continue }
             milliseconds[day, default: [:]][session.activity, default: 0] += session.end.milliseconds(since: session.start)
         }
-        let levels = Dictionary(uniqueKeysWithValues: try latestEntries(userId: query.userId, from: query.from, until: query.until, in: db)
-            .map { ($0.day, $0.level) })
+        let entries = try latestEntries(userId: query.userId, from: query.from, until: query.until, in: db, unreadable: unreadable)
+        let levels = Dictionary(entries.map { ($0.day, $0.level) }, uniquingKeysWith: { $1 })
         return (query.from.ordinal...query.until.ordinal).map { ordinal in
             let day = LocalDay(ordinal: ordinal)
             // Rounded to the nearest minute once per day, so many short sessions do not lose time.
@@ -108,16 +116,90 @@ enum SessionStore {
         }
     }
 
-    private static func session(from row: Row) -> StoredSession {
-        StoredSession(id: RecordID(row["id"] as String)!, userId: UserID(row["user_id"] as String)!,
-                      activity: Activity(rawValue: row["activity"])!, start: Instant(millisecondsSince1970: row["start_ms"]),
-                      end: Instant(millisecondsSince1970: row["end_ms"]), source: row["source"],
-                      loggedAt: Instant(millisecondsSince1970: row["logged_at_ms"]))
+    /// A stored session, or why the row is not one (a column that does not parse).
+    private static func session(from row: Row) -> Result<StoredSession, UnreadableRow> {
+        guard let id = text(row, "id").flatMap(RecordID.init) else { return .failure("id") }
+        guard let userId = text(row, "user_id").flatMap(UserID.init) else { return .failure("user_id") }
+        guard let activity = text(row, "activity").flatMap(Activity.init(rawValue:)), activity.isSession else { return .failure("activity") }
+        guard let start = integer(row, "start_ms") else { return .failure("start_ms") }
+        guard let end = integer(row, "end_ms") else { return .failure("end_ms") }
+        guard let loggedAt = integer(row, "logged_at_ms") else { return .failure("logged_at_ms") }
+        guard let source = optionalText(row, "source") else { return .failure("source") }
+        return .success(StoredSession(id: id, userId: userId, activity: activity, start: Instant(millisecondsSince1970: start),
+                                      end: Instant(millisecondsSince1970: end), source: source,
+                                      loggedAt: Instant(millisecondsSince1970: loggedAt)))
     }
 
-    private static func entry(from row: Row) -> StoredNoAlcEntry {
-        StoredNoAlcEntry(id: RecordID(row["id"] as String)!, userId: UserID(row["user_id"] as String)!,
-                         day: LocalDay(row["day"] as String)!, level: NoAlcLevel(rawValue: row["level"])!,
-                         source: row["source"], loggedAt: Instant(millisecondsSince1970: row["logged_at_ms"]))
+    /// A stored NoAlc entry, or why the row is not one.
+    private static func entry(from row: Row) -> Result<StoredNoAlcEntry, UnreadableRow> {
+        guard let id = text(row, "id").flatMap(RecordID.init) else { return .failure("id") }
+        guard let userId = text(row, "user_id").flatMap(UserID.init) else { return .failure("user_id") }
+        guard let day = text(row, "day").flatMap(LocalDay.init) else { return .failure("day") }
+        guard let level = text(row, "level").flatMap(NoAlcLevel.init(rawValue:)) else { return .failure("level") }
+        guard let loggedAt = integer(row, "logged_at_ms") else { return .failure("logged_at_ms") }
+        guard let source = optionalText(row, "source") else { return .failure("source") }
+        return .success(StoredNoAlcEntry(id: id, userId: userId, day: day, level: level, source: source,
+                                         loggedAt: Instant(millisecondsSince1970: loggedAt)))
+    }
+
+    // Column readers that never trap: nil for NULL, a missing column or a value of another type
+    // (GRDB's typed subscripts stop the process on a value they cannot convert).
+    static func text(_ row: Row, _ column: String) -> String? {
+        row.hasColumn(column) ? String.fromDatabaseValue(row[column] as DatabaseValue) : nil
+    }
+
+    static func integer(_ row: Row, _ column: String) -> Int64? {
+        row.hasColumn(column) ? Int64.fromDatabaseValue(row[column] as DatabaseValue) : nil
+    }
+
+    /// A nullable text column: `.some(nil)` for NULL, nil for a value that is not text.
+    static func optionalText(_ row: Row, _ column: String) -> String?? {
+        guard row.hasColumn(column) else { return nil }
+        let value = row[column] as DatabaseValue
+        if value.isNull { return .some(nil) }
+        return String.fromDatabaseValue(value).map { .some($0) }
+    }
+}
+
+/// Why a stored row could not be read: the first column that did not parse.
+struct UnreadableRow: Error, ExpressibleByStringLiteral {
+    let column: String
+    init(stringLiteral column: String) { self.column = column }
+}
+
+/// Rows that do not read back as what they should be (a damaged file, a row written by hand): each
+/// is skipped, so one bad row cannot take every read down; logged and counted in `health`
+/// (`unreadableRows`) once per row, however often it is read.
+final class UnreadableRows {
+    static let counter = "unreadableRows"
+    private unowned let host: ServiceHost
+    private var reported: Set<String> = []
+
+    init(host: ServiceHost) {
+        self.host = host
+        host.count(Self.counter, by: 0)
+    }
+
+    /// The value `parse` reads from `row`, or nil (reported) when it cannot. `row_id` names the row.
+    func read<Value>(_ row: Row, table: String, _ parse: (Row) -> Result<Value, UnreadableRow>) -> Value? {
+        switch parse(row) {
+        case .success(let value): return value
+        case .failure(let problem):
+            let key = SessionStore.integer(row, "row_id").map(String.init) ?? SessionStore.text(row, "id") ?? "?"
+            report(table: table, key: key, column: problem.column)
+            return nil
+        }
+    }
+
+    /// The error of a request that cannot go on without the row (a duplicate whose first receipt is unreadable).
+    func failure(_ table: String, key: String, reason column: String) -> WireError {
+        report(table: table, key: key, column: column)
+        return WireError(.internal, "stored \(table) row \(key) is unreadable (\(column))")
+    }
+
+    private func report(table: String, key: String, column: String) {
+        guard reported.insert("\(table)/\(key)").inserted else { return }
+        host.count(Self.counter)
+        host.logger.error("unreadable stored row skipped", metadata: ["table": "\(table)", "row": "\(key)", "column": "\(column)"])
     }
 }
