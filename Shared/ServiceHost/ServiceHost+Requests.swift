@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import LHTSchema
 import ZeroMQ
 
@@ -149,15 +150,20 @@ extension ServiceHost {
         func runBatch() {
             guard !batch.isEmpty else { return }
             var outcomes: [Outcome]
+            var diskFull = false
             do {
                 outcomes = try write { tx in
                     batch.map { entry in
-                        outcome { try tx.isolated { try entry.operation.run(requests[entry.index].frame, entry.head, tx, requests[entry.index].caller) } }
+                        let result = outcome { try tx.isolated { try entry.operation.run(requests[entry.index].frame, entry.head, tx, requests[entry.index].caller) } }
+                        if case .failure(let error) = result, error == Self.diskFullError { diskFull = true }
+                        return result
                     }
                 }
             } catch {
+                // A full disk inside the batch aborts its transaction: say so rather than `internal`.
                 recordError("batch transaction failed", ["error": "\(error)"])
-                outcomes = batch.map { _ in .failure(WireError(.internal, "the request could not be stored")) }
+                let failure = diskFull ? Self.diskFullError : Self.diskFull(error) ?? WireError(.internal, "the request could not be stored")
+                outcomes = batch.map { _ in .failure(failure) }
             }
             for (entry, result) in zip(batch, outcomes) { finished(entry.index, op: entry.head.op, result, since: entry.started) }
             batch.removeAll()
@@ -201,9 +207,18 @@ extension ServiceHost {
             return .failure(error)
         } catch {
             recordError("request failed", ["error": "\(error)"])
-            return .failure(WireError(.internal, "the request failed inside \(name); it was not applied"))
+            return .failure(Self.diskFull(error) ?? WireError(.internal, "the request failed inside \(name); it was not applied"))
         }
     }
+
+    /// A full disk is a dependency that is down, not a bug: `unavailable`, and the client may repeat
+    /// the request once there is space (nothing of it was stored; the service needs no restart).
+    static func diskFull(_ error: Error) -> WireError? {
+        guard let error = error as? DatabaseError, error.resultCode == .SQLITE_FULL else { return nil }
+        return diskFullError
+    }
+
+    static let diskFullError = WireError(.unavailable, "the disk is full: the request was not stored; repeat it once there is space")
 }
 
 /// A request's result: its reply `data` or its error.

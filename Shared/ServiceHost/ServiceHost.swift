@@ -56,7 +56,7 @@ public final class ServiceHost {
 
     public init(service: ServiceName, apiEndpoint: String, eventsEndpoint: String, dataDirectory: URL,
                 migrations: (inout DatabaseMigrator) -> Void, logger: Logger, time: TimeSource = SystemTime(),
-                security: SecuritySettings? = nil, context: Context? = nil) throws {
+                security: SecuritySettings? = nil, walLimit: Int64 = WALCheckpointer.defaultLimit, context: Context? = nil) throws {
         self.service = service
         self.logger = logger
         self.time = time
@@ -69,7 +69,10 @@ public final class ServiceHost {
         configuration.prepareDatabase { db in
             // WAL with synchronous=FULL: a commit is on disk before its ack, and readers never block the
             // writer. Checkpoints are not this connection's job (see WALCheckpointer).
-            try db.execute(sql: "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = 0")
+            try db.execute(sql: """
+                PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = 0;
+                PRAGMA journal_size_limit = \(WALCheckpointer.defaultLimit)
+                """)
         }
         let path = dataDirectory.appendingPathComponent("\(service.rawValue).sqlite").path
         try DataDirectory.createPrivateFile(path)
@@ -79,7 +82,7 @@ public final class ServiceHost {
         migrations(&migrator)
         try migrator.migrate(database)
         eventLog = try EventLog(source: service.rawValue, database: database)
-        checkpointer = try WALCheckpointer(path: path)
+        checkpointer = try WALCheckpointer(path: path, limit: walLimit)
 
         // The ZAP handler first: a CURVE server bound before it would let anyone in.
         self.security = try security.map { try SocketSecurity($0, context: context, logger: logger) }

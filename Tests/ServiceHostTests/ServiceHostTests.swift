@@ -124,3 +124,34 @@ import Testing
         #expect(throws: (any Error).self) { try Endpoint.validated(endpoint, flag: "api") }
     }
 }
+
+/// A full disk answers `unavailable`, keeps what was acked, and acks again once there is space.
+@Suite struct DiskFullTests {
+    @Test func aFullDiskIsUnavailableAndRecoversWithoutARestart() throws {
+        let tests = ServiceHostTests()
+        let host = try tests.makeHost()
+        host.handle(Ops.streakGet) { query, tx in
+            _ = try tests.append(tx, 1)
+            return ServiceHostTests.note(1)
+        }
+        let frame = Data(#"{"v":1,"op":"streak.get","data":{"userId":"u1"}}"#.utf8)
+        func ask() throws -> ReplyFrame<StreakState> {
+            try JSONDecoder().decode(ReplyFrame<StreakState>.self, from: host.process([IncomingRequest(frame: frame)])[0])
+        }
+        #expect(try ask().ok)
+        // SQLite's page limit stands in for the disk: at the current size, the next new page is "disk full".
+        let pages = try host.database.read { db in try Int.fetchOne(db, sql: "PRAGMA page_count")! }
+        try host.database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA max_page_count = \(pages)") }
+        var refusal: WireError?
+        for _ in 0..<200 where refusal == nil {
+            refusal = try ask().error
+        }
+        #expect(refusal?.code == .unavailable)
+        #expect(refusal?.message.contains("disk is full") == true)
+        let stored = host.eventLog.lastSeq
+        try host.database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA max_page_count = 1073741823") }
+        #expect(try ask().ok)
+        #expect(host.eventLog.lastSeq == stored + 1)
+        #expect(try tests.since(host, after: 0, limit: 1000).events.count == Int(stored + 1))
+    }
+}
