@@ -64,7 +64,7 @@ let package = Package(
         .executableTarget(name: "NoAlcStreakMain", dependencies: ["NoAlcStreak"], path: "Services/NoAlcStreak/Main"),
         .executableTarget(
             name: "LHTCommand",
-            dependencies: ["LHTClient", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["LHTClient", "LHTSecurity", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Services/LHT"),
 
         // Benchmarks are an executable, not tests: `swift run -c release bench <name>`.
