@@ -94,6 +94,6 @@ let package = Package(
                            "ServiceHost", "LHTClient", "LHTSchema", "ZeroMQ",
                            .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // Starts the built executables as real processes; depends on them only through the build.
-        .testTarget(name: "SystemTests", dependencies: ["ZeroMQ", "LHTSchema", "TestSupport"]),
+        .testTarget(name: "SystemTests", dependencies: ["ZeroMQ", "LHTSchema", "LHTClient", "LHTSecurity", "TestSupport"]),
     ]
 )

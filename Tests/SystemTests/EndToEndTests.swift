@@ -181,23 +181,25 @@ import ZeroMQ
         #expect(picture.contains("<g id=\"day-2026-11-15\"><circle class=\"noalc steady\" cx=\"384\" cy=\"216\" r=\"14\" fill=\"#0EBF6E\">"))
         #expect(picture.contains("<g id=\"day-2026-11-16\"><circle class=\"mindfulness\" cx=\"48\" cy=\"272\" r=\"20\" fill=\"none\" stroke=\"#7A6FF0\" stroke-width=\"2\">"))
         #expect(picture.components(separatedBy: "class=\"workout\"").count - 1 == 0)
-
-        try runPythonClient(against: system)
     }
 
-    /// deploy/clients/python_client.py, knowing nothing but PROTOCOL.md: an acked session, a NoAlc
-    /// check-in through the intake, and a notification (a test firing) on the notifier's events.
-    private func runPythonClient(against system: LHTSystem) throws {
+    /// deploy/clients/python_client.py, knowing nothing but PROTOCOL.md, against services started with
+    /// keys: CurveZMQ with the certificate `lht keys add-user py` wrote (pyzmq's zmq.auth) for an acked
+    /// session, a NoAlc check-in through the intake, and a notification (a test firing) on the notifier's events.
+    @Test func pythonClientSpeaksCurveWithAUserCertificate() throws {
         guard (try? runProcess(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", "import zmq"]).status) == 0 else {
             Issue.record("pyzmq is missing: `python3 -m pip install pyzmq` (deploy/install-prerequisites --python does it)")
             return
         }
+        let system = try LHTSystem(services: [.planner, .notifier, .streak], keys: true)
+        let py = try system.addUser("py")
         let reminder = try system.addReminder(["mindfulness", "--time", "07:00"], user: "py")
         let notifier = system.services[.notifier]!
         let python = try BackgroundProcess(URL(fileURLWithPath: "/usr/bin/env"), [
             "python3", repositoryRoot.appendingPathComponent("deploy/clients/python_client.py").path, "--user", "py",
             "--api", system.logger.api, "--intake", system.logger.endpoints["intake"]!, "--notifier-events", notifier.events,
             "--start", "2026-11-16T07:00:00+01:00", "--minutes", "20", "--noalc-day", "2026-11-15", "--wait", "20",
+            "--cert", py.secret.path, "--server-keys", system.keys!.path,
         ])
         try python.waitForOutput("subscribed to notify.py.")
         _ = try system.lht(["reminder", "test", reminder])

@@ -1,5 +1,7 @@
 import Foundation
+import LHTClient
 import LHTSchema
+import LHTSecurity
 import Testing
 import ZeroMQ
 
@@ -8,6 +10,14 @@ import ZeroMQ
 /// The services an end-to-end test starts besides the session logger.
 enum ServiceKind: CaseIterable {
     case planner, notifier, streak
+
+    var service: ServiceName {
+        switch self {
+        case .planner: .reminderPlanner
+        case .notifier: .notifier
+        case .streak: .noalcStreak
+        }
+    }
 
     /// The `lht` flag for this service's api.
     var lhtFlag: String {
@@ -20,19 +30,25 @@ enum ServiceKind: CaseIterable {
 }
 
 /// A session logger plus the services asked for, on wildcard ports, the planner on a manual clock at
-/// `EndToEndTests.monday`; `lht` runs with endpoint flags pointing at them.
+/// `EndToEndTests.monday`; `lht` runs with endpoint flags pointing at them. With `keys`, the key
+/// directory is made by `lht keys init`, every service runs with `--keys`, `lht` acts as the admin
+/// (`--keys DIR`) unless a call says otherwise, and the test's own clients are CURVE clients as admin.
 final class LHTSystem {
     let context: Context
     let logger: ServiceProcess
     let services: [ServiceKind: ServiceProcess]
     let loggerClient: WireClient
     let plannerClient: WireClient
+    /// The key directory the services run with; nil: plaintext.
+    let keys: URL?
 
-    init(services kinds: [ServiceKind]) throws {
+    init(services kinds: [ServiceKind], keys withKeys: Bool = false) throws {
         context = try Context()
-        logger = try ServiceProcess("session-logger")
+        keys = withKeys ? try makeKeyDirectory() : nil
+        let keyArguments = keys.map { ["--keys", $0.path] } ?? []
+        logger = try ServiceProcess("session-logger", arguments: keyArguments)
         var started: [ServiceKind: ServiceProcess] = [:]
-        let upstream = ["--session-logger-api", logger.api]
+        let upstream = ["--session-logger-api", logger.api] + keyArguments
         let planner = try ServiceProcess("reminder-planner", arguments: upstream + [
             "--session-logger-events", logger.events, "--clock", "manual:\(EndToEndTests.monday)"])
         started[.planner] = planner
@@ -44,8 +60,34 @@ final class LHTSystem {
             started[.streak] = try ServiceProcess("noalc-streak", arguments: upstream + ["--session-logger-events", logger.events])
         }
         services = started
-        loggerClient = try WireClient(logger.api, context: context)
-        plannerClient = try WireClient(planner.api, context: context)
+        let directory = keys.map { KeyDirectory($0.path) }
+        loggerClient = try WireClient(logger.api, context: context, credentials: directory.map { try adminCredentials($0, .sessionLogger) })
+        plannerClient = try WireClient(planner.api, context: context, credentials: directory.map { try adminCredentials($0, .reminderPlanner) })
+    }
+
+    /// lht's key flags when a call gives none: the admin's with keys, nothing without.
+    var adminFlags: [String] { keys.map { ["--keys", $0.path] } ?? [] }
+
+    /// A user's certificate pair made by `lht keys add-user` into a directory of its own; the flags
+    /// that make lht act as that user (`--cert`, and the services' public keys from the key directory).
+    func addUser(_ userId: String) throws -> (secret: URL, flags: [String]) {
+        guard let keys else { throw HarnessError("a system without keys has no users to add") }
+        let out = temporaryDirectory("lht-cert-\(userId)")
+        let run = try runLHT(["keys", "add-user", userId, "--out", out.path, "--keys", keys.path])
+        guard run.status == 0 else { throw HarnessError("lht keys add-user \(userId): \(run.stderr)") }
+        let secret = out.appendingPathComponent("\(userId).key_secret")
+        // Each service re-reads clients/ on its own (within 5 s): wait until every one lets the key in.
+        let certificate = try Certificate.loadSecret(secret.path)
+        let directory = KeyDirectory(keys.path)
+        for (service, process) in [(ServiceName.sessionLogger, logger)] + services.map({ ($0.key.service, $0.value) }) {
+            let client = ServiceClient(context: context, endpoint: process.api, credentials: CurveCredentials(
+                publicKey: certificate.publicKey, secretKey: certificate.secretKey!, serverKey: try directory.servicePublicKey(service.rawValue)))
+            let deadline = Date().addingTimeInterval(8)
+            while (try? client.call(Ops.health, NoFields(), timeoutMilliseconds: 300)) == nil {
+                guard Date() < deadline else { throw HarnessError("\(service.rawValue) did not let \(userId)'s new key in within 8 s") }
+            }
+        }
+        return (secret, ["--cert", secret.path, "--server-keys", keys.path])
     }
 
     /// Every api flag; services not started point at a port where nothing listens.
@@ -53,9 +95,9 @@ final class LHTSystem {
         ["--session-logger", logger.api] + ServiceKind.allCases.flatMap { ["--\($0.lhtFlag)", services[$0]?.api ?? "tcp://127.0.0.1:1"] }
     }
 
-    /// `lht <arguments>` with the endpoint flags; `subscribe` gets event endpoints instead.
-    func lht(_ arguments: [String]) throws -> ProcessRun {
-        try runLHT(arguments + endpointFlags)
+    /// `lht <arguments>` with the endpoint flags and `identity`'s key flags (default: the admin's, with keys).
+    func lht(_ arguments: [String], as identity: [String]? = nil) throws -> ProcessRun {
+        try runLHT(arguments + endpointFlags + (identity ?? adminFlags))
     }
 
     func expectOK(_ arguments: [String], output: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
@@ -80,21 +122,21 @@ final class LHTSystem {
     }
 
     /// Runs `arguments` until `condition` holds for its output (delivery between services is asynchronous).
-    func eventually(_ arguments: [String], timeout: TimeInterval = 10, sourceLocation: SourceLocation = #_sourceLocation,
-                    _ condition: (String) -> Bool) throws -> ProcessRun {
+    func eventually(_ arguments: [String], as identity: [String]? = nil, timeout: TimeInterval = 10,
+                    sourceLocation: SourceLocation = #_sourceLocation, _ condition: (String) -> Bool) throws -> ProcessRun {
         let deadline = Date().addingTimeInterval(timeout)
-        var run = try lht(arguments)
+        var run = try lht(arguments, as: identity)
         while !(run.status == 0 && condition(run.stdout)) && Date() < deadline {
             Thread.sleep(forTimeInterval: 0.1)
-            run = try lht(arguments)
+            run = try lht(arguments, as: identity)
         }
         #expect(run.status == 0 && condition(run.stdout), "\(arguments) gave: \(run.stdout) \(run.stderr)", sourceLocation: sourceLocation)
         return run
     }
 
     /// `lht subscribe` in the background, returned once it is listening.
-    func startSubscribe(_ arguments: [String]) throws -> BackgroundProcess {
-        var flags: [String] = []
+    func startSubscribe(_ arguments: [String], as identity: [String]? = nil) throws -> BackgroundProcess {
+        var flags: [String] = identity ?? adminFlags
         if let notifier = services[.notifier] { flags += ["--notifier-events", notifier.events] }
         if let streak = services[.streak] { flags += ["--streak-events", streak.events] }
         flags += ["--planner-events", services[.planner]!.events, "--session-logger-events", logger.events]
@@ -120,6 +162,20 @@ struct ProcessRun {
 
 let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent()
+
+/// A key directory made by the real `lht keys init`, in a fresh temporary directory.
+func makeKeyDirectory() throws -> URL {
+    let keys = temporaryDirectory("lht-keys").appendingPathComponent("keys")
+    let run = try runLHT(["keys", "init", keys.path])
+    guard run.status == 0 else { throw HarnessError("lht keys init: \(run.stderr)") }
+    return keys
+}
+
+/// The admin certificate of `keys` as a CURVE client of `service`.
+func adminCredentials(_ keys: KeyDirectory, _ service: ServiceName) throws -> CurveCredentials {
+    let admin = try keys.adminCertificate()
+    return CurveCredentials(publicKey: admin.publicKey, secretKey: admin.secretKey!, serverKey: try keys.servicePublicKey(service.rawValue))
+}
 
 /// `lht` as a user runs it, with no LHT_* variables from the test's own environment.
 func runLHT(_ arguments: [String]) throws -> ProcessRun {
@@ -154,6 +210,15 @@ final class BackgroundProcess {
             }
         }
         try process.run()
+    }
+
+    var output: String { stdout.text }
+    var errors: String { stderr.text }
+
+    /// SIGTERM and the exit.
+    func terminate() {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
     }
 
     func waitForOutput(_ text: String, timeout: TimeInterval = 10) throws { try wait(for: text, in: stdout, timeout: timeout) }
