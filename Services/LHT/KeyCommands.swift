@@ -80,6 +80,8 @@ struct KeysInit: ParsableCommand {
         let keys: KeyDirectory
         let admin: Certificate
         do {
+            // KeyDirectory makes DIR itself (0700); its parents like mkdir -p.
+            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             keys = try KeyDirectory.create(at: path)
             admin = try keys.adminCertificate()
         } catch {
