@@ -67,7 +67,7 @@ import ZeroMQ
         _ = try bobs.logger.call(Ops.noalcLog, NoAlcLogRequest(userId: bobID, day: LocalDay("2026-11-15")!, level: .steady), timeoutMilliseconds: 5000)
         _ = try bobs.planner.call(Ops.reminderTest, ReminderTestRequest(reminderId: reminder.id), timeoutMilliseconds: 5000)
         var notifications: [LHTSchema.Notification] = []
-        try waitUntil(timeout: 10, "bob's test notification") {
+        try waitUntil(timeout: 10, interval: 0.1, "bob's test notification") {
             notifications = try bobs.notifier.call(Ops.notificationList, NotificationListRequest(userId: bobID), timeoutMilliseconds: 5000).notifications
             return !notifications.isEmpty
         }
@@ -152,6 +152,36 @@ import ZeroMQ
         #expect(listing.stderr.hasPrefix("error: unauthorized (data.userId): "))
     }
 
+    @Test func intakeMessagesForAnotherUserAreDroppedAndCounted() throws {
+        let system = try LHTSystem(services: [.planner], keys: true)
+        let alice = try system.addUser("alice")
+        let alices = try ClientsOf(system, alice.secret)
+        // The intake is fire-and-forget (PUB → SUB): no client type for it, so a raw PUB with alice's CURVE keys.
+        let publisher = try Socket(system.context, .pub, linger: 1000)
+        defer { publisher.close() }
+        try publisher.secure(with: alices.credentials(.sessionLogger))
+        try publisher.connect(system.logger.endpoints["intake"]!)
+        Thread.sleep(forTimeInterval: 0.5)
+        func send(_ user: String, day: String) throws {
+            let frame = #"{"v":1,"op":"noalc.log","data":{"userId":"\#(user)","day":"\#(day)","level":"wild"}}"#
+            _ = try publisher.send(multipart: [Data("intake".utf8), Data(frame.utf8)])
+        }
+        let admin = try system.adminClient(.sessionLogger)
+        let before = try admin.call(Ops.health, NoFields(), timeoutMilliseconds: 5000).counters["unauthorized"] ?? 0
+        try send("bob", day: "2026-11-14")
+        try send("alice", day: "2026-11-15")
+        // Alice's own arrives (so the channel works); bob's is dropped and counted.
+        try waitUntil(timeout: 5, interval: 0.1, "alice's intake entry") {
+            try !admin.call(Ops.noalcList, DayRangeRequest(userId: UserID("alice")!, from: LocalDay("2026-11-01")!, until: LocalDay("2026-11-30")!),
+                            timeoutMilliseconds: 5000).entries.isEmpty
+        }
+        try waitUntil(timeout: 5, interval: 0.1, "the unauthorized counter") {
+            (try admin.call(Ops.health, NoFields(), timeoutMilliseconds: 5000).counters["unauthorized"] ?? 0) > before
+        }
+        #expect(try admin.call(Ops.noalcList, DayRangeRequest(userId: UserID("bob")!, from: LocalDay("2026-11-01")!, until: LocalDay("2026-11-30")!),
+                               timeoutMilliseconds: 5000).entries.isEmpty)
+    }
+
     // MARK: Events
 
     @Test func aUsersSubscriptionsReceiveOnlyItsOwnTopics() throws {
@@ -181,13 +211,13 @@ import ZeroMQ
                                                      timeoutMilliseconds: 5000).reminder
         for _ in 0..<2 { _ = try bobs.planner.call(Ops.reminderTest, ReminderTestRequest(reminderId: bobsReminder.id), timeoutMilliseconds: 5000) }
         var seen: [ReceivedEvent] = []
-        try waitUntil(timeout: 10, "bob's two notifications at the admin's subscription") {
+        try waitUntil(timeout: 10, interval: 0.1, "bob's two notifications at the admin's subscription") {
             seen += try everything.next(timeoutMilliseconds: 200)
             return seen.filter { $0.topic.hasPrefix("notify.bob.") }.count >= 2
         }
         _ = try alices.planner.call(Ops.reminderTest, ReminderTestRequest(reminderId: alicesReminder.id), timeoutMilliseconds: 5000)
         var mine: [ReceivedEvent] = []
-        try waitUntil(timeout: 10, "alice's notification on notify.alice.") {
+        try waitUntil(timeout: 10, interval: 0.1, "alice's notification on notify.alice.") {
             mine += try own.next(timeoutMilliseconds: 200)
             return !mine.isEmpty
         }
@@ -336,7 +366,7 @@ import ZeroMQ
         let alice = try Certificate.loadSecret(out.appendingPathComponent("alice.key_secret").path)
         let client = ServiceClient(context: try Context(), endpoint: logger.api, credentials: CurveCredentials(
             publicKey: alice.publicKey, secretKey: alice.secretKey!, serverKey: try KeyDirectory(keys.path).servicePublicKey("session-logger")))
-        try waitUntil(timeout: 6, "alice let in") {
+        try waitUntil(timeout: 6, interval: 0.1, "alice let in") {
             (try? client.call(Ops.sessionLog, SessionLogRequest(userId: UserID("alice")!, activity: .workout, start: instant("2026-11-16T07:00:00Z"),
                                                                 end: instant("2026-11-16T07:30:00Z")), timeoutMilliseconds: 500)) != nil
         }
