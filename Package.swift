@@ -64,7 +64,7 @@ let package = Package(
         .executableTarget(name: "NoAlcStreakMain", dependencies: ["NoAlcStreak"], path: "Services/NoAlcStreak/Main"),
         .executableTarget(
             name: "LHTCommand",
-            dependencies: ["LHTClient", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["LHTClient", "LHTSecurity", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Services/LHT"),
 
         // Benchmarks are an executable, not tests: `swift run -c release bench <name>`.
@@ -96,6 +96,6 @@ let package = Package(
                            // To damage a stopped service's SQLite file on purpose.
                            .product(name: "GRDB", package: "GRDB.swift")]),
         // Starts the built executables as real processes; depends on them only through the build.
-        .testTarget(name: "SystemTests", dependencies: ["ZeroMQ", "LHTSchema", "TestSupport"]),
+        .testTarget(name: "SystemTests", dependencies: ["ZeroMQ", "LHTSchema", "LHTClient", "LHTSecurity", "TestSupport"]),
     ]
 )

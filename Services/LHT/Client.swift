@@ -113,9 +113,12 @@ struct EndpointOptions<Role: EndpointRole>: ParsableArguments {
     }
 }
 
-/// Endpoint and timeout options every command takes.
+/// Endpoint, key and timeout options every command takes.
 struct Connection: ParsableArguments {
     @OptionGroup var apis: EndpointOptions<APIRole>
+
+    /// `--keys`, `--cert`, `--server-keys`: CurveZMQ to a deployment with keys (Keys.swift).
+    @OptionGroup var security: KeyOptions
 
     @Option(help: ArgumentHelp("Seconds to wait for each reply before giving up with status 3 (env LHT_TIMEOUT).", valueName: "seconds"))
     var timeout: Double?
@@ -166,14 +169,18 @@ struct Answer<Value> {
 
 extension Answer: Sendable where Value: Sendable {}
 
-/// One command's connections to the services: a Lazy-Pirate `ServiceClient` per endpoint, every call bounded by --timeout.
+/// One command's connections to the services: a Lazy-Pirate `ServiceClient` per endpoint, every call bounded by
+/// --timeout, speaking CurveZMQ when keys are given (each service with its own public key).
 final class Client {
     let connection: Connection
     let context: Context
+    /// nil: plaintext.
+    let keys: ClientKeys?
     private var clients: [ServiceName: ServiceClient] = [:]
 
     init(_ connection: Connection) throws(Failure) {
         self.connection = connection
+        keys = try connection.security.load()
         do {
             context = try Context()
         } catch {
@@ -181,9 +188,9 @@ final class Client {
         }
     }
 
-    private func client(_ service: ServiceName) -> ServiceClient {
+    private func client(_ service: ServiceName) throws(Failure) -> ServiceClient {
         if let client = clients[service] { return client }
-        let client = ServiceClient(context: context, endpoint: connection.api(service))
+        let client = ServiceClient(context: context, endpoint: connection.api(service), credentials: try keys?.credentials(for: service))
         clients[service] = client
         return client
     }
@@ -192,7 +199,7 @@ final class Client {
     /// service answers, at `service`); the reply decoded as the op's type, with its data bytes for --json.
     func call<Request, Reply>(_ op: Op<Request, Reply>, _ request: Request, at service: ServiceName? = nil) throws(Failure) -> Answer<Reply> {
         guard let service = service ?? op.info.service else { preconditionFailure("\(op.name) is answered by every service: say which") }
-        let client = client(service)
+        let client = try client(service)
         do {
             let (value, data) = try client.callWithData(op, request, timeoutMilliseconds: connection.milliseconds)
             return Answer(value: value, raw: data)

@@ -59,13 +59,16 @@ struct Subscribe: ParsableCommand {
             : events.map { endpoint in (try publisher(at: endpoint, publishing: publishing), endpoint) }
         guard !followed.isEmpty else { throw ValidationError("no service publishes topics starting with \(topics.joined(separator: ", ")); use --events") }
         let endpoints = followed.map(\.events)
+        let keys = try connection.security.load()
+        let credentials = try followed.map { publisher throws(Failure) in try keys?.credentials(for: publisher.service) }
         let context: Context
         let subscriptions: [(service: ServiceName, subscription: Subscription)]
         do {
             context = try Context()
-            subscriptions = try followed.map { publisher in
+            subscriptions = try zip(followed, credentials).map { publisher, credentials in
                 (publisher.service, try Subscription(context: context, eventsEndpoint: publisher.events, apiEndpoint: connection.api(publisher.service),
-                                                     prefixes: topics, after: nil, timeoutMilliseconds: connection.milliseconds))
+                                                     prefixes: topics, after: nil, timeoutMilliseconds: connection.milliseconds,
+                                                     credentials: credentials))
             }
         } catch {
             throw Failure.local("cannot subscribe: \(error)")

@@ -25,6 +25,8 @@ struct Health: ParsableCommand {
 
     func run() throws {
         let services = service.flatMap(ServiceName.init(argument:)).map { [$0] } ?? ServiceName.allCases
+        // Unusable keys are one line, not one per service asked.
+        _ = try connection.security.load()
         let results = Mutex<[ServiceName: Result<Answer<HealthReply>, Failure>]>([:])
         let connection = connection
         // Each asks on its own thread with its own client: a service that is down costs --timeout once, not four times.

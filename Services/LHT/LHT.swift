@@ -14,18 +14,21 @@ struct LHT: ParsableCommand {
             loopback (\(defaultPorts)) and can be set \
             by flag or LHT_* environment variable; LHT_USER sets the default --user.
 
+            KEYS
+              A deployment with keys (services started with --keys DIR) speaks CurveZMQ. On the machine             that runs the services, --keys DIR (env LHT_KEYS) makes lht act as the admin of DIR. A user's             own machine gives --cert NAME.key_secret (env LHT_CERT, from `lht keys add-user`) and             --server-keys DIR (env LHT_SERVER_KEYS), a directory with the services' public keys             <executable>.key (default: --keys DIR, else the --cert file's directory). `lht keys` manages             the key directory.
+
             EXIT STATUS
               0  ok
               1  the service answered with an error; one line on standard error:
                  error: <code> (<field>): <message>
-              2  usage error (bad or missing arguments)
+              2  usage error (bad or missing arguments, keys that cannot be used)
               3  the service did not answer within --timeout (the line names the endpoint)
               4  a local failure (e.g. the --svg file cannot be written)
             """,
         version: "1.0.0",
         subcommands: [
             SessionCommand.self, NoAlcCommand.self, UserCommand.self, ReminderCommand.self,
-            Subscribe.self, Action.self, Notifications.self, Streak.self, CalendarCommand.self, Health.self,
+            Subscribe.self, Action.self, Notifications.self, Streak.self, CalendarCommand.self, Health.self, KeysCommand.self,
         ])
 
     /// "session logger 7301, planner 7311, …": each service's default api port, from the endpoint table.

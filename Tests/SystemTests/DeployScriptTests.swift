@@ -27,6 +27,19 @@ import Testing
         return (process.terminationStatus, (try? String(contentsOf: log, encoding: .utf8)) ?? "")
     }
 
+    /// Runs `executable` with only `environment`'s LHT_* variables; its exit status.
+    func shell(_ executable: String, _ arguments: [String], environment: [String: String]) throws -> Int32 {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("LHT_") }.merging(environment) { $1 }
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
     func pids(in directory: URL) -> [Int32] {
         ["session-logger", "reminder-planner", "notifier", "noalc-streak"].compactMap { service in
             (try? String(contentsOf: directory.appendingPathComponent("\(service).pid"), encoding: .utf8))
@@ -43,8 +56,24 @@ import Testing
         let started = pids(in: directory)
         #expect(started.count == 4)
 
+        // Keys on first start (lht keys init), every service with --keys, and the line that points lht at them.
+        let keys = directory.appendingPathComponent("keys")
+        #expect(first.output.contains("created keys in \(keys.path)"))
+        #expect(first.output.contains("export LHT_KEYS=\(keys.path)"))
+        #expect(FileManager.default.fileExists(atPath: keys.appendingPathComponent("services/session-logger.key_secret").path))
+        #expect(FileManager.default.fileExists(atPath: keys.appendingPathComponent("admin.key_secret").path))
+        for pid in started {
+            let arguments = (try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? ""
+            #expect(arguments.split(separator: "\0").contains("--keys"), "pid \(pid): \(arguments)")
+        }
+        // The services speak CURVE only: lht with LHT_KEYS is answered, plaintext is not.
+        let lht = BuildProducts.executable("lht").path
+        #expect(try shell(lht, ["health", "--timeout", "2"], environment: ["LHT_KEYS": keys.path]) == 0)
+        #expect(try shell(lht, ["health", "session-logger", "--timeout", "1"], environment: [:]) == 3)
+
         let second = try run(["start"], dataDirectory: directory)
         #expect(second.status == 0, "\(second.output)")
+        #expect(!second.output.contains("created keys"))
         #expect(second.output.components(separatedBy: "(already running)").count - 1 == 4)
         #expect(pids(in: directory) == started)
         #expect(try run(["status"], dataDirectory: directory).status == 0)

@@ -5,6 +5,11 @@
 2. logs a NoAlc check-in fire-and-forget through the intake (PUB, topic "intake");
 3. follows the user's notifications on the notifier's events (SUB "notify.<user>.") for at most --wait seconds.
 
+With --cert (a user's secret certificate NAME.key_secret from `lht keys add-user`) it speaks CurveZMQ to
+services started with --keys: its own key pair from that file, each service's public key from
+--server-keys DIR (services/<executable>.key or <executable>.key there), both read with
+zmq.auth.load_certificate. Without --cert it speaks plaintext (services without keys, loopback only).
+
 Exit status: 0 ok, 1 the service answered with an error, 3 it did not answer within --timeout.
 """
 import argparse
@@ -14,7 +19,39 @@ import sys
 import time
 import uuid
 
+import os
+
 import zmq
+import zmq.auth
+
+
+def curve(cert, server_keys):
+    """A function that makes a socket a CURVE client of a service (before connect), or does nothing without --cert."""
+    if not cert:
+        if server_keys:
+            raise ValueError("--server-keys needs --cert")
+        return lambda socket, service: None
+    if os.stat(cert).st_mode & 0o077:
+        raise ValueError(f"secret key {cert} is accessible to group or others; run: chmod 600 {cert}")
+    public, secret = zmq.auth.load_certificate(cert)
+    if not secret:
+        raise ValueError(f"{cert} holds no secret key")
+    directory = server_keys or os.path.dirname(cert) or "."
+
+    def server_key(service):
+        for path in (os.path.join(directory, "services", service + ".key"), os.path.join(directory, service + ".key")):
+            if os.path.exists(path):
+                return zmq.auth.load_certificate(path)[0]
+        raise ValueError(f"no public key of {service} in {directory} (services/{service}.key or {service}.key)")
+
+    keys = {service: server_key(service) for service in ("session-logger", "notifier")}
+
+    def secure(socket, service):
+        socket.curve_publickey = public
+        socket.curve_secretkey = secret
+        socket.curve_serverkey = keys[service]
+
+    return secure
 
 
 def main() -> int:
@@ -31,7 +68,16 @@ def main() -> int:
     p.add_argument("--wait", type=float, default=10, help="seconds to wait for notifications")
     p.add_argument("--count", type=int, default=1, help="stop after this many notifications")
     p.add_argument("--timeout", type=float, default=3, help="seconds to wait for the api's reply")
+    p.add_argument("--cert", default=os.environ.get("LHT_CERT"),
+                   help="own secret certificate NAME.key_secret: speak CurveZMQ (env LHT_CERT)")
+    p.add_argument("--server-keys", default=os.environ.get("LHT_SERVER_KEYS"),
+                   help="directory with the services' public keys (default: the --cert file's directory; env LHT_SERVER_KEYS)")
     args = p.parse_args()
+    try:
+        secure = curve(args.cert, args.server_keys)
+    except (OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     ctx = zmq.Context()
 
     # 1. Request/reply: one JSON frame out, one back (REQ adds the empty delimiter ROUTER expects).
@@ -45,6 +91,7 @@ def main() -> int:
         "start": start.isoformat(), "end": end.isoformat(), "source": "python-client"}}
     req = ctx.socket(zmq.REQ)
     req.setsockopt(zmq.LINGER, 0)
+    secure(req, "session-logger")
     req.connect(args.api)
     req.send_string(json.dumps(request))
     if not req.poll(int(args.timeout * 1000)):
@@ -62,6 +109,7 @@ def main() -> int:
     day = args.noalc_day or (dt.datetime.now(dt.timezone.utc).date() - dt.timedelta(days=1)).isoformat()
     pub = ctx.socket(zmq.PUB)
     pub.setsockopt(zmq.LINGER, 1000)
+    secure(pub, "session-logger")
     pub.connect(args.intake)
     time.sleep(0.5)
     noalc = {"v": 1, "op": "noalc.log", "data": {"userId": args.user, "day": day, "level": args.level, "source": "python-client"}}
@@ -73,6 +121,7 @@ def main() -> int:
     sub.setsockopt(zmq.LINGER, 0)
     prefix = f"notify.{args.user}."
     sub.setsockopt_string(zmq.SUBSCRIBE, prefix)
+    secure(sub, "notifier")
     sub.connect(args.notifier_events)
     time.sleep(0.3)
     print(f"subscribed to {prefix} at {args.notifier_events} for {args.wait:g} s", flush=True)

@@ -1,4 +1,5 @@
 import Foundation
+import LHTClient
 import LHTSchema
 import ZeroMQ
 
@@ -7,8 +8,10 @@ import ZeroMQ
 final class WireClient {
     let socket: Socket
 
-    init(_ endpoint: String, context: Context) throws {
+    /// `credentials`: CurveZMQ to a service started with `--keys` (nil: plaintext).
+    init(_ endpoint: String, context: Context, credentials: CurveCredentials? = nil) throws {
         socket = try Socket(context, .dealer)
+        try socket.secure(with: credentials)
         try socket.connect(endpoint)
     }
 
