@@ -71,7 +71,7 @@ public final class ServiceHost {
             // writer. Checkpoints are not this connection's job (see WALCheckpointer).
             try db.execute(sql: """
                 PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = 0;
-                PRAGMA journal_size_limit = \(WALCheckpointer.defaultLimit)
+                PRAGMA journal_size_limit = \(walLimit)
                 """)
         }
         let path = dataDirectory.appendingPathComponent("\(service.rawValue).sqlite").path
@@ -99,6 +99,18 @@ public final class ServiceHost {
         try events.bind(eventsEndpoint)
         registerCommonOps()
         watch(events.socket) { [unowned self] in serveSubscriptions() }
+    }
+
+    /// The host of a service started from its flags: endpoints, data directory and keys from `settings`.
+    public convenience init(settings: ServiceSettings, migrations: (inout DatabaseMigrator) -> Void, logger: Logger,
+                            time: TimeSource = SystemTime(), context: Context? = nil) throws {
+        try self.init(service: settings.name, apiEndpoint: settings.api, eventsEndpoint: settings.events,
+                      dataDirectory: settings.dataDirectory, migrations: migrations, logger: logger, time: time,
+                      security: settings.security, context: context)
+        if settings.insecure && settings.security == nil {
+            logger.warning("--insecure: serving plaintext without keys; anyone who can reach these ports reads and writes every user's data",
+                           metadata: ["api": "\(apiEndpoint)", "events": "\(eventsEndpoint)"])
+        }
     }
 
     /// Adds a socket to the loop's poll; `onReadable` runs on the loop thread when it has input.
@@ -134,6 +146,10 @@ public final class ServiceHost {
     @discardableResult
     public func write<T>(_ body: (Transaction) throws -> T) throws -> T {
         if let current { return try current.isolated { try body(current) } }
+        if checkpointer.takeRewindRequest() {
+            // The log passed its limit: copying back its last frames here lets this transaction rewind it.
+            try? database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(PASSIVE)") }
+        }
         let now = time.now()
         var transaction: Transaction!
         let result = try database.write { db -> T in

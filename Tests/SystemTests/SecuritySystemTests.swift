@@ -341,10 +341,8 @@ import ZeroMQ
         ])
         defer { insecure.terminate() }
         try insecure.waitForOutput("ready session-logger ")
-        // PROTOCOL: --insecure "logs a warning at start". ServiceHost does not (yet): reported, not fixed here.
-        withKnownIssue("ServiceHost logs no warning when --insecure lets it bind a non-loopback address") {
-            try insecure.waitForError("warning", timeout: 2)
-        }
+        // PROTOCOL: --insecure "logs a warning at start".
+        try insecure.waitForError("warning", timeout: 2)
 
         // With keys a service may bind any address: CURVE protects it.
         let keys = try makeKeyDirectory()

@@ -62,9 +62,7 @@ public final class NoAlcStreakService: Service {
     private var feed: UpstreamFeed!
 
     public init(settings: NoAlcStreakSettings, logger: Logger, context: Context? = nil) throws {
-        host = try ServiceHost(service: settings.service.name, apiEndpoint: settings.service.api,
-                               eventsEndpoint: settings.service.events, dataDirectory: settings.service.dataDirectory,
-                               migrations: StreakStore.migrate, logger: logger, security: settings.service.security, context: context)
+        host = try ServiceHost(settings: settings.service, migrations: StreakStore.migrate, logger: logger, context: context)
         policy = settings.policy
         zone = settings.timeZone
         let host = host

@@ -25,9 +25,7 @@ public final class NotifierService: Service {
 
     public init(settings: NotifierSettings, logger: Logger, context: Context? = nil) throws {
         self.settings = settings
-        host = try ServiceHost(service: settings.service.name, apiEndpoint: settings.service.api,
-                               eventsEndpoint: settings.service.events, dataDirectory: settings.service.dataDirectory,
-                               migrations: NotifierStore.migrate, logger: logger, security: settings.service.security, context: context)
+        host = try ServiceHost(settings: settings.service, migrations: NotifierStore.migrate, logger: logger, context: context)
         sessionLogger = ServiceClient(context: host.context, endpoint: settings.sessionLoggerAPI,
                                       credentials: try host.credentials(for: .sessionLogger))
         let counts = try host.read(NotifierStore.counts)

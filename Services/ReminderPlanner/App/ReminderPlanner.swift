@@ -37,9 +37,7 @@ public final class ReminderPlanner: Service {
             manualClock = nil
             time = SystemTime()
         }
-        host = try ServiceHost(service: settings.service.name, apiEndpoint: settings.service.api,
-                               eventsEndpoint: settings.service.events, dataDirectory: settings.service.dataDirectory,
-                               migrations: PlannerStore.migrate, logger: logger, time: time, security: settings.service.security, context: context)
+        host = try ServiceHost(settings: settings.service, migrations: PlannerStore.migrate, logger: logger, time: time, context: context)
         let stored = try host.read { db in
             (users: try PlannerStore.users(db), reminderCount: try PlannerStore.reminderCount(db),
              decidedThrough: try PlannerStore.value("decidedThroughMs", db), manualNow: try PlannerStore.value("manualNowMs", db),

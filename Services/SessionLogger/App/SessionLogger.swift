@@ -42,10 +42,7 @@ public final class SessionLogger: Service {
     static let futureToleranceMilliseconds: Int64 = 5 * 60 * 1000
 
     public init(settings: SessionLoggerSettings, logger: Logger, context: Context? = nil) throws {
-        host = try ServiceHost(service: settings.service.name, apiEndpoint: settings.service.api,
-                               eventsEndpoint: settings.service.events, dataDirectory: settings.service.dataDirectory,
-                               migrations: SessionStore.migrate, logger: logger, security: settings.service.security,
-                               context: context)
+        host = try ServiceHost(settings: settings.service, migrations: SessionStore.migrate, logger: logger, context: context)
         unreadable = UnreadableRows(host: host)
         intake = try Socket(host.context, .sub)
         try intake.setMaxMessageSize(bytes: 1 << 20)
