@@ -36,7 +36,10 @@ public struct IncomingRequest {
 
 extension ServiceHost {
     /// Requests read in one turn share one transaction: group commit, one fsync for the batch.
+    /// A batch is bounded in count and in bytes, so memory follows the limits, not the clients.
     static let batchLimit = 512
+    static let batchBytes = 8 << 20
+    public static let largestRequest = 1 << 20
 
     func registerCommonOps() {
         handle(Ops.health) { [unowned self] _, _ in health() }
@@ -116,8 +119,12 @@ extension ServiceHost {
     /// transaction, then replies to each in order.
     func serveAPI() throws {
         var batch: [(envelope: ArraySlice<Data>, request: IncomingRequest)] = []
-        while batch.count < Self.batchLimit, let (frames, userId) = try api.receiveMultipart(dontWait: true, property: "User-Id") {
-            batch.append((frames.dropLast(), IncomingRequest(frame: frames.last ?? Data(), caller: caller(userId: userId))))
+        var bytes = 0
+        while batch.count < Self.batchLimit, bytes < Self.batchBytes,
+              let (frames, userId) = try api.receiveMultipart(dontWait: true, property: "User-Id") {
+            let frame = frames.last ?? Data()
+            bytes += frame.count
+            batch.append((frames.dropLast(), IncomingRequest(frame: frame, caller: caller(userId: userId))))
         }
         guard !batch.isEmpty else { return }
         let replies = process(batch.map(\.request))

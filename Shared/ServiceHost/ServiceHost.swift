@@ -87,7 +87,8 @@ public final class ServiceHost {
         // The ZAP handler first: a CURVE server bound before it would let anyone in.
         self.security = try security.map { try SocketSecurity($0, context: context, logger: logger) }
         api = try Socket(context, .router)
-        try api.setMaxMessageSize(bytes: 16 << 20)
+        // A request is at most 1 MB (PROTOCOL: as the intake): a larger one drops its connection.
+        try api.setMaxMessageSize(bytes: Int64(Self.largestRequest))
         try api.setReceiveHighWaterMark(100_000)
         try api.setSendHighWaterMark(100_000)
         events = try EventSocket(context: context, service: service)

@@ -45,7 +45,7 @@ public final class SessionLogger: Service {
         host = try ServiceHost(settings: settings.service, migrations: SessionStore.migrate, logger: logger, context: context)
         unreadable = UnreadableRows(host: host)
         intake = try Socket(host.context, .sub)
-        try intake.setMaxMessageSize(bytes: 1 << 20)
+        try intake.setMaxMessageSize(bytes: Int64(ServiceHost.largestRequest))
         try intake.setReceiveHighWaterMark(100_000)
         try host.secureServer(intake, role: "intake")
         try intake.subscribe("")
