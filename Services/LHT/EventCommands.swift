@@ -67,6 +67,11 @@ struct Subscribe: ParsableCommand {
             : events.map { endpoint in (try publisher(at: endpoint, publishing: publishing), endpoint) }
         guard !followed.isEmpty else { throw ValidationError("no service publishes topics starting with \(topics.joined(separator: ", ")); use --events") }
         let endpoints = followed.map(\.events)
+        // A subscriber runs until stopped: SIGTERM and SIGINT must stop it even when whoever started it had them
+        // blocked (a libdispatch thread's mask is inherited through posix_spawn), and the commands it runs start clean.
+        var none = sigset_t()
+        sigemptyset(&none)
+        pthread_sigmask(SIG_SETMASK, &none, nil)
         let target = try delivery.target()
         // Where the last run stopped, per publisher: what came after it is delivered first (events.since).
         let who = prefixes.isEmpty ? (user ?? environment["LHT_USER"]!) : prefixes.joined(separator: "+")
@@ -75,6 +80,20 @@ struct Subscribe: ParsableCommand {
         let subscriptions: [(service: ServiceName, subscription: Subscription)]
         do {
             context = try Context()
+        } catch {
+            throw Failure.local("cannot subscribe: \(error)")
+        }
+        if let cursor {
+            // A cursor's first run starts "from now" at the publisher's newest seq, written down at once, so that
+            // what is published after this start is delivered even if this run ends before it hears anything.
+            for publisher in followed where cursor.seq(publisher.service) == nil {
+                let client = ServiceClient(context: context, endpoint: connection.api(publisher.service))
+                if let now = try? client.call(Ops.eventsSince, EventsSinceRequest(after: 0, limit: 1), timeoutMilliseconds: connection.milliseconds) {
+                    try cursor.advance(publisher.service, to: now.lastSeq)
+                }
+            }
+        }
+        do {
             subscriptions = try followed.map { publisher in
                 (publisher.service, try Subscription(context: context, eventsEndpoint: publisher.events, apiEndpoint: connection.api(publisher.service),
                                                      prefixes: topics, after: cursor?.seq(publisher.service),
@@ -106,6 +125,8 @@ struct Subscribe: ParsableCommand {
                 }
                 var handled = 0
                 for event in delivered where count.map({ received < $0 }) ?? true {
+                    // Started "from now" without the publisher's seq (it did not answer): everything before this one is behind us.
+                    if let cursor, cursor.seq(service) == nil { try cursor.advance(service, to: event.seq - 1) }
                     if let target {
                         if target.accepts(event) {
                             try deliverWithRetries(event, to: target, deadline: deadline)
