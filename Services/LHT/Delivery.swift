@@ -343,6 +343,25 @@ final class DeliveryCursor {
     }
 }
 
+// MARK: Stopping
+
+/// The signal (SIGTERM, SIGINT) that asked a delivering subscriber to stop; 0 while none did. A hand-over
+/// under way finishes and its cursor is written first, so stopping never makes a notification come twice.
+let stopSignal = Atomic<Int32>(0)
+
+/// Routes SIGTERM and SIGINT to `stopSignal` instead of ending the process at once.
+func stopBetweenHandOvers() {
+    for number in [SIGTERM, SIGINT] {
+        signal(number) { received in stopSignal.store(received, ordering: .relaxed) }
+    }
+}
+
+/// Ends the command (status 128 + the signal) if a stop was asked for.
+func exitIfStopped() throws {
+    let number = stopSignal.load(ordering: .relaxed)
+    if number != 0 { throw ExitCode(128 + number) }
+}
+
 // MARK: Retrying
 
 /// Hands `event` over, retrying with exponential backoff (0.5 s doubling to 30 s) while the target
@@ -362,7 +381,11 @@ func deliverWithRetries(_ event: ReceivedEvent, to target: DeliveryTarget, deadl
                     + "within --max-wait (\(attempt) attempts): \(error)")
             }
             warn("\(target.name) failed on \(event.topic) #\(event.seq) (attempt \(attempt)): \(error); retrying in \(delay.formatted()) s")
-            Thread.sleep(forTimeInterval: delay)
+            let wake = Date().addingTimeInterval(delay)
+            while Date() < wake {
+                if stopSignal.load(ordering: .relaxed) != 0 { throw Failure(status: 128 + stopSignal.load(ordering: .relaxed), line: "stopped while retrying \(event.topic) #\(event.seq)") }
+                Thread.sleep(forTimeInterval: min(0.1, max(0, wake.timeIntervalSinceNow)))
+            }
             delay = min(delay * 2, 30)
             attempt += 1
         }

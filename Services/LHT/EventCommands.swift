@@ -72,6 +72,7 @@ struct Subscribe: ParsableCommand {
         var none = sigset_t()
         sigemptyset(&none)
         pthread_sigmask(SIG_SETMASK, &none, nil)
+        if delivery.cursor != nil || delivery.exec != nil || delivery.desktop || delivery.ntfy != nil { stopBetweenHandOvers() }
         let target = try delivery.target()
         // Where the last run stopped, per publisher: what came after it is delivered first (events.since).
         let who = prefixes.isEmpty ? (user ?? environment["LHT_USER"]!) : prefixes.joined(separator: "+")
@@ -109,6 +110,7 @@ struct Subscribe: ParsableCommand {
         let deadline = maxWait.map { Date().addingTimeInterval($0) }
         var received = 0
         while count.map({ received < $0 }) ?? true {
+            try exitIfStopped()
             let wait = deadline.map { Int($0.timeIntervalSinceNow * 1000) } ?? 1000
             if wait <= 0 {
                 throw Failure(status: Status.noAnswer, line: "error: received \(received) of \(count ?? 1) messages within \(maxWait!.formatted()) s at \(endpoints.joined(separator: " "))")
@@ -140,6 +142,7 @@ struct Subscribe: ParsableCommand {
                     handled += 1
                     // After each hand-over: a restart delivers from the next one.
                     try cursor?.advance(service, to: event.seq)
+                    try exitIfStopped()
                 }
                 // Every seq looked at so far is handled (delivered, or not ours): the cursor moves past them too.
                 if handled == delivered.count, let checked = subscription.checkedThrough {

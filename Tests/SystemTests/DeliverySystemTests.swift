@@ -90,11 +90,12 @@ import ZeroMQ
         let cursor = ["--cursor", rig.file("restart.cursor").path]
         func delivered() -> [String] { ((try? String(contentsOf: lines, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
 
-        // Running: the first arrives; then the subscriber is stopped (SIGTERM).
-        let first = try rig.subscribe(["--exec", command] + cursor)
+        // Running: the first arrives; then the subscriber is stopped (SIGTERM while the command still runs:
+        // it finishes the hand-over and writes the cursor before it exits with 128 + 15).
+        let first = try rig.subscribe(["--exec", command + "; sleep 0.5"] + cursor)
         try rig.fire(rig.noalc)
         try waitUntil("the first delivery") { delivered().count == 1 }
-        #expect(first.terminate() == SIGTERM)
+        #expect(first.terminate() == 128 + SIGTERM)
 
         // Down: two more are sent.
         try rig.fire(rig.workout)
@@ -428,7 +429,7 @@ private final class Child {
         }
     }
 
-    /// SIGTERM, and the exit (SIGKILL after 10 s): the signal that ended it.
+    /// SIGTERM, and the exit (SIGKILL after 10 s): its status (or the signal that ended it).
     @discardableResult
     func terminate() -> Int32 {
         if process.isRunning { process.terminate() }
@@ -436,7 +437,7 @@ private final class Child {
         while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
-        return process.terminationReason == .uncaughtSignal ? process.terminationStatus : 0
+        return process.terminationStatus
     }
 
     /// Waits for the exit (killing the process after `timeout`) and the last of its output.
