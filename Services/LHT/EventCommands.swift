@@ -12,7 +12,14 @@ struct Subscribe: ParsableCommand {
             Topics are <type>.<userId>.<activity>; a prefix selects, e.g. notify.henning. (the default: the \
             user's notifications), reminder.due., streak.updated. or "" for everything. lht connects to every \
             publisher whose topics a prefix can match, or only to --events. A line "listening …" on standard \
-            error says when the subscription is in place. Messages published before it are not replayed.
+            error says when the subscription is in place. Messages published before it are not replayed, \
+            unless a cursor says where the last run stopped.
+
+            DELIVERY (like ntfy's subscriber): --exec runs a command per notification, --desktop shows it with \
+            notify-send, --ntfy publishes it to an ntfy topic; one target per subscriber. Each keeps a cursor \
+            (--cursor), the last delivered seq per publisher, written atomically after each delivery: a restarted \
+            subscriber first delivers what it missed, and nothing twice. While the target is down (unreachable, \
+            HTTP 5xx, a command's exit status not 0) the same notification is retried, 0.5 s doubling to 30 s.
             """)
 
     @Argument(help: "Topic prefixes (default notify.<user>.).")
@@ -34,6 +41,7 @@ struct Subscribe: ParsableCommand {
         "Give up after this many seconds without the --count messages (status 3).", valueName: "seconds"))
     var maxWait: Double?
 
+    @OptionGroup(title: "Delivery") var delivery: DeliveryOptions
     @OptionGroup(title: "Event endpoints") var publishers: EndpointOptions<EventsRole>
     /// Accepted so that scripts can pass every command the same endpoint flags; a publisher's api is where
     /// the subscription fetches what its socket missed (`events.since`).
@@ -61,24 +69,50 @@ struct Subscribe: ParsableCommand {
         let endpoints = followed.map(\.events)
         let keys = try connection.security.load()
         let credentials = try followed.map { publisher throws(Failure) in try keys?.credentials(for: publisher.service) }
+        // A subscriber runs until stopped: SIGTERM and SIGINT must stop it even when whoever started it had them
+        // blocked (a libdispatch thread's mask is inherited through posix_spawn), and the commands it runs start clean.
+        var none = sigset_t()
+        sigemptyset(&none)
+        pthread_sigmask(SIG_SETMASK, &none, nil)
+        if delivery.cursor != nil || delivery.exec != nil || delivery.desktop || delivery.ntfy != nil { stopBetweenHandOvers() }
+        let target = try delivery.target()
+        // Where the last run stopped, per publisher: what came after it is delivered first (events.since).
+        let who = prefixes.isEmpty ? (user ?? environment["LHT_USER"]!) : prefixes.joined(separator: "+")
+        let cursor = try delivery.cursorURL(who: who).map { url throws(Failure) in try DeliveryCursor(url) }
         let context: Context
         let subscriptions: [(service: ServiceName, subscription: Subscription)]
         do {
             context = try Context()
+        } catch {
+            throw Failure.local("cannot subscribe: \(error)")
+        }
+        if let cursor {
+            // A cursor's first run starts "from now" at the publisher's newest seq, written down at once, so that
+            // what is published after this start is delivered even if this run ends before it hears anything.
+            for (publisher, credentials) in zip(followed, credentials) where cursor.seq(publisher.service) == nil {
+                let client = ServiceClient(context: context, endpoint: connection.api(publisher.service), credentials: credentials)
+                if let now = try? client.call(Ops.eventsSince, EventsSinceRequest(after: 0, limit: 1), timeoutMilliseconds: connection.milliseconds) {
+                    try cursor.advance(publisher.service, to: now.lastSeq)
+                }
+            }
+        }
+        do {
             subscriptions = try zip(followed, credentials).map { publisher, credentials in
                 (publisher.service, try Subscription(context: context, eventsEndpoint: publisher.events, apiEndpoint: connection.api(publisher.service),
-                                                     prefixes: topics, after: nil, timeoutMilliseconds: connection.milliseconds,
-                                                     credentials: credentials))
+                                                     prefixes: topics, after: cursor?.seq(publisher.service),
+                                                     timeoutMilliseconds: connection.milliseconds, credentials: credentials))
             }
         } catch {
             throw Failure.local("cannot subscribe: \(error)")
         }
         // The subscription travels to the publisher asynchronously (the zguide's slow joiner).
         Thread.sleep(forTimeInterval: 0.3)
-        warn("listening on \(endpoints.joined(separator: " ")) for \(topics.map { "\"\($0)\"" }.joined(separator: " "))")
+        warn("listening on \(endpoints.joined(separator: " ")) for \(topics.map { "\"\($0)\"" }.joined(separator: " "))"
+             + (target.map { ", delivering to \($0.name)" } ?? "") + (cursor.map { ", cursor \($0.url.path)" } ?? ""))
         let deadline = maxWait.map { Date().addingTimeInterval($0) }
         var received = 0
         while count.map({ received < $0 }) ?? true {
+            try exitIfStopped()
             let wait = deadline.map { Int($0.timeIntervalSinceNow * 1000) } ?? 1000
             if wait <= 0 {
                 throw Failure(status: Status.noAnswer, line: "error: received \(received) of \(count ?? 1) messages within \(maxWait!.formatted()) s at \(endpoints.joined(separator: " "))")
@@ -93,9 +127,28 @@ struct Subscribe: ParsableCommand {
                 } catch let error as WireError {
                     throw Failure(error, service: service, op: Ops.eventsSince.name, client: subscription.follower.client, seconds: connection.seconds)
                 }
+                var handled = 0
                 for event in delivered where count.map({ received < $0 }) ?? true {
-                    received += 1
-                    emit(pretty ? prettyLine(event) : jsonLine(event))
+                    // Started "from now" without the publisher's seq (it did not answer): everything before this one is behind us.
+                    if let cursor, cursor.seq(service) == nil { try cursor.advance(service, to: event.seq - 1) }
+                    if let target {
+                        if target.accepts(event) {
+                            try deliverWithRetries(event, to: target, deadline: deadline)
+                            received += 1
+                            warn("delivered \(event.topic) #\(event.seq) to \(target.name)")
+                        }
+                    } else {
+                        emit(pretty ? prettyLine(event) : jsonLine(event))
+                        received += 1
+                    }
+                    handled += 1
+                    // After each hand-over: a restart delivers from the next one.
+                    try cursor?.advance(service, to: event.seq)
+                    try exitIfStopped()
+                }
+                // Every seq looked at so far is handled (delivered, or not ours): the cursor moves past them too.
+                if handled == delivered.count, let checked = subscription.checkedThrough {
+                    try cursor?.advance(service, to: checked)
                 }
             }
         }

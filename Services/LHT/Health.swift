@@ -27,21 +27,7 @@ struct Health: ParsableCommand {
         let services = service.flatMap(ServiceName.init(argument:)).map { [$0] } ?? ServiceName.allCases
         // Unusable keys are one line, not one per service asked.
         _ = try connection.security.load()
-        let results = Mutex<[ServiceName: Result<Answer<HealthReply>, Failure>]>([:])
-        let connection = connection
-        // Each asks on its own thread with its own client: a service that is down costs --timeout once, not four times.
-        DispatchQueue.concurrentPerform(iterations: services.count) { index in
-            let service = services[index]
-            let result: Result<Answer<HealthReply>, Failure>
-            do {
-                let client = try Client(connection)
-                result = .success(try client.call(Ops.health, NoFields(), at: service))
-            } catch {
-                result = .failure(error as? Failure ?? .local("\(error)"))
-            }
-            results.withLock { $0[service] = result }
-        }
-        let answers = results.withLock { $0 }
+        let answers = askHealth(services, connection: connection)
         let failures = services.compactMap { service -> Failure? in
             if case .failure(let failure) = answers[service] { return failure }
             return nil
@@ -78,4 +64,22 @@ struct Health: ParsableCommand {
             throw ExitCode(worst.status)
         }
     }
+}
+
+/// Asks each of `services` for `health` at once, each on its own thread with its own client: a service
+/// that is down costs --timeout once, not once per service. `lht health` and `lht status` share it.
+func askHealth(_ services: [ServiceName], connection: Connection) -> [ServiceName: Result<Answer<HealthReply>, Failure>] {
+    let results = Mutex<[ServiceName: Result<Answer<HealthReply>, Failure>]>([:])
+    DispatchQueue.concurrentPerform(iterations: services.count) { index in
+        let service = services[index]
+        let result: Result<Answer<HealthReply>, Failure>
+        do {
+            let client = try Client(connection)
+            result = .success(try client.call(Ops.health, NoFields(), at: service))
+        } catch {
+            result = .failure(error as? Failure ?? .local("\(error)"))
+        }
+        results.withLock { $0[service] = result }
+    }
+    return results.withLock { $0 }
 }

@@ -28,7 +28,8 @@ struct LHT: ParsableCommand {
         version: "1.0.0",
         subcommands: [
             SessionCommand.self, NoAlcCommand.self, UserCommand.self, ReminderCommand.self,
-            Subscribe.self, Action.self, Notifications.self, Streak.self, CalendarCommand.self, Health.self, KeysCommand.self,
+            Subscribe.self, Action.self, Notifications.self, Streak.self, CalendarCommand.self, Health.self, StatusCommand.self,
+            KeysCommand.self,
         ])
 
     /// "session logger 7301, planner 7311, …": each service's default api port, from the endpoint table.
