@@ -97,7 +97,7 @@ final class HandshakeMonitor {
     init(_ server: Socket, role: String, context: Context) throws {
         self.role = role
         let endpoint = "inproc://lht-handshake-\(role)-\(ObjectIdentifier(server).hashValue)"
-        try server.monitorHandshakeFailures(to: endpoint)
+        try server.monitor(.handshakeFailed, to: endpoint)
         socket = try Socket(context, .pair)
         try socket.connect(endpoint)
     }

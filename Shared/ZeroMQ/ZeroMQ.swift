@@ -131,13 +131,10 @@ public final class Socket {
     }
     public func subscribe(_ prefix: String) throws { try subscribe(Array(prefix.utf8)) }
 
-    /// Reports this socket's handshake failures (CURVE refusals libzmq decides before any ZAP
-    /// request: a plaintext peer, a wrong server key) to a PAIR socket connected to `endpoint`
-    /// (`inproc://…`): two frames, the event (`UInt16` little-endian, then a `UInt32` value) and
-    /// an address.
-    public func monitorHandshakeFailures(to endpoint: String) throws {
-        let events = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
-        try check(zmq_socket_monitor(open(), endpoint, events))
+    /// Reports `events` of this socket to a PAIR socket connected to `endpoint` (`inproc://…`): two
+    /// frames, the event (`UInt16` little-endian, then a `UInt32` value) and an address.
+    public func monitor(_ events: MonitorEvents, to endpoint: String) throws {
+        try check(zmq_socket_monitor(open(), endpoint, events.rawValue))
     }
 
     /// Undoes `subscribe` (on a manual XPUB: for the peer whose message was received last).
@@ -290,6 +287,18 @@ public final class Socket {
 
     /// The raw handle, for `zmq_poll`.
     var pollHandle: UnsafeMutableRawPointer? { handle }
+}
+
+/// Socket events a monitor reports (`Socket.monitor`).
+public struct MonitorEvents: OptionSet, Sendable {
+    public let rawValue: Int32
+    public init(rawValue: Int32) { self.rawValue = rawValue }
+
+    /// A connection was made (a connecting socket, including every reconnect).
+    public static let connected = MonitorEvents(rawValue: ZMQ_EVENT_CONNECTED)
+    /// CURVE refusals libzmq decides before any ZAP request: a plaintext peer, a wrong server key.
+    public static let handshakeFailed = MonitorEvents(
+        rawValue: ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
 }
 
 /// The text in a NUL-terminated buffer libzmq filled.
