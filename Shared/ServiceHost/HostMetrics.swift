@@ -41,6 +41,34 @@ final class HostMetrics {
         counted[name]!.increment(by: amount)
     }
 
+    private var labelled: [String: Counter] = [:]
+
+    /// One series of a labelled family: `lht_<family>_total{label="value"}` (`host.countMetric`).
+    /// `value` must come from a small fixed set (a kind, an outcome, an error code), never from a request.
+    func count(family: String, label: String, value: String, by amount: Int64 = 1) {
+        let key = family + "\u{0}" + label + "\u{0}" + value
+        if labelled[key] == nil { labelled[key] = Counter(label: "lht_" + family + "_total", dimensions: [(label, value)]) }
+        labelled[key]!.increment(by: amount)
+    }
+
+    /// `lht_auth_refused_total{reason}`: `request` and `subscription` from the access rules, the ZAP
+    /// handler's reasons (`not_curve`, `unknown_key`, `no_identity`, `malformed`) at the handshake.
+    func authRefused(_ reason: String, by amount: Int64 = 1) {
+        count(family: "auth_refused", label: "reason", value: reason, by: amount)
+    }
+
+    /// The ZAP handler keeps its own totals; what they grew by since the last call is counted here.
+    private var zapSeen: [String: Int] = [:]
+
+    func syncHandshakeRefusals(_ totals: [String: Int]) {
+        for (reason, total) in totals {
+            let seen = zapSeen[reason]
+            if seen == total { continue }
+            zapSeen[reason] = total
+            authRefused(reason, by: Int64(total - (seen ?? 0)))
+        }
+    }
+
     static func snakeCase(_ name: String) -> String {
         var result = ""
         for character in name {

@@ -1,5 +1,6 @@
 import Foundation
 import LHTSchema
+import Logging
 import ZeroMQ
 
 /// Where a handler runs (see `ServiceHost.handle`).
@@ -142,7 +143,7 @@ extension ServiceHost {
             replies[index] = outcome.frame
             metrics.request(op: op, outcome: outcome.label, nanoseconds: DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds)
             if case .failure(let error) = outcome, error.code == .unauthorized {
-                refused(requests[index].caller, reason: "request", op)
+                refused(requests[index].caller, reason: "request", op, op: op, userId: Self.userId(in: requests[index].frame))
             }
         }
 
@@ -152,11 +153,13 @@ extension ServiceHost {
             do {
                 outcomes = try write { tx in
                     batch.map { entry in
-                        outcome { try tx.isolated { try entry.operation.run(requests[entry.index].frame, entry.head, tx, requests[entry.index].caller) } }
+                        outcome(entry.head.op, requests[entry.index]) {
+                            try tx.isolated { try entry.operation.run(requests[entry.index].frame, entry.head, tx, requests[entry.index].caller) }
+                        }
                     }
                 }
             } catch {
-                recordError("batch transaction failed", ["error": "\(error)"])
+                recordError("batch transaction failed", ["error": "\(error)", "requests": "\(batch.count)"])
                 outcomes = batch.map { _ in .failure(WireError(.internal, "the request could not be stored")) }
             }
             for (entry, result) in zip(batch, outcomes) { finished(entry.index, op: entry.head.op, result, since: entry.started) }
@@ -183,26 +186,40 @@ extension ServiceHost {
                 batch.append((index, head, operation, started))
             case .alone:
                 runBatch()
-                finished(index, op: head.op, outcome { try write { tx in try operation.run(request.frame, head, tx, request.caller) } }, since: started)
+                finished(index, op: head.op, outcome(head.op, request) { try write { tx in try operation.run(request.frame, head, tx, request.caller) } }, since: started)
             case .outside:
                 runBatch()
-                finished(index, op: head.op, outcome { try operation.run(request.frame, head, nil, request.caller) }, since: started)
+                finished(index, op: head.op, outcome(head.op, request) { try operation.run(request.frame, head, nil, request.caller) }, since: started)
             }
         }
         runBatch()
         return replies
     }
 
-    /// What `body` returned or threw; an unexpected error is `internal`, never a crash.
-    private func outcome(_ body: () throws -> Data) -> Outcome {
+    /// What `body` returned or threw; an unexpected error is `internal`, never a crash, and is
+    /// logged with the request's op and userId (where it names one).
+    private func outcome(_ op: String, _ request: IncomingRequest, _ body: () throws -> Data) -> Outcome {
         do {
             return .success(try body())
         } catch let error as WireError {
             return .failure(error)
         } catch {
-            recordError("request failed", ["error": "\(error)"])
+            var metadata: Logger.Metadata = ["error": "\(error)", "op": "\(op)"]
+            if let userId = request.caller.user?.description ?? Self.userId(in: request.frame) { metadata["userId"] = "\(userId)" }
+            recordError("request failed", metadata)
             return .failure(WireError(.internal, "the request failed inside \(name); it was not applied"))
         }
+    }
+
+    /// `data.userId` of a request frame, for log lines about a failed or refused request (a valid
+    /// userId only: anything else a client sent stays out of the log).
+    static func userId(in frame: Data) -> String? {
+        struct Probe: Decodable {
+            struct Fields: Decodable { let userId: String? }
+            let data: Fields?
+        }
+        guard let text = (try? JSONDecoder().decode(Probe.self, from: frame))?.data?.userId else { return nil }
+        return UserID(text)?.description
     }
 }
 
