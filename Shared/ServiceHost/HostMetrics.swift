@@ -5,7 +5,7 @@ import Foundation
 /// bootstraps a backend (Prometheus); without one they cost next to nothing. Metric objects are
 /// made once per label set and kept, since looking one up in the factory takes a lock.
 final class HostMetrics {
-    private var requests: [String: Counter] = [:]
+    private var requests: [String: [String: Counter]] = [:]
     private var durations: [String: CoreMetrics.Timer] = [:]
     private var published: [String: Counter] = [:]
     private var counted: [String: Counter] = [:]
@@ -15,9 +15,14 @@ final class HostMetrics {
     /// A request answered: `op` is the catalog name, or "unknown" for an op no one serves, so a
     /// client cannot grow the label set; `outcome` is "ok" or the error code.
     func request(op: String, outcome: String, nanoseconds: UInt64) {
-        let key = op + "\u{0}" + outcome
-        if requests[key] == nil { requests[key] = Counter(label: "lht_requests_total", dimensions: [("op", op), ("outcome", outcome)]) }
-        requests[key]!.increment()
+        // By op, then outcome: two lookups, no key built per request.
+        if let counter = requests[op]?[outcome] {
+            counter.increment()
+        } else {
+            let counter = Counter(label: "lht_requests_total", dimensions: [("op", op), ("outcome", outcome)])
+            requests[op, default: [:]][outcome] = counter
+            counter.increment()
+        }
         if durations[op] == nil { durations[op] = CoreMetrics.Timer(label: "lht_request_duration_seconds", dimensions: [("op", op)]) }
         durations[op]!.recordNanoseconds(Int64(clamping: nanoseconds))
     }

@@ -75,20 +75,29 @@ enum SessionLogBenchmark {
         var onRates: [Double] = []
         for round in 0..<rounds {
             let base = 20_000 + round * 1000
-            offRates.append(LoadClients.throughput(endpoint: off.api, context: context, clients: clients, window: 64) { client in
-                (0..<perClient).map { sessionLog(n: $0, client: base + client) }
-            })
-            onRates.append(LoadClients.throughput(endpoint: on.api, context: context, clients: clients, window: 64) { client in
-                (0..<perClient).map { sessionLog(n: $0, client: base + 500 + client) }
-            })
+            func measure(_ service: InProcessService, _ offset: Int) -> Double {
+                LoadClients.throughput(endpoint: service.api, context: context, clients: clients, window: 64) { client in
+                    (0..<perClient).map { sessionLog(n: $0, client: base + offset + client) }
+                }
+            }
+            // ABBA: which goes first alternates, so a drift of the machine favours neither.
+            if round % 2 == 0 {
+                offRates.append(measure(off, 0))
+                onRates.append(measure(on, 500))
+            } else {
+                onRates.append(measure(on, 500))
+                offRates.append(measure(off, 0))
+            }
         }
         let offMedian = LoadClients.percentile(offRates, 0.5)
         let onMedian = LoadClients.percentile(onRates, 0.5)
+        let pairedMedian = LoadClients.percentile(zip(onRates, offRates).map { $0 / $1 }, 0.5)
         print("metrics on vs off: session.log throughput, \(rounds) alternating rounds, on = Prometheus scraped every second (\(scrapes.load(ordering: .relaxed)) scrapes)")
         print("  off rounds: " + offRates.map { String(format: "%.0f", $0) }.joined(separator: ", ") + " acks/s")
         print("  on  rounds: " + onRates.map { String(format: "%.0f", $0) }.joined(separator: ", ") + " acks/s")
-        print(String(format: "  median on / off = %.0f / %.0f = %.3f   target ≥ 0.95: %@", onMedian, offMedian, onMedian / offMedian,
-                     onMedian / offMedian >= 0.95 ? "met" : "NOT met"))
+        print(String(format: "  median on / median off = %.0f / %.0f = %.3f", onMedian, offMedian, onMedian / offMedian))
+        print(String(format: "  median of the rounds' on/off ratios = %.3f   target ≥ 0.95: %@", pairedMedian,
+                     pairedMedian >= 0.95 ? "met" : "NOT met"))
     }
 
     /// The durability floor: one row inserted and committed at a time, WAL with synchronous=FULL as
