@@ -38,6 +38,18 @@ extension ServiceName {
         return "tcp://127.0.0.1:73\(service)\(socket)"
     }
 
+    /// PROTOCOL "Operations": where the service serves Prometheus metrics by default, `host:port`
+    /// over HTTP (7309, 7319, 7329, 7339: the ninth port of the service's range).
+    public var defaultMetricsAddress: String {
+        let service = switch self {
+        case .sessionLogger: 0
+        case .reminderPlanner: 1
+        case .notifier: 2
+        case .noalcStreak: 3
+        }
+        return "127.0.0.1:73\(service)9"
+    }
+
     /// The flag another program takes for this service's socket: `session-logger-api`, `planner-events`.
     public func flag(_ role: SocketRole) -> String { "\(flagStem)-\(role.rawValue)" }
 

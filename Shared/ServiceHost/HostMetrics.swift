@@ -5,7 +5,7 @@ import Foundation
 /// bootstraps a backend (Prometheus); without one they cost next to nothing. Metric objects are
 /// made once per label set and kept, since looking one up in the factory takes a lock.
 final class HostMetrics {
-    private var requests: [String: Counter] = [:]
+    private var requests: [String: [String: Counter]] = [:]
     private var durations: [String: CoreMetrics.Timer] = [:]
     private var published: [String: Counter] = [:]
     private var counted: [String: Counter] = [:]
@@ -15,9 +15,14 @@ final class HostMetrics {
     /// A request answered: `op` is the catalog name, or "unknown" for an op no one serves, so a
     /// client cannot grow the label set; `outcome` is "ok" or the error code.
     func request(op: String, outcome: String, nanoseconds: UInt64) {
-        let key = op + "\u{0}" + outcome
-        if requests[key] == nil { requests[key] = Counter(label: "lht_requests_total", dimensions: [("op", op), ("outcome", outcome)]) }
-        requests[key]!.increment()
+        // By op, then outcome: two lookups, no key built per request.
+        if let counter = requests[op]?[outcome] {
+            counter.increment()
+        } else {
+            let counter = Counter(label: "lht_requests_total", dimensions: [("op", op), ("outcome", outcome)])
+            requests[op, default: [:]][outcome] = counter
+            counter.increment()
+        }
         if durations[op] == nil { durations[op] = CoreMetrics.Timer(label: "lht_request_duration_seconds", dimensions: [("op", op)]) }
         durations[op]!.recordNanoseconds(Int64(clamping: nanoseconds))
     }
@@ -39,6 +44,34 @@ final class HostMetrics {
     func count(_ name: String, by amount: Int64) {
         if counted[name] == nil { counted[name] = Counter(label: "lht_" + Self.snakeCase(name) + "_total") }
         counted[name]!.increment(by: amount)
+    }
+
+    private var labelled: [String: Counter] = [:]
+
+    /// One series of a labelled family: `lht_<family>_total{label="value"}` (`host.countMetric`).
+    /// `value` must come from a small fixed set (a kind, an outcome, an error code), never from a request.
+    func count(family: String, label: String, value: String, by amount: Int64 = 1) {
+        let key = family + "\u{0}" + label + "\u{0}" + value
+        if labelled[key] == nil { labelled[key] = Counter(label: "lht_" + family + "_total", dimensions: [(label, value)]) }
+        labelled[key]!.increment(by: amount)
+    }
+
+    /// `lht_auth_refused_total{reason}`: `request` and `subscription` from the access rules, the ZAP
+    /// handler's reasons (`not_curve`, `unknown_key`, `no_identity`, `malformed`) at the handshake.
+    func authRefused(_ reason: String, by amount: Int64 = 1) {
+        count(family: "auth_refused", label: "reason", value: reason, by: amount)
+    }
+
+    /// The ZAP handler keeps its own totals; what they grew by since the last call is counted here.
+    private var zapSeen: [String: Int] = [:]
+
+    func syncHandshakeRefusals(_ totals: [String: Int]) {
+        for (reason, total) in totals {
+            let seen = zapSeen[reason]
+            if seen == total { continue }
+            zapSeen[reason] = total
+            authRefused(reason, by: Int64(total - (seen ?? 0)))
+        }
     }
 
     static func snakeCase(_ name: String) -> String {

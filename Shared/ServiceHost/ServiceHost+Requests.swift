@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import LHTSchema
+import Logging
 import ZeroMQ
 
 /// Where a handler runs (see `ServiceHost.handle`).
@@ -150,7 +151,7 @@ extension ServiceHost {
             replies[index] = outcome.frame
             metrics.request(op: op, outcome: outcome.label, nanoseconds: DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds)
             if case .failure(let error) = outcome, error.code == .unauthorized {
-                refused(requests[index].caller, reason: "request", op)
+                refused(requests[index].caller, reason: "request", op, op: op, userId: Self.userId(in: requests[index].frame))
             }
         }
 
@@ -161,14 +162,16 @@ extension ServiceHost {
             do {
                 outcomes = try write { tx in
                     batch.map { entry in
-                        let result = outcome { try tx.isolated { try entry.operation.run(requests[entry.index].frame, entry.head, tx, requests[entry.index].caller) } }
+                        let result = outcome(entry.head.op, requests[entry.index]) {
+                            try tx.isolated { try entry.operation.run(requests[entry.index].frame, entry.head, tx, requests[entry.index].caller) }
+                        }
                         if case .failure(let error) = result, error == Self.diskFullError { diskFull = true }
                         return result
                     }
                 }
             } catch {
                 // A full disk inside the batch aborts its transaction: say so rather than `internal`.
-                recordError("batch transaction failed", ["error": "\(error)"])
+                recordError("batch transaction failed", ["error": "\(error)", "requests": "\(batch.count)"])
                 let failure = diskFull ? Self.diskFullError : Self.diskFull(error) ?? WireError(.internal, "the request could not be stored")
                 outcomes = batch.map { _ in .failure(failure) }
             }
@@ -196,24 +199,27 @@ extension ServiceHost {
                 batch.append((index, head, operation, started))
             case .alone:
                 runBatch()
-                finished(index, op: head.op, outcome { try write { tx in try operation.run(request.frame, head, tx, request.caller) } }, since: started)
+                finished(index, op: head.op, outcome(head.op, request) { try write { tx in try operation.run(request.frame, head, tx, request.caller) } }, since: started)
             case .outside:
                 runBatch()
-                finished(index, op: head.op, outcome { try operation.run(request.frame, head, nil, request.caller) }, since: started)
+                finished(index, op: head.op, outcome(head.op, request) { try operation.run(request.frame, head, nil, request.caller) }, since: started)
             }
         }
         runBatch()
         return replies
     }
 
-    /// What `body` returned or threw; an unexpected error is `internal`, never a crash.
-    private func outcome(_ body: () throws -> Data) -> Outcome {
+    /// What `body` returned or threw; an unexpected error is `internal`, never a crash, and is
+    /// logged with the request's op and userId (where it names one).
+    private func outcome(_ op: String, _ request: IncomingRequest, _ body: () throws -> Data) -> Outcome {
         do {
             return .success(try body())
         } catch let error as WireError {
             return .failure(error)
         } catch {
-            recordError("request failed", ["error": "\(error)"])
+            var metadata: Logger.Metadata = ["error": "\(error)", "op": "\(op)"]
+            if let userId = request.caller.user?.description ?? Self.userId(in: request.frame) { metadata["userId"] = "\(userId)" }
+            recordError("request failed", metadata)
             return .failure(Self.diskFull(error) ?? WireError(.internal, "the request failed inside \(name); it was not applied"))
         }
     }
@@ -226,6 +232,17 @@ extension ServiceHost {
     }
 
     static let diskFullError = WireError(.unavailable, "the disk is full: the request was not stored; repeat it once there is space")
+
+    /// `data.userId` of a request frame, for log lines about a failed or refused request (a valid
+    /// userId only: anything else a client sent stays out of the log).
+    static func userId(in frame: Data) -> String? {
+        struct Probe: Decodable {
+            struct Fields: Decodable { let userId: String? }
+            let data: Fields?
+        }
+        guard let text = (try? JSONDecoder().decode(Probe.self, from: frame))?.data?.userId else { return nil }
+        return UserID(text)?.description
+    }
 }
 
 /// A request's result: its reply `data` or its error.

@@ -53,6 +53,7 @@ public final class ServiceHost {
     /// Refusals already logged, by key and reason: a misbehaving client must not flood the log.
     private var refusalsLogged: [String: Date] = [:]
     private let checkpointer: WALCheckpointer
+    private var refusalsSynced = Date.distantPast
 
     public init(service: ServiceName, apiEndpoint: String, eventsEndpoint: String, dataDirectory: URL,
                 migrations: (inout DatabaseMigrator) -> Void, logger: Logger, time: TimeSource = SystemTime(),
@@ -93,6 +94,8 @@ public final class ServiceHost {
         try api.setSendHighWaterMark(100_000)
         events = try EventSocket(context: context, service: service)
         metrics.eventLog(lastSeq: eventLog.lastSeq)
+        // Every refusal reason exists from the start at 0, so an alert's rate() has a series to read.
+        for reason in ["request", "subscription"] + ZAPHandler.Refusal.allCases.map(\.rawValue) { metrics.authRefused(reason, by: 0) }
 
         try secureServer(api, role: "api")
         self.apiEndpoint = try api.bind(apiEndpoint)
@@ -195,20 +198,45 @@ public final class ServiceHost {
         if amount != 0 { metrics.count(counter, by: amount) }
     }
 
+    /// Counts in a labelled metric family only (not in `health`): `lht_<family>_total{label="value"}`,
+    /// e.g. `countMetric("decisions", "kind", "due")`. `value` must come from a small fixed set.
+    /// `by: 0` makes the series exist at 0. Loop thread only, like `count`.
+    public func countMetric(_ family: String, _ label: String, _ value: String, by amount: Int64 = 1) {
+        metrics.count(family: family, label: label, value: value, by: amount)
+    }
+
     /// Logs an error and keeps it as the last one, for `health` and `lht status`.
     public func recordError(_ message: String, _ metadata: Logger.Metadata = [:]) {
         logger.error("\(message)", metadata: metadata)
         lastError = metadata.isEmpty ? message : "\(message) \(metadata.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " "))"
     }
 
-    /// Counts a refused request, subscription or connection and logs it at most once a minute per key and reason.
-    func refused(_ caller: Caller, reason: String, _ detail: String, counter: String = "unauthorized") {
-        count(counter)
+    /// Counts a refused request, subscription or connection (`health.counters.unauthorized`, or
+    /// `counter`; `lht_auth_refused_total{reason}`) and logs it at most once a minute per key and reason.
+    func refused(_ caller: Caller, reason: String, _ detail: String, op: String? = nil, userId: String? = nil,
+                 counter: String = "unauthorized") {
+        counters[counter, default: 0] += 1
+        metrics.authRefused(reason)
         let key = caller.fingerprint + " " + reason
         let now = Date()
         guard refusalsLogged[key].map({ now.timeIntervalSince($0) >= 60 }) ?? true else { return }
         refusalsLogged[key] = now
-        logger.warning("refused", metadata: ["key": "\(caller.fingerprint)", "reason": "\(reason)", "detail": "\(detail)"])
+        var metadata: Logger.Metadata = ["key": "\(caller.fingerprint)", "reason": "\(reason)", "detail": "\(detail)"]
+        if let op { metadata["op"] = "\(op)" }
+        if let userId = caller.user?.description ?? userId { metadata["userId"] = "\(userId)" }
+        logger.warning("refused", metadata: metadata)
+    }
+
+    /// The ZAP handler's refusals into `lht_auth_refused_total`, at most once a second.
+    private func syncHandshakeRefusals() {
+        guard let security, Date().timeIntervalSince(refusalsSynced) >= 1 else { return }
+        refusalsSynced = Date()
+        metrics.syncHandshakeRefusals(Dictionary(uniqueKeysWithValues: security.refusals.map { ($0.key.rawValue, $0.value) }))
+    }
+
+    /// An upstream feed applied events or heard its upstream's newest seq.
+    func upstreamProgressed(_ feed: UpstreamFeed) {
+        metrics.upstreamLag(feed.upstream.rawValue, max(0, feed.upstreamSeq - feed.appliedSeq))
     }
 
     private func serveSubscriptions() {
@@ -242,20 +270,33 @@ public final class ServiceHost {
                 for (index, entry) in watched.enumerated() where readable[index + 1] { entry.onReadable() }
                 onTick?()
                 heartbeatIfQuiet()
+                syncHandshakeRefusals()
             } catch let error as ZMQError where error.isTerminated {
                 break
             } catch {
                 recordError("loop error", ["error": "\(error)"])
             }
         }
-        logger.info("stopping", metadata: ["service": "\(name)"])
+        logger.info("stopping")
+    }
+
+    /// For a process about to exit (PROTOCOL "Operations", Stop), after `run` returned: takes no
+    /// more requests, and gives the replies and events already queued up to `lingerMilliseconds`
+    /// to reach their peers, since a socket closed with LINGER 0 drops them. Then terminates the
+    /// context, waiting at most `lingerMilliseconds` + 200 ms. Returns whether everything went out.
+    @discardableResult
+    public func closeForExit(lingerMilliseconds: Int32 = 1000) -> Bool {
+        for socket in [api, events.socket] { try? socket.setLinger(milliseconds: lingerMilliseconds) }
+        api.close()
+        events.socket.close()
+        for entry in watched { entry.socket.close() }
+        return context.terminate(waitingAtMost: Int(lingerMilliseconds) + 200)
     }
 
     func health() -> HealthReply {
         var counters = counters
         for (reason, count) in security?.refusals ?? [:] { counters["authRefused.\(reason.rawValue)"] = Int64(count) }
         let upstreams = feeds.map { UpstreamHealth(name: $0.upstream.rawValue, appliedSeq: $0.appliedSeq, upstreamSeq: $0.upstreamSeq) }
-        for upstream in upstreams { metrics.upstreamLag(upstream.name, upstream.lag) }
         return HealthReply(service: name, version: version, uptimeSeconds: Int64(Date().timeIntervalSince(startedAt)),
                            lastSeq: eventLog.lastSeq, counters: counters, upstreams: upstreams, lastError: lastError)
     }

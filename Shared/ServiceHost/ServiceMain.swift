@@ -1,4 +1,5 @@
 import Foundation
+import LHTSchema
 import Logging
 import ZeroMQ
 
@@ -17,14 +18,22 @@ extension Service {
 }
 
 extension ServiceCommandLine {
-    /// The whole of a service's `main`: logging, signals, start-up, the ready line, the loop, exit 0.
-    /// A failure to start is one line on standard error: status 2 when a flag's endpoint cannot be
-    /// bound, 1 otherwise.
-    public static func serve(_ name: String, start: (Logger) throws -> Service) -> Never {
-        bootstrapLogging()
+    /// How long a stopping service gives queued replies and events to go out (PROTOCOL
+    /// "Operations": exit within 2 s of SIGTERM).
+    public static let stopLingerMilliseconds: Int32 = 1000
+
+    /// The whole of a service's `main` after `parseOrExit` (which set up logging): the metrics
+    /// endpoint, signals, start-up, the ready line (and systemd's READY=1), the loop, a clean stop,
+    /// exit 0. A failure to start is one line on standard error: status 2 when a flag's endpoint
+    /// (or an explicit `--metrics`) cannot be bound, 1 otherwise.
+    public static func serve(_ name: String, common: CommonOptions, start: (Logger) throws -> Service) -> Never {
         let logger = Logger(label: name)
         let shutdown = ShutdownSignal()
         shutdown.installSignalHandlers()
+        if common.insecure && common.keys == nil {
+            logger.warning("--insecure: serving plaintext without keys; endpoints other than loopback are reachable by anyone who can reach this machine")
+        }
+        let metrics = startMetrics(name, common: common, logger: logger)
         let service: Service
         do {
             service = try start(logger)
@@ -32,8 +41,37 @@ extension ServiceCommandLine {
             FileHandle.standardError.write(Data("error: \(name) cannot start: \(error)\n".utf8))
             exit(error is ZMQError ? 2 : 1)
         }
-        announce(service.readyLine)
+        announce(service.readyLine + (metrics.map { " metrics=\($0.address)" } ?? ""))
+        SystemdNotify.send("READY=1\nMAINPID=\(getpid())")
         service.run(until: shutdown)
+        SystemdNotify.send("STOPPING=1")
+        metrics?.stop()
+        if !service.host.closeForExit(lingerMilliseconds: stopLingerMilliseconds) {
+            logger.notice("stopped before every socket was closed; queued messages had \(stopLingerMilliseconds) ms to go out")
+        }
         exit(0)
+    }
+
+    /// Binds the metrics endpoint and makes Prometheus the swift-metrics backend, before the
+    /// service makes its metrics. The default address taken: a warning, and no metrics. An
+    /// address given explicitly that cannot be bound: exit 2.
+    static func startMetrics(_ name: String, common: CommonOptions, logger: Logger) -> MetricsServer? {
+        guard let service = ServiceName(rawValue: name),
+              let address = try? MetricsAddress(common.metrics, service: service),
+              case .http(let host, let port, let explicit) = address
+        else { return nil }
+        let prometheus = PrometheusMetrics()
+        do {
+            let server = try MetricsServer(host: host, port: port, metrics: prometheus)
+            prometheus.bootstrap()
+            return server
+        } catch {
+            if explicit {
+                FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+                exit(2)
+            }
+            logger.warning("metrics not served: the default address cannot be bound", metadata: ["address": "\(address)", "error": "\(error)"])
+            return nil
+        }
     }
 }

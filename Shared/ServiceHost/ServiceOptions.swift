@@ -21,9 +21,62 @@ public struct CommonOptions: ParsableArguments {
     @Flag(help: "Without --keys, allow binding addresses other than loopback (plaintext health data on the network).")
     public var insecure = false
 
+    @Option(help: "host:port where Prometheus metrics are served over HTTP at /metrics (port 0: any free port), or off (default: the service's 73x9 on loopback).")
+    public var metrics: String?
+
+    @Option(name: .customLong("log-format"), help: "Log lines on standard error: text or json (default text).")
+    public var logFormat: String?
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical (default info).")
+    public var logLevel: String?
+
     public init() {}
 
-    public static let flagNames = ["api", "events", "data-dir", "keys", "insecure"]
+    public static let flagNames = ["api", "events", "data-dir", "keys", "insecure", "metrics", "log-format", "log-level"]
+}
+
+/// A service's options: the common ones and its own. The executable's `main` reads the common
+/// ones for logging and metrics (`ServiceCommandLine.parseOrExit`, `serve`).
+public protocol ServiceArguments: ParsableArguments {
+    var common: CommonOptions { get }
+}
+
+/// Where `/metrics` is served (PROTOCOL "Operations").
+public enum MetricsAddress: Sendable, Equatable, CustomStringConvertible {
+    /// `--metrics off`.
+    case off
+    /// `host:port` (IPv4, `localhost` or `[IPv6]`); `explicit` when given by flag or environment,
+    /// false for the table's default, which only warns when it cannot be bound.
+    case http(host: String, port: UInt16, explicit: Bool)
+
+    public var description: String {
+        switch self {
+        case .off: "off"
+        case .http(let host, let port, _): host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        }
+    }
+
+    /// `off`, or `host:port`; nil from `given` means the service's default.
+    public init(_ given: String?, service: ServiceName) throws {
+        let text = given ?? service.defaultMetricsAddress
+        if text == "off" {
+            self = .off
+            return
+        }
+        let invalid = ValidationError("--metrics: \"\(text)\" is not host:port (127.0.0.1:7309, [::1]:7309) or off")
+        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else { throw invalid }
+        var host = String(text[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") {
+            host = String(host.dropFirst().dropLast())
+            var address = in6_addr()
+            guard inet_pton(AF_INET6, host, &address) == 1 else { throw invalid }
+        } else {
+            if host == "localhost" { host = "127.0.0.1" }
+            var address = in_addr()
+            guard inet_pton(AF_INET, host, &address) == 1 else { throw invalid }
+        }
+        self = .http(host: host, port: port, explicit: given != nil)
+    }
 }
 
 /// One service's resolved common settings.
@@ -37,15 +90,24 @@ public struct ServiceSettings: Sendable {
     /// The service's own certificate and the key directory, loaded when `--keys` is given.
     public let security: SecuritySettings?
     public let insecure: Bool
+    /// Where `/metrics` is served (the executable serves it; in-process services do not).
+    public let metrics: MetricsAddress
+    public let log: LogSettings
 
     public init(_ name: ServiceName, common: CommonOptions) throws {
         self.name = name
         keysDirectory = common.keys
         insecure = common.insecure
+        log = try LogSettings(common)
         api = try Endpoint.validated(common.api ?? name.defaultEndpoint(.api), flag: "api")
         events = try Endpoint.validated(common.events ?? name.defaultEndpoint(.events), flag: "events")
         for (endpoint, flag) in [(api, "api"), (events, "events")] {
             try Self.requireLocal(endpoint, flag: flag, keys: keysDirectory, insecure: insecure)
+        }
+        metrics = try MetricsAddress(common.metrics, service: name)
+        if metrics != .off {
+            // The same rule as the ZeroMQ binds: without keys, loopback only unless --insecure.
+            try Self.requireLocal("tcp://\(metrics)", flag: "metrics", keys: keysDirectory, insecure: insecure)
         }
         do {
             security = try common.keys.map { try SecuritySettings(directory: $0, service: name) }
@@ -138,6 +200,10 @@ public enum ServiceCommandLine {
         let arguments = withEnvironment(Array(CommandLine.arguments.dropFirst()), flags: flags, environment: ProcessInfo.processInfo.environment)
         do {
             let options = try Options.parse(arguments)
+            if let service = options as? any ServiceArguments {
+                // Before anything can log: the settings below may already want to.
+                bootstrapLogging(service: ProcessInfo.processInfo.processName, try LogSettings(service.common))
+            }
             try build(options)
             return options
         } catch {
@@ -149,15 +215,6 @@ public enum ServiceCommandLine {
             let line = message.split(separator: "\n").first.map(String.init) ?? "invalid arguments"
             FileHandle.standardError.write(Data("error: \(line)\n".utf8))
             exit(2)
-        }
-    }
-
-    /// Logs go to standard error so that standard output carries only the `ready` line.
-    public static func bootstrapLogging() {
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = ProcessInfo.processInfo.environment["LHT_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
-            return handler
         }
     }
 

@@ -35,6 +35,7 @@ public final class UpstreamFeed {
         appliedSeq = try host.read { db in try EventLog.cursor(upstream.rawValue, in: db) }
         host.watch(follower.subscriber) { [unowned self] in receiveLive() }
         host.follow(self)
+        host.upstreamProgressed(self)
     }
 
     /// The upstream's newest seq as last seen; above `appliedSeq` means we know we are behind.
@@ -46,6 +47,7 @@ public final class UpstreamFeed {
     public func catchUp(timeoutMilliseconds: Int = 2000) -> Bool {
         lastAttempt = Date()
         let caughtUp = fetchMissed(timeoutMilliseconds: timeoutMilliseconds)
+        host.upstreamProgressed(self)
         retryInterval = caughtUp ? Self.minimumRetry : min(retryInterval * 2, 60)
         return caughtUp
     }
@@ -85,6 +87,7 @@ public final class UpstreamFeed {
         if follower.unreadable > 0, received.isEmpty {
             host.logger.warning("unreadable upstream message", metadata: ["upstream": "\(upstream)", "count": "\(follower.unreadable)"])
         }
+        defer { host.upstreamProgressed(self) }  // heartbeats move the upstream's seq too
         guard let first = received.first(where: { $0.seq > appliedSeq }) else { return }
         if first.seq != appliedSeq + 1 {
             catchUp()  // a gap: fetch what was missed; events already applied are skipped below

@@ -1,5 +1,6 @@
 import CZeroMQ
 import Foundation
+import Synchronization
 
 /// A libzmq error: the errno and libzmq's own text for it.
 public struct ZMQError: Error, Equatable, CustomStringConvertible {
@@ -31,8 +32,28 @@ public final class Context: @unchecked Sendable {
     /// Makes blocking calls on this context's sockets return ETERM, from any thread.
     public func shutdown() { zmq_ctx_shutdown(handle) }
 
+    private let terminating = Atomic<Bool>(false)
+
+    /// For a process about to exit: shuts the context down and terminates it on another thread,
+    /// which waits until every socket is closed and the closed ones have sent what they hold (up to
+    /// their LINGER). Returns whether that finished within `milliseconds`; either way the context
+    /// is not terminated again when released.
+    public func terminate(waitingAtMost milliseconds: Int) -> Bool {
+        guard !terminating.exchange(true, ordering: .acquiringAndReleasing) else { return false }
+        let done = DispatchSemaphore(value: 0)
+        let handle = UInt(bitPattern: self.handle)
+        Thread.detachNewThread {
+            let pointer = UnsafeMutableRawPointer(bitPattern: handle)
+            zmq_ctx_shutdown(pointer)
+            while zmq_ctx_term(pointer) != 0 && zmq_errno() == EINTR {}
+            done.signal()
+        }
+        return done.wait(timeout: .now() + .milliseconds(milliseconds)) == .success
+    }
+
     deinit {
         // Every socket holds a strong reference to its context, so none is open here.
+        guard !terminating.load(ordering: .acquiring) else { return }
         while zmq_ctx_term(handle) != 0 && zmq_errno() == EINTR {}
     }
 }
@@ -81,6 +102,9 @@ public final class Socket {
         close()
         message.deallocate()
     }
+
+    /// How long a closed socket keeps sending what it holds (0: drop it; -1: until sent).
+    public func setLinger(milliseconds: Int32) throws { try set(ZMQ_LINGER, milliseconds) }
 
     /// Closes now; later calls on this socket throw ENOTSOCK.
     public func close() {

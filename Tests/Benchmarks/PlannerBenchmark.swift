@@ -25,6 +25,10 @@ enum PlannerBenchmark {
         let perUser = Options.int(arguments, "--reminders", 10)
         let burst = Options.int(arguments, "--burst", 100_000)
         let sessions = Options.int(arguments, "--sessions", 300)
+        // Metrics on, as the executables run them, so the scrape below is a real one.
+        let prometheus = PrometheusMetrics()
+        prometheus.bootstrap()
+        let metricsServer = try MetricsServer(host: "127.0.0.1", port: 0, metrics: prometheus)
         let context = try Context()
         let logger = try InProcessService.sessionLogger(context: context)
         defer { logger.stop() }
@@ -69,6 +73,39 @@ enum PlannerBenchmark {
                      Double(decided) / burstSeconds, floorSeconds / burstSeconds, Double(decided) / burstSeconds >= 50_000 ? "met" : "NOT met"))
 
         try cancellationLatency(context: context, logger: logger, planner: planner, users: users, sessions: sessions)
+        try scrape(metricsServer, prometheus, planner: planner, context: context, reminders: users * perUser)
+    }
+
+    /// A Prometheus scrape of this process (planner and session logger in one registry) with the
+    /// reminders loaded and decided: its size, rendering it, and fetching it over HTTP, beside a
+    /// `health` round trip to the planner.
+    static func scrape(_ server: MetricsServer, _ prometheus: PrometheusMetrics, planner: InProcessService, context: Context,
+                       reminders: Int) throws {
+        let text = prometheus.exposition()
+        let series = text.split(separator: UInt8(ascii: "\n")).filter { $0.first != UInt8(ascii: "#") }.count
+        var render: [Double] = []
+        var http: [Double] = []
+        var bytes = 0
+        for _ in 0..<50 {
+            var started = DispatchTime.now().uptimeNanoseconds
+            _ = prometheus.exposition()
+            render.append(Double(DispatchTime.now().uptimeNanoseconds - started) / 1_000_000)
+            started = DispatchTime.now().uptimeNanoseconds
+            bytes = try HTTPGet.body("127.0.0.1", port: Int(server.address.split(separator: ":").last!)!, path: "/metrics").count
+            http.append(Double(DispatchTime.now().uptimeNanoseconds - started) / 1_000_000)
+        }
+        let client = ServiceClient(context: context, endpoint: planner.api)
+        var health: [Double] = []
+        for _ in 0..<50 {
+            let started = DispatchTime.now().uptimeNanoseconds
+            _ = try client.call(Ops.health, NoFields(), timeoutMilliseconds: 10_000)
+            health.append(Double(DispatchTime.now().uptimeNanoseconds - started) / 1_000_000)
+        }
+        print("metrics scrape with \(reminders) reminders loaded (\(series) series, \(bytes) bytes over HTTP)")
+        print(String(format: "  health round trip (baseline)   p50 %6.3f ms   p99 %6.3f ms", LoadClients.percentile(health, 0.5), LoadClients.percentile(health, 0.99)))
+        print(String(format: "  render the exposition          p50 %6.3f ms   p99 %6.3f ms", LoadClients.percentile(render, 0.5), LoadClients.percentile(render, 0.99)))
+        print(String(format: "  GET /metrics over HTTP         p50 %6.3f ms   p99 %6.3f ms   target p99 < 100 ms: %@",
+                     LoadClients.percentile(http, 0.5), LoadClients.percentile(http, 0.99), LoadClients.percentile(http, 0.99) < 100 ? "met" : "NOT met"))
     }
 
     /// Users in Europe/Berlin; reminder k of user u at minute (u·perUser + k) mod 1440, every day.

@@ -4,6 +4,7 @@ import LHTSchema
 import Logging
 import ServiceHost
 import SessionLogger
+import Synchronization
 import TestSupport
 import ZeroMQ
 
@@ -46,6 +47,57 @@ enum SessionLogBenchmark {
         let p99 = LoadClients.percentile(logLatency, 0.99)
         print(String(format: "  session.log p99 / bare commit p99 = %.1f   target p99 < 5 ms: %@", p99 / LoadClients.percentile(commitLatency, 0.99),
                      p99 < 5 ? "met" : "NOT met"))
+
+        try metricsOnVersusOff(context: context, off: service, clients: clients, perClient: perClient,
+                               rounds: Options.int(arguments, "--metrics-rounds", 3))
+    }
+
+    /// session.log throughput with metrics on (Prometheus bootstrapped, as the executables run, and
+    /// scraped every second) against off (swift-metrics' no-op backend), alternating in one run.
+    /// A service's metric objects take their backend when made, so the "off" logger is the one
+    /// started before the bootstrap and the "on" logger one started after it.
+    static func metricsOnVersusOff(context: Context, off: InProcessService, clients: Int, perClient: Int, rounds: Int) throws {
+        let prometheus = PrometheusMetrics()
+        prometheus.bootstrap()
+        let on = try InProcessService.sessionLogger(context: context)
+        defer { on.stop() }
+        let scraping = Atomic<Bool>(true)
+        let scrapes = Atomic<Int>(0)
+        Thread.detachNewThread {
+            while scraping.load(ordering: .relaxed) {
+                _ = prometheus.exposition()
+                scrapes.add(1, ordering: .relaxed)
+                Thread.sleep(forTimeInterval: 1)
+            }
+        }
+        defer { scraping.store(false, ordering: .relaxed) }
+        var offRates: [Double] = []
+        var onRates: [Double] = []
+        for round in 0..<rounds {
+            let base = 20_000 + round * 1000
+            func measure(_ service: InProcessService, _ offset: Int) -> Double {
+                LoadClients.throughput(endpoint: service.api, context: context, clients: clients, window: 64) { client in
+                    (0..<perClient).map { sessionLog(n: $0, client: base + offset + client) }
+                }
+            }
+            // ABBA: which goes first alternates, so a drift of the machine favours neither.
+            if round % 2 == 0 {
+                offRates.append(measure(off, 0))
+                onRates.append(measure(on, 500))
+            } else {
+                onRates.append(measure(on, 500))
+                offRates.append(measure(off, 0))
+            }
+        }
+        let offMedian = LoadClients.percentile(offRates, 0.5)
+        let onMedian = LoadClients.percentile(onRates, 0.5)
+        let pairedMedian = LoadClients.percentile(zip(onRates, offRates).map { $0 / $1 }, 0.5)
+        print("metrics on vs off: session.log throughput, \(rounds) alternating rounds, on = Prometheus scraped every second (\(scrapes.load(ordering: .relaxed)) scrapes)")
+        print("  off rounds: " + offRates.map { String(format: "%.0f", $0) }.joined(separator: ", ") + " acks/s")
+        print("  on  rounds: " + onRates.map { String(format: "%.0f", $0) }.joined(separator: ", ") + " acks/s")
+        print(String(format: "  median on / median off = %.0f / %.0f = %.3f", onMedian, offMedian, onMedian / offMedian))
+        print(String(format: "  median of the rounds' on/off ratios = %.3f   target ≥ 0.95: %@", pairedMedian,
+                     pairedMedian >= 0.95 ? "met" : "NOT met"))
     }
 
     /// The durability floor: one row inserted and committed at a time, WAL with synchronous=FULL as

@@ -8,7 +8,7 @@ import StreakRules
 import ZeroMQ
 
 /// `noalc-streak` flags (PROTOCOL.md "Running the services").
-public struct NoAlcStreakOptions: ParsableArguments {
+public struct NoAlcStreakOptions: ServiceArguments {
     @OptionGroup public var common: CommonOptions
 
     @Option(name: .customLong(ServiceName.sessionLogger.flag(.api)), help: "The session logger's api, asked for missed events.")

@@ -31,6 +31,7 @@ public final class NotifierService: Service {
         let counts = try host.read(NotifierStore.counts)
         host.count("notified", by: counts.notified)
         host.count("rateLimited", by: counts.rateLimited)
+        for outcome in ["sent", "rate_limited"] { host.countMetric("notifications", "outcome", outcome, by: 0) }
         feed = try UpstreamFeed(upstream: .reminderPlanner, host: host, eventsEndpoint: settings.plannerEvents,
                                 apiEndpoint: settings.plannerAPI) { [unowned self] event, tx in
             try apply(event, tx)
@@ -116,6 +117,7 @@ public final class NotifierService: Service {
                                                 at: occurrence.at, lastSent: lastSent, tx.db)
             tx.afterCommit { [unowned self] in
                 host.count("rateLimited")
+                host.countMetric("notifications", "outcome", "rate_limited")
                 host.logger.notice("notification rate-limited", metadata: [
                     "notificationId": "\(notificationId)", "lastSentOccurrence": "\(lastSent)", "limitMinutes": "\(settings.rateLimitMinutes)",
                 ])
@@ -134,7 +136,10 @@ public final class NotifierService: Service {
             throw WireError(.internal, "notify event got seq \(published), expected \(seq)")
         }
         try NotifierStore.insert(notification, tx.db)
-        tx.afterCommit { [unowned self] in host.count("notified") }
+        tx.afterCommit { [unowned self] in
+            host.count("notified")
+            host.countMetric("notifications", "outcome", "sent")
+        }
     }
 }
 

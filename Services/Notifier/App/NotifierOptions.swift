@@ -5,7 +5,7 @@ import LHTSchema
 import ServiceHost
 
 /// `notifier` flags (PROTOCOL.md "Running the services").
-public struct NotifierOptions: ParsableArguments {
+public struct NotifierOptions: ServiceArguments {
     @OptionGroup public var common: CommonOptions
 
     @Option(name: .customLong(ServiceName.reminderPlanner.flag(.api)), help: "The reminder planner's api, for catching up with events.since.")

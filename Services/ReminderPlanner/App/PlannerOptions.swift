@@ -5,7 +5,7 @@ import LHTSchema
 import ServiceHost
 
 /// `reminder-planner` flags (PROTOCOL.md "Running the services").
-public struct PlannerOptions: ParsableArguments {
+public struct PlannerOptions: ServiceArguments {
     @OptionGroup public var common: CommonOptions
 
     @Option(name: .customLong(ServiceName.sessionLogger.flag(.api)), help: "The session logger's api, for catching up with events.since.")

@@ -78,6 +78,7 @@ extension ReminderPlanner {
         }
         // Its announcement row, if any, stays: announcements only ever matter for undecided occurrences.
         guard try PlannerStore.decide(reminder.id, at: planned.at, status: status, cause: cause, tx.db) else { return false }
+        tx.afterCommit { [unowned self] in host.countMetric("decisions", "kind", Self.decisionKind(status)) }
         let occurrence = makeOccurrence(reminder, planned, status: status, cause: cause)
         switch status {
         case .fired:
@@ -90,6 +91,9 @@ extension ReminderPlanner {
         }
         return true
     }
+
+    /// `lht_decisions_total{kind}`: the decision's event type without `reminder.`.
+    static func decisionKind(_ status: OccurrenceStatus) -> String { status == .fired ? "due" : status.rawValue }
 
     func persistDecidedThrough(_ tx: Transaction) throws {
         try PlannerStore.setValue("decidedThroughMs", decidedThrough.millisecondsSince1970, tx.db)

@@ -4,6 +4,6 @@ import ServiceHost
 let options = ServiceCommandLine.parseOrExit(PlannerOptions.self, flags: PlannerOptions.flagNames) {
     _ = try PlannerSettings($0)
 }
-ServiceCommandLine.serve("reminder-planner") { logger in
+ServiceCommandLine.serve("reminder-planner", common: options.common) { logger in
     try ReminderPlanner(settings: PlannerSettings(options), logger: logger)
 }

@@ -8,7 +8,7 @@ import ServiceHost
 import ZeroMQ
 
 /// `session-logger` flags (PROTOCOL.md "Running the services").
-public struct SessionLoggerOptions: ParsableArguments {
+public struct SessionLoggerOptions: ServiceArguments {
     @OptionGroup public var common: CommonOptions
 
     @Option(help: "Endpoint the fire-and-forget intake SUB binds.")
@@ -85,7 +85,7 @@ public final class SessionLogger: Service {
         var requests: [IncomingRequest] = []
         while requests.count < 512, let (frames, userId) = try? intake.receiveMultipart(dontWait: true, property: "User-Id") {
             guard frames.count == 2, frames[0] == Data("intake".utf8) else {
-                reject("expected two frames, the topic \"intake\" and a request")
+                reject("expected two frames, the topic \"intake\" and a request", reason: "malformed")
                 continue
             }
             requests.append(IncomingRequest(frame: frames[1], caller: host.caller(userId: userId)))
@@ -93,15 +93,17 @@ public final class SessionLogger: Service {
         guard !requests.isEmpty else { return }
         for reply in host.process(requests, allowedOps: [Ops.sessionLog.info, Ops.noalcLog.info]) {
             if let failure = try? JSONDecoder().decode(ReplyFrame<NoFields>.self, from: reply), let error = failure.error {
-                reject(error.description)
+                reject(error.description, reason: error.code.rawValue)
             } else {
                 host.count("intakeAccepted")
             }
         }
     }
 
-    private func reject(_ reason: String) {
+    /// `reason` labels `lht_intake_dropped_total`: `malformed` or the error code.
+    private func reject(_ detail: String, reason: String) {
         host.count("intakeRejected")
-        host.logger.notice("intake message rejected", metadata: ["reason": "\(reason)"])
+        host.countMetric("intake_dropped", "reason", reason)
+        host.logger.notice("intake message rejected", metadata: ["reason": "\(detail)"])
     }
 }

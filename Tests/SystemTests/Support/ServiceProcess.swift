@@ -25,14 +25,21 @@ final class ServiceProcess: @unchecked Sendable {
     private(set) var process: Process
     private(set) var endpoints: [String: String] = [:]
     private let output = OutputBuffer()
+    /// Added to the environment (after LHT_LOG_LEVEL=warning, so it can override it).
+    let environment: [String: String]
+    /// Where standard error goes (appended); nil: nowhere.
+    let errorLog: URL?
 
     var api: String { endpoints["api"]! }
     var events: String { endpoints["events"]! }
 
     /// Starts `name` with `arguments` (api/events default to wildcard ports) and waits for `ready`.
-    init(_ name: String, dataDirectory: URL = temporaryDirectory(), arguments: [String] = [], timeout: TimeInterval = 30) throws {
+    init(_ name: String, dataDirectory: URL = temporaryDirectory(), arguments: [String] = [], timeout: TimeInterval = 30,
+         environment: [String: String] = [:], errorLog: URL? = nil) throws {
         self.name = name
         self.dataDirectory = dataDirectory
+        self.environment = environment
+        self.errorLog = errorLog
         var all = ["--data-dir", dataDirectory.path]
         for flag in ["--api", "--events"] + (name == "session-logger" ? ["--intake"] : []) where !arguments.contains(flag) {
             all += [flag, "tcp://127.0.0.1:*"]
@@ -58,10 +65,18 @@ final class ServiceProcess: @unchecked Sendable {
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["LHT_LOG_LEVEL"] = "warning"
+        environment.merge(self.environment) { _, given in given }
         process.environment = environment
         let stdout = Pipe()
         process.standardOutput = stdout
-        process.standardError = FileHandle.nullDevice
+        if let errorLog {
+            if !FileManager.default.fileExists(atPath: errorLog.path) { _ = FileManager.default.createFile(atPath: errorLog.path, contents: nil) }
+            let handle = try FileHandle(forWritingTo: errorLog)
+            handle.seekToEndOfFile()
+            process.standardError = handle
+        } else {
+            process.standardError = FileHandle.nullDevice
+        }
         stdout.fileHandleForReading.readabilityHandler = { [output] handle in
             let data = handle.availableData
             if !data.isEmpty { output.append(String(decoding: data, as: UTF8.self)) }
@@ -90,6 +105,17 @@ final class ServiceProcess: @unchecked Sendable {
         process.terminate()
         process.waitUntilExit()
         return process.terminationStatus
+    }
+
+    /// The `ready` line as printed.
+    var readyLine: String { output.text.split(separator: "\n").first(where: { $0.hasPrefix("ready ") }).map(String.init) ?? "" }
+
+    /// SIGTERM, then the exit status and how long the exit took (nil status: still running after `timeout`).
+    func terminate(timeout: TimeInterval) -> (status: Int32?, seconds: TimeInterval) {
+        let started = Date()
+        process.terminate()
+        while process.isRunning, Date().timeIntervalSince(started) < timeout { Thread.sleep(forTimeInterval: 0.005) }
+        return (process.isRunning ? nil : process.terminationStatus, Date().timeIntervalSince(started))
     }
 
     /// SIGKILL: no chance to flush or finish anything.
