@@ -274,13 +274,16 @@ public struct Heartbeat: Codable, Sendable, Hashable {
     public let source: String
     public let lastSeq: Int64
     public let time: Instant
+    /// The identity of the publisher's event log (see `EventsSinceReply.logId`).
+    public let logId: RecordID?
 
-    public init(source: String, lastSeq: Int64, time: Instant) {
+    public init(source: String, lastSeq: Int64, time: Instant, logId: RecordID) {
         v = wireVersion
         type = Self.topic
         self.source = source
         self.lastSeq = lastSeq
         self.time = time
+        self.logId = logId
     }
 }
 

@@ -142,10 +142,15 @@ public struct EventsSinceRequest: Codable, Sendable {
 public struct EventsSinceReply: Codable, Sendable, Hashable {
     public let events: [ReceivedEvent]
     public let lastSeq: Int64
+    /// The identity of the publisher's event log, made with its database: a follower that finds
+    /// another one knows the seqs it holds belong to a different history (a wiped or replaced
+    /// database), even when the new history is longer than the old.
+    public let logId: RecordID?
 
-    public init(events: [ReceivedEvent], lastSeq: Int64) {
+    public init(events: [ReceivedEvent], lastSeq: Int64, logId: RecordID?) {
         self.events = events
         self.lastSeq = lastSeq
+        self.logId = logId
     }
 }
 
@@ -160,8 +165,10 @@ public struct HealthReply: Codable, Sendable {
     public let upstreams: [UpstreamHealth]
     /// The last error the service logged, for `lht status`; nil while there was none.
     public let lastError: String?
+    /// The identity of the service's event log (`EventsSinceReply.logId`).
+    public let logId: RecordID?
 
-    enum CodingKeys: String, CodingKey { case service, version, uptimeSeconds, lastSeq, counters, upstreams, lastError }
+    enum CodingKeys: String, CodingKey { case service, version, uptimeSeconds, lastSeq, counters, upstreams, lastError, logId }
 
     /// Written by hand to write the counters in name order, so two replies with the same counts are the
     /// same bytes; the synthesized conformance writes a dictionary in its (per-process) hash order.
@@ -175,6 +182,7 @@ public struct HealthReply: Codable, Sendable {
         for name in counters.keys.sorted() { try counts.encode(counters[name]!, forKey: DynamicKey(name)) }
         try container.encode(upstreams, forKey: .upstreams)
         try container.encode(lastError, forKey: .lastError)
+        try container.encode(logId, forKey: .logId)
     }
 
     /// `upstreams` and `lastError` came later: a reply without them reads as none.
@@ -187,10 +195,11 @@ public struct HealthReply: Codable, Sendable {
         counters = try container.decode([String: Int64].self, forKey: .counters)
         upstreams = try container.decodeIfPresent([UpstreamHealth].self, forKey: .upstreams) ?? []
         lastError = try container.decodeIfPresent(String.self, forKey: .lastError)
+        logId = try container.decodeIfPresent(RecordID.self, forKey: .logId)
     }
 
     public init(service: String, version: String, uptimeSeconds: Int64, lastSeq: Int64, counters: [String: Int64],
-                upstreams: [UpstreamHealth] = [], lastError: String? = nil) {
+                upstreams: [UpstreamHealth] = [], lastError: String? = nil, logId: RecordID? = nil) {
         self.service = service
         self.version = version
         self.uptimeSeconds = uptimeSeconds
@@ -198,6 +207,7 @@ public struct HealthReply: Codable, Sendable {
         self.counters = counters
         self.upstreams = upstreams
         self.lastError = lastError
+        self.logId = logId
     }
 }
 

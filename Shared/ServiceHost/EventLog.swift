@@ -8,10 +8,15 @@ public final class EventLog {
     public let source: String
     /// The newest committed seq; the next event gets `lastSeq + 1`.
     public private(set) var lastSeq: Int64
+    /// This log's identity, made with the database: seqs mean something only together with it.
+    public let identity: RecordID
 
     init(source: String, database: DatabaseQueue) throws {
         self.source = source
-        lastSeq = try database.read { db in try db.fetchValue(Int64.self, "SELECT MAX(seq) FROM outbox") ?? 0 }
+        (lastSeq, identity) = try database.read { db in
+            (try db.fetchValue(Int64.self, "SELECT MAX(seq) FROM outbox") ?? 0,
+             try db.fetchValue(String.self, "SELECT id FROM log_identity").flatMap(RecordID.init) ?? RecordID())
+        }
     }
 
     static func migrate(_ migrator: inout DatabaseMigrator) {
@@ -21,6 +26,14 @@ public final class EventLog {
                 CREATE TABLE outbox (seq INTEGER PRIMARY KEY NOT NULL, topic TEXT NOT NULL, envelope BLOB NOT NULL);
                 CREATE TABLE cursor (upstream TEXT PRIMARY KEY NOT NULL, seq INTEGER NOT NULL);
                 """)
+        }
+        migrator.registerMigration("log identity") { db in
+            // A database from before identities gets one now: its history is the one it has.
+            try db.execute(sql: """
+                CREATE TABLE log_identity (id TEXT NOT NULL);
+                ALTER TABLE cursor ADD COLUMN log_id TEXT;
+                """)
+            try db.execute(sql: "INSERT INTO log_identity (id) VALUES (?)", arguments: [RecordID().description])
         }
     }
 
@@ -51,7 +64,7 @@ public final class EventLog {
             if index > 0 { payload.append(UInt8(ascii: ",")) }
             payload.append(row["envelope"] as Data)
         }
-        payload.append(contentsOf: Array(#"],"lastSeq":\#(lastSeq)}"#.utf8))
+        payload.append(contentsOf: Array(#"],"lastSeq":\#(lastSeq),"logId":"\#(identity)"}"#.utf8))
         return payload
     }
 }

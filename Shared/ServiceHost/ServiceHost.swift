@@ -184,7 +184,7 @@ public final class ServiceHost {
     /// a gap or a silent publisher without polling.
     private func heartbeatIfQuiet() {
         guard Date().timeIntervalSince(events.lastSent) * 1000 >= Double(Heartbeat.intervalMilliseconds),
-              let frame = try? wireEncoder().encode(Heartbeat(source: name, lastSeq: eventLog.lastSeq, time: time.now()))
+              let frame = try? wireEncoder().encode(Heartbeat(source: name, lastSeq: eventLog.lastSeq, time: time.now(), logId: eventLog.identity))
         else { return }
         try? events.send(topic: Heartbeat.topic, frame)
     }
@@ -298,6 +298,7 @@ public final class ServiceHost {
         for (reason, count) in security?.refusals ?? [:] { counters["authRefused.\(reason.rawValue)"] = Int64(count) }
         let upstreams = feeds.map { UpstreamHealth(name: $0.upstream.rawValue, appliedSeq: $0.appliedSeq, upstreamSeq: $0.upstreamSeq) }
         return HealthReply(service: name, version: version, uptimeSeconds: Int64(Date().timeIntervalSince(startedAt)),
-                           lastSeq: eventLog.lastSeq, counters: counters, upstreams: upstreams, lastError: lastError)
+                           lastSeq: eventLog.lastSeq, counters: counters, upstreams: upstreams, lastError: lastError,
+                           logId: eventLog.identity)
     }
 }
