@@ -11,7 +11,8 @@ import TestSupport
 /// (TCP, so a stopped upstream is a silent one), services in-process.
 ///
 /// The bound asked for is 20 ms; the assertions allow 100 ms at the 99th percentile (this runs on a
-/// shared, loaded machine) and print the real figures.
+/// shared, loaded machine) and a maximum of 300 ms (a loop held by one 500 ms catch-up try exceeds
+/// it), and print the real figures.
 @Suite(.serialized) struct UpstreamWaitTests {
     let henning = user("henning")
 
@@ -45,7 +46,7 @@ import TestSupport
         let figures = Figures(latencies)
         print("[loop latency] \(label): \(figures)")
         #expect(figures.p99 < 100, "\(label): \(figures)")
-        #expect(figures.max < 500, "\(label): \(figures)")
+        #expect(figures.max < 300, "\(label): \(figures)")
         return figures
     }
 
