@@ -60,7 +60,8 @@ public final class EventFollower {
         return reply
     }
 
-    private func heard(seq: Int64) {
+    /// Notes that the publisher was heard and has at least `seq` (a page fetched by other means).
+    public func heard(seq: Int64) {
         lastHeard = Date()
         publisherSeq = max(publisherSeq, seq)
     }

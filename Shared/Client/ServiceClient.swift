@@ -64,15 +64,26 @@ public final class ServiceClient {
     /// As `call`, with the reply's `data` bytes exactly as the service sent them (for `--json` output).
     public func callWithData<Input, Output>(_ op: Op<Input, Output>, _ request: Input, timeoutMilliseconds: Int,
                                             tries: Int = 1) throws(WireError) -> (value: Output, data: Data) {
-        let frame: Data
-        do {
-            frame = try wireEncoder().encode(RequestFrame(op: op.name, data: request))
-        } catch {
-            throw WireError(.internal, "the \(op.name) request could not be encoded: \(error)")
-        }
+        let frame = try Self.requestFrame(op, request)
         guard let reply = exchange(frame, timeoutMilliseconds: timeoutMilliseconds, tries: tries) else {
             throw WireError(.unavailable, "\(endpoint) did not answer \(op.name) within \(tries) × \(timeoutMilliseconds) ms")
         }
+        return try Self.decodeReply(op, reply, from: endpoint)
+    }
+
+    /// The request frame of `op` with `request` as its data.
+    public static func requestFrame<Input, Output>(_ op: Op<Input, Output>, _ request: Input) throws(WireError) -> Data {
+        do {
+            return try wireEncoder().encode(RequestFrame(op: op.name, data: request))
+        } catch {
+            throw WireError(.internal, "the \(op.name) request could not be encoded: \(error)")
+        }
+    }
+
+    /// A reply frame to `op` from `endpoint`, decoded: its value and its `data` bytes as sent, or the
+    /// service's refusal.
+    public static func decodeReply<Input, Output>(_ op: Op<Input, Output>, _ reply: Data,
+                                                  from endpoint: String) throws(WireError) -> (value: Output, data: Data) {
         let decoded: ReplyFrame<Output>
         do {
             decoded = try JSONDecoder().decode(ReplyFrame<Output>.self, from: reply)

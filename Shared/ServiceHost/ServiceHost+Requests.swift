@@ -12,8 +12,13 @@ public enum Placement: Sendable {
     /// the next request must already see.
     case alone
     /// Outside any transaction: the handler waits on something first (another service, a catch-up)
-    /// and must not hold a transaction meanwhile; it calls `write` itself.
+    /// and must not hold a transaction meanwhile; it calls `write` itself. It holds the loop while
+    /// it runs: nothing here may wait on another service (use `.deferred`).
     case outside
+    /// Answered later, without holding the loop: the handler starts its upstream work and returns,
+    /// the loop keeps the routing envelope and sends the reply when the handler answers
+    /// (`handleDeferred`, Deferred.swift).
+    case deferred
 }
 
 /// A registered op: decodes its request, checks the caller against the catalog's rule, runs, and
@@ -22,6 +27,8 @@ struct Operation {
     let info: OpInfo
     let placement: Placement
     let run: (_ frame: Data, _ head: RequestHead, _ tx: Transaction?, _ caller: Caller) throws -> Data
+    /// For `.deferred` ops: decodes, authorizes and starts the handler, which answers through the closure.
+    var start: ((_ frame: Data, _ head: RequestHead, _ caller: Caller, _ answer: @escaping (Outcome) -> Void) throws -> Void)?
 }
 
 /// One request as the loop read it.
@@ -71,7 +78,7 @@ extension ServiceHost {
     public func handleEncoded<Input, Output>(_ op: Op<Input, Output>, _ placement: Placement = .batched,
                                              owner: ((Input) throws -> UserID?)? = nil,
                                              _ handler: @escaping (Input, Transaction) throws -> Data) {
-        precondition(placement != .outside, "use handleOutside")
+        precondition(placement != .outside && placement != .deferred, "use handleOutside or handleDeferred")
         register(op, placement, owner: owner) { input, tx, _ in try handler(input, tx!) }
     }
 
@@ -128,23 +135,41 @@ extension ServiceHost {
             batch.append((frames.dropLast(), IncomingRequest(frame: frame, caller: caller(userId: userId))))
         }
         guard !batch.isEmpty else { return }
-        let replies = process(batch.map(\.request))
+        // A deferred request keeps its envelope until its answer comes (Deferred.swift).
+        let replies = process(batch.map(\.request), allowedOps: nil) { [unowned self] index in
+            let envelope = batch[index].envelope
+            return { [unowned self] reply in sendReply(reply, to: envelope) }
+        }
         for (entry, reply) in zip(batch, replies) {
-            // Everything before the body is the routing envelope (identity, and the delimiter if any).
-            // One reply that cannot go (its client vanished) must not cost the others theirs.
-            do {
-                try api.send(multipart: Array(entry.envelope) + [reply], dontWait: true)
-            } catch {
-                logger.warning("reply not sent", metadata: ["error": "\(error)"])
-            }
+            if let reply { sendReply(reply, to: entry.envelope) }
+        }
+    }
+
+    /// Everything before the body is the routing envelope (identity, and the delimiter if any).
+    /// One reply that cannot go (its client vanished) must not cost the others theirs.
+    private func sendReply(_ reply: Data, to envelope: ArraySlice<Data>) {
+        do {
+            try api.send(multipart: Array(envelope) + [reply], dontWait: true)
+        } catch {
+            logger.warning("reply not sent", metadata: ["error": "\(error)"])
         }
     }
 
     /// Runs requests in order and returns their reply frames. Consecutive batched requests share
     /// one transaction (one savepoint each): group commit. `allowedOps` narrows what a channel may
     /// ask (the intake takes only the two log ops).
+    /// A deferred op has no way back here: it answers `unavailable` (the intake allows none).
     public func process(_ requests: [IncomingRequest], allowedOps: [OpInfo]? = nil) -> [Data] {
-        var replies = [Data](repeating: Data(), count: requests.count)
+        process(requests, allowedOps: allowedOps) { _ in nil }.map {
+            $0 ?? Reply.failure(WireError(.unavailable, "this op is answered later, which this channel cannot do"))
+        }
+    }
+
+    /// As `process`; a deferred request answered later has nil here, and its reply frame goes to
+    /// `later(index)` when it comes.
+    func process(_ requests: [IncomingRequest], allowedOps: [OpInfo]?,
+                 later: (Int) -> ((Data) -> Void)?) -> [Data?] {
+        var replies = [Data?](repeating: Data(), count: requests.count)
         var batch: [(index: Int, head: RequestHead, operation: Operation, started: DispatchTime)] = []
 
         func finished(_ index: Int, op: String, _ outcome: Outcome, since started: DispatchTime) {
@@ -203,6 +228,18 @@ extension ServiceHost {
             case .outside:
                 runBatch()
                 finished(index, op: head.op, outcome(head.op, request) { try operation.run(request.frame, head, nil, request.caller) }, since: started)
+            case .deferred:
+                runBatch()
+                let send = later(index)
+                let answeredNow = startDeferred(operation, request, head: head) { [unowned self] outcome in
+                    metrics.request(op: head.op, outcome: outcome.label, nanoseconds: DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds)
+                    send?(outcome.frame)
+                }
+                if let answeredNow {
+                    finished(index, op: head.op, answeredNow, since: started)
+                } else {
+                    replies[index] = nil
+                }
             }
         }
         runBatch()
@@ -211,7 +248,7 @@ extension ServiceHost {
 
     /// What `body` returned or threw; an unexpected error is `internal`, never a crash, and is
     /// logged with the request's op and userId (where it names one).
-    private func outcome(_ op: String, _ request: IncomingRequest, _ body: () throws -> Data) -> Outcome {
+    func outcome(_ op: String, _ request: IncomingRequest, _ body: () throws -> Data) -> Outcome {
         do {
             return .success(try body())
         } catch let error as WireError {

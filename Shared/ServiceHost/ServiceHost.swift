@@ -48,6 +48,8 @@ public final class ServiceHost {
     private var current: Transaction?
     private var watched: [(socket: Socket, onReadable: () -> Void)] = []
     private var feeds: [UpstreamFeed] = []
+    /// Requests to other services in flight (`UpstreamClient`): polled by the loop, never waited for.
+    let exchanges = PendingExchanges()
     private let startedAt = Date()
     private var lastError: String?
     /// Refusals already logged, by key and reason: a misbehaving client must not flood the log.
@@ -264,10 +266,14 @@ public final class ServiceHost {
             if let deadline = nextDeadline?() {
                 timeout = max(0, min(timeout, Int(deadline.milliseconds(since: time.now()))))
             }
+            // Upstream calls in flight are polled too: their replies and deadlines wake the loop.
+            let upstream = exchanges.pollSet()
+            if let deadline = exchanges.millisecondsToNextDeadline() { timeout = min(timeout, deadline) }
             do {
-                let readable = try Poller.readable(sockets, timeoutMilliseconds: timeout)
+                let readable = try Poller.readable(sockets + upstream, timeoutMilliseconds: timeout)
                 if readable[0] { try serveAPI() }
                 for (index, entry) in watched.enumerated() where readable[index + 1] { entry.onReadable() }
+                exchanges.serve(readable: readable[sockets.count...])
                 onTick?()
                 heartbeatIfQuiet()
                 syncHandshakeRefusals()
@@ -277,6 +283,8 @@ public final class ServiceHost {
                 recordError("loop error", ["error": "\(error)"])
             }
         }
+        // Calls in flight end as unavailable, so deferred requests still get their reply.
+        exchanges.cancelAll()
         logger.info("stopping")
     }
 

@@ -10,6 +10,11 @@ import ZeroMQ
 /// whose `lastSeq` is ahead, or a publisher silent for three heartbeats (the zguide's Clone
 /// pattern). The applied seq is stored with the state it produced (`Transaction.setCursor`), so a
 /// restart neither skips nor repeats.
+///
+/// While the loop runs, a catch-up never holds it: `events.since` goes out on an `UpstreamClient`
+/// and each page is applied when it arrives (`catchUpInBackground`). Live events that come
+/// meanwhile, or past a gap, are held and applied in seq order once they extend what was applied.
+/// Only the start-up catch-up (`catchUp`, before the ready line) waits.
 public final class UpstreamFeed {
     public typealias Apply = (_ event: ReceivedEvent, _ tx: Transaction) throws -> Void
 
@@ -17,7 +22,18 @@ public final class UpstreamFeed {
     public private(set) var appliedSeq: Int64
     private let host: ServiceHost
     private let follower: EventFollower
+    private let client: UpstreamClient
     private let apply: Apply
+    /// Live events past `appliedSeq` not applied yet (a gap before them, or a catch-up in flight).
+    private var held: [ReceivedEvent] = []
+    private static let heldLimit = 100_000
+    /// Whether an `events.since` round is in flight, who waits for it, and who waits for the next.
+    public private(set) var isCatchingUp = false
+    private var waiting: [(Bool) -> Void] = []
+    private var waitingForNext: [(Bool) -> Void]?
+    /// When work that needs what the upstream is known to have began waiting for it (`waitsForKnownGap`).
+    private var gapWaitStarted: UInt64?
+    private var gapWaitEnded = false
     private var lastAttempt = Date.distantPast
     /// How long to wait before asking a silent or failing upstream again; doubled while it does
     /// not answer, so a service whose upstream is down does not stall its own loop every turn.
@@ -32,6 +48,7 @@ public final class UpstreamFeed {
         self.apply = apply
         follower = try EventFollower(context: host.context, eventsEndpoint: eventsEndpoint, apiEndpoint: apiEndpoint,
                                      credentials: host.credentials(for: upstream))
+        client = try UpstreamClient(host: host, upstream: upstream, endpoint: apiEndpoint)
         appliedSeq = try host.read { db in try EventLog.cursor(upstream.rawValue, in: db) }
         host.watch(follower.subscriber) { [unowned self] in receiveLive() }
         host.follow(self)
@@ -41,8 +58,9 @@ public final class UpstreamFeed {
     /// The upstream's newest seq as last seen; above `appliedSeq` means we know we are behind.
     public var upstreamSeq: Int64 { follower.publisherSeq }
 
-    /// Asks the upstream for everything after `appliedSeq` until caught up. False when it did not
-    /// answer within `timeoutMilliseconds` for a page: then we cannot know what we missed.
+    /// Asks the upstream for everything after `appliedSeq` until caught up, and waits: only before
+    /// the loop runs (start-up). False when it did not answer within `timeoutMilliseconds` for a
+    /// page: then we cannot know what we missed.
     @discardableResult
     public func catchUp(timeoutMilliseconds: Int = 2000) -> Bool {
         lastAttempt = Date()
@@ -74,12 +92,100 @@ public final class UpstreamFeed {
         }
     }
 
+    /// Asks the upstream for everything after `appliedSeq` until caught up, without waiting: the
+    /// pages are applied on later loop turns as they arrive. `then` is called on the loop thread
+    /// with true once caught up, false when a page did not come within `timeoutMilliseconds` (one
+    /// try). A round already in flight may have asked before what `then` must see: a caller that
+    /// comes during one gets the next round, started as soon as that one ends.
+    public func catchUpInBackground(timeoutMilliseconds: Int = 2000, then: ((Bool) -> Void)? = nil) {
+        if isCatchingUp {
+            if let then { waitingForNext = (waitingForNext ?? []) + [then] }
+            return
+        }
+        isCatchingUp = true
+        lastAttempt = Date()
+        if let then { waiting.append(then) }
+        fetchPage(timeoutMilliseconds: timeoutMilliseconds)
+    }
+
+    private func fetchPage(timeoutMilliseconds: Int) {
+        let after = appliedSeq
+        client.call(Ops.eventsSince, EventsSinceRequest(after: after, limit: 1000), timeoutMilliseconds: timeoutMilliseconds) { [unowned self] result in
+            let page: EventsSinceReply
+            switch result {
+            case .failure(let error):
+                host.logger.warning("upstream did not answer events.since", metadata: ["upstream": "\(upstream)", "error": "\(error)"])
+                return roundEnded(false, timeoutMilliseconds: timeoutMilliseconds)
+            case .success(let reply):
+                page = reply
+            }
+            follower.heard(seq: page.lastSeq)
+            if page.lastSeq < appliedSeq {
+                host.recordError("upstream seq went backwards", ["upstream": "\(upstream)", "applied": "\(appliedSeq)", "upstreamLast": "\(page.lastSeq)"])
+                appliedSeq = page.lastSeq
+                held.removeAll()
+            }
+            let before = appliedSeq
+            applyInOrder(page.events)
+            applyHeld()
+            if page.events.isEmpty || appliedSeq >= page.lastSeq { return roundEnded(true, timeoutMilliseconds: timeoutMilliseconds) }
+            // Nothing applied (storage trouble): try again later rather than asking for the same page forever.
+            guard appliedSeq > before else { return roundEnded(false, timeoutMilliseconds: timeoutMilliseconds) }
+            fetchPage(timeoutMilliseconds: timeoutMilliseconds)
+        }
+    }
+
+    private func roundEnded(_ caughtUp: Bool, timeoutMilliseconds: Int) {
+        isCatchingUp = false
+        retryInterval = caughtUp ? Self.minimumRetry : min(retryInterval * 2, 60)
+        if !caughtUp { held.removeAll() }  // refetched from the cursor on the next round
+        let done = waiting
+        waiting = []
+        for then in done { then(caughtUp) }
+        if let next = waitingForNext {
+            waitingForNext = nil
+            isCatchingUp = true
+            lastAttempt = Date()
+            waiting = next
+            fetchPage(timeoutMilliseconds: timeoutMilliseconds)
+        }
+    }
+
+    /// For work that should see everything the upstream is known to have (the planner's decisions,
+    /// SEMANTICS §3): true while the caller should wait — a known gap is being fetched and
+    /// `limitMilliseconds` since it began waiting have not passed; the caller asks again on a later
+    /// turn, and the loop serves meanwhile. Starts that catch-up when needed. False when nothing is
+    /// known missing, or when the upstream did not fill the gap in time: go ahead with what we have.
+    public func waitsForKnownGap(limitMilliseconds: Int = 2000) -> Bool {
+        guard upstreamSeq > appliedSeq else {
+            gapWaitStarted = nil
+            return false
+        }
+        let now = DispatchTime.now().uptimeNanoseconds
+        guard let started = gapWaitStarted else {
+            gapWaitStarted = now
+            gapWaitEnded = false
+            catchUpInBackground(timeoutMilliseconds: limitMilliseconds) { [unowned self] _ in gapWaitEnded = true }
+            if gapWaitEnded { gapWaitStarted = nil }
+            return !gapWaitEnded
+        }
+        if gapWaitEnded || now - started >= UInt64(limitMilliseconds) * 1_000_000 {
+            gapWaitStarted = nil
+            return false
+        }
+        return true
+    }
+
+    /// Whether work waits on a known gap now (`waitsForKnownGap`): the loop need not wake for it early.
+    public var isWaitingForKnownGap: Bool { gapWaitStarted != nil }
+
     /// Called every loop turn: catches up when a heartbeat showed we are behind, or when the
     /// upstream has been silent (it may have restarted), at most every `retryInterval`.
     public func tick() {
+        guard !isCatchingUp else { return }
         let behind = follower.publisherSeq > appliedSeq
         guard behind || follower.isSilent, Date().timeIntervalSince(lastAttempt) >= retryInterval else { return }
-        catchUp(timeoutMilliseconds: behind ? 2000 : 500)
+        catchUpInBackground(timeoutMilliseconds: behind ? 2000 : 500)
     }
 
     private func receiveLive() {
@@ -88,11 +194,19 @@ public final class UpstreamFeed {
             host.logger.warning("unreadable upstream message", metadata: ["upstream": "\(upstream)", "count": "\(follower.unreadable)"])
         }
         defer { host.upstreamProgressed(self) }  // heartbeats move the upstream's seq too
-        guard let first = received.first(where: { $0.seq > appliedSeq }) else { return }
-        if first.seq != appliedSeq + 1 {
-            catchUp()  // a gap: fetch what was missed; events already applied are skipped below
-        }
-        applyInOrder(received)
+        held += received.filter { $0.seq > appliedSeq }
+        if held.count > Self.heldLimit { held.removeFirst(held.count - Self.heldLimit) }
+        guard !held.isEmpty else { return }
+        applyHeld()
+        // A gap before what is still held: fetch what was missed (the held events follow it).
+        if !held.isEmpty, !isCatchingUp { catchUpInBackground() }
+    }
+
+    /// Applies what is held as far as it extends `appliedSeq` without a gap, and forgets what is applied.
+    private func applyHeld() {
+        guard !held.isEmpty else { return }
+        applyInOrder(held)
+        held.removeAll { $0.seq <= appliedSeq }
     }
 
     /// Applies the events that extend `appliedSeq` without a gap, in one transaction.

@@ -16,7 +16,8 @@ import ZeroMQ
 public final class NotifierService: Service {
     public let host: ServiceHost
     private let settings: NotifierSettings
-    private let sessionLogger: ServiceClient
+    /// The session logger's api, called without holding the loop (quick actions answer later).
+    private let sessionLogger: UpstreamClient
     private var feed: UpstreamFeed!
 
     /// Lazy Pirate against the session logger: tries × timeout bounds how long an action may wait.
@@ -26,8 +27,7 @@ public final class NotifierService: Service {
     public init(settings: NotifierSettings, logger: Logger, context: Context? = nil) throws {
         self.settings = settings
         host = try ServiceHost(settings: settings.service, migrations: NotifierStore.migrate, logger: logger, context: context)
-        sessionLogger = ServiceClient(context: host.context, endpoint: settings.sessionLoggerAPI,
-                                      credentials: try host.credentials(for: .sessionLogger))
+        sessionLogger = try UpstreamClient(host: host, upstream: .sessionLogger, endpoint: settings.sessionLoggerAPI)
         let counts = try host.read(NotifierStore.counts)
         host.count("notified", by: counts.notified)
         host.count("rateLimited", by: counts.rateLimited)
@@ -46,13 +46,13 @@ public final class NotifierService: Service {
 
     private func registerOps() {
         host.handleEncoded(Ops.notificationList) { query, tx in try NotifierStore.list(query, tx.db) }
-        // Waits on the session logger, so it must not hold the batch's transaction meanwhile.
-        host.handleOutside(Ops.notificationAction, owner: { [unowned self] input in
+        // Waits on the session logger: answered later, so the loop serves everything else meanwhile.
+        host.handleDeferred(Ops.notificationAction, owner: { [unowned self] input in
             try host.read { try NotifierStore.notification(input.notificationId, $0) }?.userId
-        }) { [unowned self] input in try act(input) }
+        }) { [unowned self] input, reply in try act(input, reply) }
     }
 
-    private func act(_ input: NotificationActionRequest) throws -> NotificationActionReply {
+    private func act(_ input: NotificationActionRequest, _ reply: DeferredReply<NotificationActionReply>) throws {
         guard let notification = try host.read({ try NotifierStore.notification(input.notificationId, $0) }) else {
             throw input.notFound
         }
@@ -62,41 +62,55 @@ public final class NotifierService: Service {
             throw WireError(.notFound, "notification \(notification.notificationId) offers no action \"\(input.actionId.prefix(60))\" (it offers \(ids))",
                             field: "data.actionId")
         case .open(let deepLink):
-            return NotificationActionReply(deepLink: deepLink)
+            reply.succeed(NotificationActionReply(deepLink: deepLink))
         case .logNoAlc(let level):
-            return NotificationActionReply(entry: try log(level, for: notification, actionId: input.actionId))
+            try log(level, for: notification, actionId: input.actionId) { result in
+                reply.answer { NotificationActionReply(entry: try result.get()) }
+            }
         }
     }
 
-    /// Logs `level` for the notification's target day and returns the entry as the logger stored it.
+    /// Logs `level` for the notification's target day; `then` gets the entry as the logger stored it.
     /// The idempotency id depends only on (notification, action): a retry after a lost ack, or the
     /// user tapping again, gets the first entry back (`duplicate:true`) instead of a second one.
-    private func log(_ level: NoAlcLevel, for notification: LHTSchema.Notification, actionId: String) throws -> StoredNoAlcEntry {
+    private func log(_ level: NoAlcLevel, for notification: LHTSchema.Notification, actionId: String,
+                     then: @escaping (Result<StoredNoAlcEntry, WireError>) -> Void) throws {
         guard let day = notification.targetDay else {
             throw WireError(.internal, "notification \(notification.notificationId) has no target day to log for")
         }
         let request = NoAlcLogRequest(id: ActionKey.id(notificationId: notification.notificationId, actionId: actionId),
                                       userId: notification.userId, day: day, level: level, source: "notification")
-        let receipt = try callSessionLogger(Ops.noalcLog, request)
-        // The event the entry was published with is the stored entry, exactly (a later correction
-        // of the same day does not hide it, as it would from noalc.list).
-        let page = try callSessionLogger(Ops.eventsSince, EventsSinceRequest(after: receipt.seq - 1, limit: 1))
-        guard case .noalcLogged(let entry) = page.events.first?.data, entry.id == receipt.id else {
-            throw WireError(.internal, "the session logger's event \(receipt.seq) is not entry \(receipt.id)")
+        callSessionLogger(Ops.noalcLog, request) { [unowned self] logged in
+            let receipt: LogReceipt
+            switch logged {
+            case .failure(let error): return then(.failure(error))
+            case .success(let value): receipt = value
+            }
+            // The event the entry was published with is the stored entry, exactly (a later correction
+            // of the same day does not hide it, as it would from noalc.list).
+            callSessionLogger(Ops.eventsSince, EventsSinceRequest(after: receipt.seq - 1, limit: 1)) { fetched in
+                then(fetched.flatMap { page in
+                    guard case .noalcLogged(let entry) = page.events.first?.data, entry.id == receipt.id else {
+                        return .failure(WireError(.internal, "the session logger's event \(receipt.seq) is not entry \(receipt.id)"))
+                    }
+                    return .success(entry)
+                })
+            }
         }
-        return entry
     }
 
-    /// One request to the session logger, retried on timeout; its refusals come back as ours,
-    /// without its field path, which names its request, not the caller's.
-    private func callSessionLogger<Request, Reply>(_ op: Op<Request, Reply>, _ request: Request) throws(WireError) -> Reply {
-        do {
-            return try sessionLogger.call(op, request, timeoutMilliseconds: Self.loggerTimeoutMilliseconds, tries: Self.loggerTries)
-        } catch let error where error.code == .unavailable {
-            host.logger.warning("session logger did not answer", metadata: ["op": "\(op.name)"])
-            throw WireError(.unavailable, "the session logger did not answer \(op.name) within \(Self.loggerTries) × \(Self.loggerTimeoutMilliseconds) ms; repeating the action is safe")
-        } catch {
-            throw WireError(error.code, "the session logger refused \(op.name): \(error.message)")
+    /// One request to the session logger, retried on timeout, without holding the loop; its refusals
+    /// come back as ours, without its field path, which names its request, not the caller's.
+    private func callSessionLogger<Request, Reply>(_ op: Op<Request, Reply>, _ request: Request,
+                                                   then: @escaping (Result<Reply, WireError>) -> Void) {
+        sessionLogger.call(op, request, timeoutMilliseconds: Self.loggerTimeoutMilliseconds, tries: Self.loggerTries) { [unowned self] result in
+            then(result.mapError { error in
+                if error.code == .unavailable {
+                    host.logger.warning("session logger did not answer", metadata: ["op": "\(op.name)"])
+                    return WireError(.unavailable, "the session logger did not answer \(op.name) within \(Self.loggerTries) × \(Self.loggerTimeoutMilliseconds) ms; repeating the action is safe")
+                }
+                return WireError(error.code, "the session logger refused \(op.name): \(error.message)")
+            })
         }
     }
 

@@ -30,9 +30,8 @@ extension ReminderPlanner {
             decidedThrough = max(decidedThrough, now)
             return 0
         }
-        // A known gap in our copy of the session log: ask for it first. If the logger does not answer
-        // within 2 s, decide with what we know; missing sessions only mean fewer suppressions (fail-safe).
-        if due, mode == .running, feed.upstreamSeq > feed.appliedSeq { feed.catchUp() }
+        // A known gap in our copy of the session log is fetched before deciding, without holding the
+        // loop: see `decideRunning` and the clock ops (fail-safe after 2 s).
         var count = 0
         try host.write { tx in
             try alongside?(tx)

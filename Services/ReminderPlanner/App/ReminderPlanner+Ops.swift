@@ -46,9 +46,17 @@ extension ReminderPlanner {
             try fireTest(reminder(input.reminderId, input), tx)
         }
         host.handle(Ops.clockGet) { [unowned self] _, _ in ClockReply(now: host.time.now(), decided: nil) }
-        host.handleOutside(Ops.clockSet) { [unowned self] input in try moveClock(Ops.clockSet.name, to: input.now) }
-        host.handleOutside(Ops.clockAdvance) { [unowned self] input in
-            try moveClock(Ops.clockAdvance.name, to: host.time.now().adding(seconds: input.seconds))
+        // Sessions logged just before the move count: the clock moves after a catch-up (fail-safe if
+        // the logger is silent), answered later so the loop serves meanwhile.
+        host.handleDeferred(Ops.clockSet) { [unowned self] input, reply in
+            try requireManualClock(Ops.clockSet.name)
+            afterCatchingUp { [unowned self] in reply.answer { try moveClock(Ops.clockSet.name, to: input.now) } }
+        }
+        host.handleDeferred(Ops.clockAdvance) { [unowned self] input, reply in
+            try requireManualClock(Ops.clockAdvance.name)
+            afterCatchingUp { [unowned self] in
+                reply.answer { try moveClock(Ops.clockAdvance.name, to: host.time.now().adding(seconds: input.seconds)) }
+            }
         }
     }
 
@@ -114,14 +122,19 @@ extension ReminderPlanner {
         return occurrence
     }
 
+    private func requireManualClock(_ op: String) throws(WireError) {
+        guard manualClock != nil else {
+            throw WireError.invalid("op", "\(op) needs --clock manual:<instant>; this planner runs on the system clock")
+        }
+    }
+
+    /// Moves the manual clock and decides what it moved over; the caller caught up first.
     private func moveClock(_ op: String, to now: Instant) throws -> ClockReply {
         guard let manualClock else {
             throw WireError.invalid("op", "\(op) needs --clock manual:<instant>; this planner runs on the system clock")
         }
         let previous = manualClock.current
         guard now >= previous else { throw WireError.invalid("data.now", "the clock only moves forward") }
-        // Sessions logged just before the move count: catch up first (fail-safe if the logger is silent).
-        feed.catchUp()
         manualClock.current = now
         do {
             // The new time is stored with the decisions it caused, so a crash cannot separate them.

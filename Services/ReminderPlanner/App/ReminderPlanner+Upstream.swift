@@ -33,6 +33,22 @@ extension ReminderPlanner {
         }
     }
 
+    /// The loop's turn (SEMANTICS §3): occurrences due now are decided after a known gap in our copy
+    /// of the session log is fetched. The fetch runs without holding the loop; the decisions wait for
+    /// it on later turns, up to 2 s: if the logger does not answer by then, they are decided with what
+    /// we know (missing sessions only mean fewer suppressions: fail-safe).
+    func decideRunning(through now: Instant) {
+        let due = scheduler.nextInstant.map { $0 <= now } ?? false
+        if due, feed.waitsForKnownGap(limitMilliseconds: 2000) { return }
+        decideDue(through: now, mode: .running)
+    }
+
+    /// Runs `body` once the session log as the logger has it now is applied: after a catch-up round
+    /// that started after this call, or its 2 s deadline (fail-safe). The loop serves meanwhile.
+    func afterCatchingUp(_ body: @escaping () -> Void) {
+        feed.catchUpInBackground(timeoutMilliseconds: 2000) { _ in body() }
+    }
+
     private func reminders(of user: UserID, activity: Activity) -> [Reminder] {
         (remindersByUser[user] ?? []).compactMap { reminders[$0] }.filter { $0.activity == activity && $0.enabled }
     }

@@ -68,10 +68,13 @@ public final class ReminderPlanner: Service {
         for status in [OccurrenceStatus.fired, .suppressed, .skipped, .missed] { host.countMetric("decisions", "kind", Self.decisionKind(status), by: 0) }
         feed.catchUp()
         decideDue(through: time.now(), mode: .startup)
-        host.nextDeadline = { [unowned self] in self.manualClock == nil ? self.scheduler.nextInstant : nil }
+        // While decisions wait for a known gap, the catch-up's reply or deadline wakes the loop.
+        host.nextDeadline = { [unowned self] in
+            self.manualClock == nil && !self.feed.isWaitingForKnownGap ? self.scheduler.nextInstant : nil
+        }
         host.onTick = { [unowned self] in
             self.feed.tick()
-            if self.manualClock == nil { self.decideDue(through: self.host.time.now(), mode: .running) }
+            if self.manualClock == nil { self.decideRunning(through: self.host.time.now()) }
         }
     }
 

@@ -46,6 +46,15 @@ final class ServiceRig {
         return try start { context in try SessionLogger(settings: settings, logger: quietLogger("session-logger"), context: context) }
     }
 
+    /// The session logger again, after `previous` stopped: its data directory and its endpoints, so
+    /// followers reconnect to it (TCP ports are bound again).
+    func sessionLogger(restarting previous: InProcessService) throws -> InProcessService {
+        let arguments = ServiceName.sessionLogger.roles.flatMap { ["--\($0.rawValue)", previous.endpoints[$0.rawValue]!] }
+            + ["--data-dir", scratch.subdirectory(ServiceName.sessionLogger.rawValue).path]
+        let settings = try SessionLoggerSettings(SessionLoggerOptions.parse(arguments))
+        return try start { context in try SessionLogger(settings: settings, logger: quietLogger("session-logger"), context: context) }
+    }
+
     /// A planner on a manual clock starting at `clock`, following `logger`.
     func planner(clock: Instant, following logger: InProcessService, extra: [String] = []) throws -> InProcessService {
         let settings = try PlannerSettings(PlannerOptions.parse(common(.reminderPlanner) + [
