@@ -248,9 +248,10 @@ struct ProtocolRoundTripTests {
             #expect(try pipeline(EventsSinceRequest.self, wireRequest("events.since", #"{"limit":\#(limit)}"#)).get().limit == limit)
         }
 
-        let reply = "{\"events\":[\(Examples.sessionLoggedEnvelope),\(Examples.reminderDueEnvelope)],\"lastSeq\":43}"
+        let reply = "{\"events\":[\(Examples.sessionLoggedEnvelope),\(Examples.reminderDueEnvelope)],\"lastSeq\":43,\"logId\":\"0b3ad1a6-8a3e-4c5e-9d3c-2f54b1f0e7a1\"}"
         let (decoded, _) = try expectEqualRoundTrip(EventsSinceReply.self, reply)
         #expect(decoded.lastSeq == 43)
+        #expect(decoded.logId == RecordID("0b3ad1a6-8a3e-4c5e-9d3c-2f54b1f0e7a1"))
         // Each envelope's data is decoded once, into the type the catalog gives its event type.
         guard case .sessionLogged(let session) = decoded.events[0].data, case .reminderDue(let due) = decoded.events[1].data else {
             Issue.record("events not typed: \(decoded.events.map(\.data))")
@@ -266,9 +267,9 @@ struct ProtocolRoundTripTests {
         let (health, wire) = try expectStableRoundTrip(HealthReply.self, json)
         #expect(health.service == "session-logger")
         #expect(health.counters == ["intakeRejected": 3, "rateLimited": 0])
-        #expect(try jsonObject(wire) == jsonObject(#"{"counters":{"intakeRejected":3,"rateLimited":0},"lastSeq":42,"service":"session-logger","uptimeSeconds":12,"version":"0.1.0","upstreams":[],"lastError":null}"#))
+        #expect(try jsonObject(wire) == jsonObject(#"{"counters":{"intakeRejected":3,"rateLimited":0},"lastSeq":42,"service":"session-logger","uptimeSeconds":12,"version":"0.1.0","upstreams":[],"lastError":null,"logId":null}"#))
         // Upstreams and the last error, when a service reports them.
-        let following = #"{"service":"notifier","version":"1.0.0","uptimeSeconds":1,"lastSeq":2,"counters":{},"upstreams":[{"name":"reminder-planner","appliedSeq":5,"upstreamSeq":8,"lag":3}],"lastError":"disk full"}"#
+        let following = #"{"service":"notifier","version":"1.0.0","uptimeSeconds":1,"lastSeq":2,"counters":{},"upstreams":[{"name":"reminder-planner","appliedSeq":5,"upstreamSeq":8,"lag":3}],"lastError":"disk full","logId":"0b3ad1a6-8a3e-4c5e-9d3c-2f54b1f0e7a1"}"#
         let (status, _) = try expectStableRoundTrip(HealthReply.self, following)
         #expect(status.upstreams == [UpstreamHealth(name: "reminder-planner", appliedSeq: 5, upstreamSeq: 8)] && status.lastError == "disk full")
         let frameBytes = try Reply.success(health)
