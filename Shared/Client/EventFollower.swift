@@ -17,6 +17,10 @@ public final class EventFollower {
     public private(set) var lastHeard = Date.distantPast
     /// Messages that were not a readable event or heartbeat.
     public private(set) var unreadable = 0
+    /// The publisher's log identity from its last heartbeat (nil before one, or from an older publisher).
+    public private(set) var heartbeatLogId: RecordID?
+    private let connectionMonitor: Socket
+    private var connectionCount = 0
 
     /// Subscribes to `prefixes` and, unless one of them is `""`, to heartbeats too.
     public init(context: Context, eventsEndpoint: String, apiEndpoint: String, prefixes: [String] = [""],
@@ -24,10 +28,22 @@ public final class EventFollower {
         subscriber = try Socket(context, .sub)
         try subscriber.setReceiveHighWaterMark(1_000_000)
         try subscriber.secure(with: credentials)
+        // Every (re)connection is reported, so an owner can check the publisher is still the one it followed.
+        let monitor = "inproc://lht-follower-\(ObjectIdentifier(subscriber).hashValue)"
+        try subscriber.monitor(.connected, to: monitor)
+        connectionMonitor = try Socket(context, .pair)
+        try connectionMonitor.connect(monitor)
         for prefix in prefixes { try subscriber.subscribe(prefix) }
         if !prefixes.contains("") { try subscriber.subscribe(Heartbeat.topic) }
         try subscriber.connect(eventsEndpoint)
         client = ServiceClient(context: context, endpoint: apiEndpoint, credentials: credentials)
+    }
+
+    /// How many times the SUB has connected to the publisher so far (a restarted publisher is a new
+    /// connection). Read before the events it may have brought: `drain` counts them first.
+    public var connections: Int {
+        while (try? connectionMonitor.receiveMultipart(dontWait: true)) != nil { connectionCount += 1 }
+        return connectionCount
     }
 
     /// Whether nothing, not even a heartbeat, arrived for three heartbeat intervals.
@@ -43,6 +59,7 @@ public final class EventFollower {
             if frames[0].elementsEqual(Heartbeat.topic.utf8) {
                 guard let beat = try? JSONDecoder().decode(Heartbeat.self, from: frames[1]) else { unreadable += 1; continue }
                 heard(seq: beat.lastSeq)
+                heartbeatLogId = beat.logId ?? heartbeatLogId
             } else if let event = try? JSONDecoder().decode(ReceivedEvent.self, from: frames[1]) {
                 heard(seq: event.seq)
                 events.append(event)

@@ -39,9 +39,10 @@ public final class EventLog {
 
     func committed(through seq: Int64) { lastSeq = seq }
 
-    /// The seq an upstream feed was applied through.
-    static func cursor(_ upstream: String, in db: Database) throws -> Int64 {
-        try db.fetchValue(Int64.self, "SELECT seq FROM cursor WHERE upstream = ?", arguments: [upstream]) ?? 0
+    /// The seq an upstream feed was applied through, and the identity of the log those seqs are of.
+    static func cursor(_ upstream: String, in db: Database) throws -> (seq: Int64, logId: RecordID?) {
+        let row = try db.fetchRow("SELECT seq, log_id FROM cursor WHERE upstream = ?", arguments: [upstream])
+        return (row?["seq"] ?? 0, (row?["log_id"] as String?).flatMap(RecordID.init))
     }
 
     /// `events.since` reply bytes: the stored envelopes exactly as they were published. With a
@@ -129,8 +130,10 @@ public final class Transaction {
     }
 
     /// Records the seq an upstream feed was applied through, beside the state it produced.
-    public func setCursor(_ upstream: String, _ seq: Int64) throws {
-        try db.run("INSERT INTO cursor (upstream, seq) VALUES (?, ?) ON CONFLICT(upstream) DO UPDATE SET seq = excluded.seq",
-                       arguments: [upstream, seq])
+    public func setCursor(_ upstream: String, _ seq: Int64, logId: RecordID?) throws {
+        try db.run("""
+            INSERT INTO cursor (upstream, seq, log_id) VALUES (?, ?, ?)
+            ON CONFLICT(upstream) DO UPDATE SET seq = excluded.seq, log_id = excluded.log_id
+            """, arguments: [upstream, seq, logId?.description])
     }
 }

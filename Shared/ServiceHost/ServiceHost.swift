@@ -34,6 +34,8 @@ public final class ServiceHost {
     public var securitySettings: SecuritySettings? { security?.settings }
     /// Things worth counting for `health`: rejected intake messages, rate-limited notifications, ….
     public private(set) var counters: [String: Int64] = [:]
+    /// Whether followers adopt an upstream's new history instead of halting (`--accept-upstream-reset`).
+    public var acceptUpstreamReset = false
     /// Called after every loop turn; services decide timed work here.
     public var onTick: (() -> Void)?
     /// The next instant the service wants `onTick` called by; the loop sleeps at most until then.
@@ -113,6 +115,7 @@ public final class ServiceHost {
         try self.init(service: settings.name, apiEndpoint: settings.api, eventsEndpoint: settings.events,
                       dataDirectory: settings.dataDirectory, migrations: migrations, logger: logger, time: time,
                       security: settings.security, context: context)
+        acceptUpstreamReset = settings.acceptUpstreamReset
         if settings.insecure && settings.security == nil {
             logger.warning("--insecure: serving plaintext without keys; anyone who can reach these ports reads and writes every user's data",
                            metadata: ["api": "\(apiEndpoint)", "events": "\(eventsEndpoint)"])

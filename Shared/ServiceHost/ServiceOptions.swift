@@ -21,6 +21,10 @@ public struct CommonOptions: ParsableArguments {
     @Flag(help: "Without --keys, allow binding addresses other than loopback (plaintext health data on the network).")
     public var insecure = false
 
+    @Flag(name: .customLong("accept-upstream-reset"),
+          help: "Follow an upstream whose event log is a new history (its data was wiped or replaced) from its start.")
+    public var acceptUpstreamReset = false
+
     @Option(help: "host:port where Prometheus metrics are served over HTTP at /metrics (port 0: any free port), or off (default: the service's 73x9 on loopback).")
     public var metrics: String?
 
@@ -32,7 +36,7 @@ public struct CommonOptions: ParsableArguments {
 
     public init() {}
 
-    public static let flagNames = ["api", "events", "data-dir", "keys", "insecure", "metrics", "log-format", "log-level"]
+    public static let flagNames = ["api", "events", "data-dir", "keys", "insecure", "accept-upstream-reset", "metrics", "log-format", "log-level"]
 }
 
 /// A service's options: the common ones and its own. The executable's `main` reads the common
@@ -93,9 +97,12 @@ public struct ServiceSettings: Sendable {
     /// Where `/metrics` is served (the executable serves it; in-process services do not).
     public let metrics: MetricsAddress
     public let log: LogSettings
+    /// Follow an upstream's new history from its start instead of halting (`UpstreamFeed`).
+    public let acceptUpstreamReset: Bool
 
     public init(_ name: ServiceName, common: CommonOptions) throws {
         self.name = name
+        acceptUpstreamReset = common.acceptUpstreamReset
         keysDirectory = common.keys
         insecure = common.insecure
         log = try LogSettings(common)
@@ -176,7 +183,7 @@ public enum ZoneOption {
 /// line on standard error and exit status 2.
 public enum ServiceCommandLine {
     /// Flags that are switches (no value).
-    static let switchNames: Set<String> = ["insecure"]
+    static let switchNames: Set<String> = ["insecure", "accept-upstream-reset"]
 
     /// `arguments` with a `--flag=value` added for every flag not given but set in the environment.
     public static func withEnvironment(_ arguments: [String], flags: [String], environment: [String: String]) -> [String] {

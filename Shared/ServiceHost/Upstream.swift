@@ -15,11 +15,24 @@ import ZeroMQ
 /// and each page is applied when it arrives (`catchUpInBackground`). Live events that come
 /// meanwhile, or past a gap, are held and applied in seq order once they extend what was applied.
 /// Only the start-up catch-up (`catchUp`, before the ready line) waits.
+///
+/// Seqs mean something only within one history: the cursor keeps the upstream's log identity
+/// (`logId`, from `events.since` and heartbeats), and events are applied only from the history it
+/// names, checked again after every reconnection. A different identity (the upstream's database was
+/// wiped or replaced) halts the feed — an error in the log, `health.counters.upstreamReset`, a
+/// metric — until an operator restores the upstream or restarts this service once with
+/// `--accept-upstream-reset`, which follows the new history from its start (applying is idempotent).
 public final class UpstreamFeed {
     public typealias Apply = (_ event: ReceivedEvent, _ tx: Transaction) throws -> Void
 
     public let upstream: ServiceName
     public private(set) var appliedSeq: Int64
+    /// The identity of the upstream log `appliedSeq` counts in; nil until first heard.
+    private var followedLog: RecordID?
+    /// Set when the upstream turned out to have a different history: nothing more is applied.
+    public private(set) var halted = false
+    /// The SUB connections whose publisher has been checked to be the followed history.
+    private var verifiedConnections = 0
     private let host: ServiceHost
     private let follower: EventFollower
     private let client: UpstreamClient
@@ -49,7 +62,7 @@ public final class UpstreamFeed {
         follower = try EventFollower(context: host.context, eventsEndpoint: eventsEndpoint, apiEndpoint: apiEndpoint,
                                      credentials: host.credentials(for: upstream))
         client = try UpstreamClient(host: host, upstream: upstream, endpoint: apiEndpoint)
-        appliedSeq = try host.read { db in try EventLog.cursor(upstream.rawValue, in: db) }
+        (appliedSeq, followedLog) = try host.read { db in try EventLog.cursor(upstream.rawValue, in: db) }
         host.watch(follower.subscriber) { [unowned self] in receiveLive() }
         host.follow(self)
         host.upstreamProgressed(self)
@@ -79,6 +92,8 @@ public final class UpstreamFeed {
                 host.logger.warning("upstream did not answer events.since", metadata: ["upstream": "\(upstream)", "error": "\(error)"])
                 return false
             }
+            guard follows(page.logId) else { return false }
+            verifiedConnections = follower.connections
             if page.lastSeq < appliedSeq {
                 // The upstream lost its log (a new data dir): follow it from where it is now.
                 host.recordError("upstream seq went backwards", ["upstream": "\(upstream)", "applied": "\(appliedSeq)", "upstreamLast": "\(page.lastSeq)"])
@@ -120,6 +135,8 @@ public final class UpstreamFeed {
                 page = reply
             }
             follower.heard(seq: page.lastSeq)
+            guard follows(page.logId) else { return roundEnded(false, timeoutMilliseconds: timeoutMilliseconds) }
+            verifiedConnections = follower.connections
             if page.lastSeq < appliedSeq {
                 host.recordError("upstream seq went backwards", ["upstream": "\(upstream)", "applied": "\(appliedSeq)", "upstreamLast": "\(page.lastSeq)"])
                 appliedSeq = page.lastSeq
@@ -182,7 +199,7 @@ public final class UpstreamFeed {
     /// Called every loop turn: catches up when a heartbeat showed we are behind, or when the
     /// upstream has been silent (it may have restarted), at most every `retryInterval`.
     public func tick() {
-        guard !isCatchingUp else { return }
+        guard !isCatchingUp, !halted else { return }
         let behind = follower.publisherSeq > appliedSeq
         guard behind || follower.isSilent, Date().timeIntervalSince(lastAttempt) >= retryInterval else { return }
         catchUpInBackground(timeoutMilliseconds: behind ? 2000 : 500)
@@ -194,6 +211,7 @@ public final class UpstreamFeed {
             host.logger.warning("unreadable upstream message", metadata: ["upstream": "\(upstream)", "count": "\(follower.unreadable)"])
         }
         defer { host.upstreamProgressed(self) }  // heartbeats move the upstream's seq too
+        guard follows(follower.heartbeatLogId) else { return }
         held += received.filter { $0.seq > appliedSeq }
         if held.count > Self.heldLimit { held.removeFirst(held.count - Self.heldLimit) }
         guard !held.isEmpty else { return }
@@ -205,12 +223,18 @@ public final class UpstreamFeed {
     /// Applies what is held as far as it extends `appliedSeq` without a gap, and forgets what is applied.
     private func applyHeld() {
         guard !held.isEmpty else { return }
+        // A new connection may be to another publisher: held until a page shows whose history it is.
+        guard verifiedConnections == follower.connections else {
+            if !isCatchingUp { catchUpInBackground() }
+            return
+        }
         applyInOrder(held)
         held.removeAll { $0.seq <= appliedSeq }
     }
 
     /// Applies the events that extend `appliedSeq` without a gap, in one transaction.
     private func applyInOrder(_ events: [ReceivedEvent]) {
+        guard !halted else { return }
         let next = events.filter { $0.seq > appliedSeq }.sorted { $0.seq < $1.seq }
         guard let first = next.first, first.seq == appliedSeq + 1 else { return }
         var through = appliedSeq
@@ -228,11 +252,42 @@ public final class UpstreamFeed {
                     }
                     through = event.seq
                 }
-                try tx.setCursor(upstream.rawValue, through)
+                try tx.setCursor(upstream.rawValue, through, logId: followedLog)
             }
             appliedSeq = through
         } catch {
             host.recordError("applying upstream events failed", ["upstream": "\(upstream)", "error": "\(error)"])
         }
+    }
+
+    /// Whether `logId` (the upstream's log identity from a page or a heartbeat; nil from a publisher
+    /// that does not say) names the history this feed follows. The first one heard is adopted.
+    private func follows(_ logId: RecordID?) -> Bool {
+        guard !halted else { return false }
+        guard let logId, let followed = followedLog, logId != followed else {
+            if followedLog == nil, let logId { followedLog = logId }  // stored with the next cursor
+            return true
+        }
+        held.removeAll()
+        if host.acceptUpstreamReset {
+            host.logger.warning("the upstream has a new history: following it from its start",
+                                metadata: ["upstream": "\(upstream)", "was": "\(followed)", "now": "\(logId)", "applied": "\(appliedSeq)"])
+            do {
+                try host.write { tx in try tx.setCursor(upstream.rawValue, 0, logId: logId) }
+                followedLog = logId
+                appliedSeq = 0
+                return true
+            } catch {
+                host.recordError("storing the new upstream history failed", ["upstream": "\(upstream)", "error": "\(error)"])
+                return false
+            }
+        }
+        halted = true
+        host.count("upstreamReset")
+        host.recordError("the upstream has a different history: not following it", [
+            "upstream": "\(upstream)", "was": "\(followed)", "now": "\(logId)", "applied": "\(appliedSeq)",
+            "todo": "restore the upstream's data, or restart once with --accept-upstream-reset to follow the new history",
+        ])
+        return false
     }
 }

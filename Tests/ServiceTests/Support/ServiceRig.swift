@@ -48,9 +48,9 @@ final class ServiceRig {
 
     /// The session logger again, after `previous` stopped: its data directory and its endpoints, so
     /// followers reconnect to it (TCP ports are bound again).
-    func sessionLogger(restarting previous: InProcessService) throws -> InProcessService {
+    func sessionLogger(restarting previous: InProcessService, dataDirectory: String? = nil) throws -> InProcessService {
         let arguments = ServiceName.sessionLogger.roles.flatMap { ["--\($0.rawValue)", previous.endpoints[$0.rawValue]!] }
-            + ["--data-dir", scratch.subdirectory(ServiceName.sessionLogger.rawValue).path]
+            + ["--data-dir", dataDirectory ?? scratch.subdirectory(ServiceName.sessionLogger.rawValue).path]
         let settings = try SessionLoggerSettings(SessionLoggerOptions.parse(arguments))
         return try start { context in try SessionLogger(settings: settings, logger: quietLogger("session-logger"), context: context) }
     }
@@ -75,10 +75,10 @@ final class ServiceRig {
 
     /// A streak service following the session logger at `loggerAPI` / `loggerEvents` (the events
     /// may come from elsewhere: a test relay that drops some).
-    func streak(loggerAPI: String, loggerEvents: String) throws -> InProcessService {
+    func streak(loggerAPI: String, loggerEvents: String, extra: [String] = []) throws -> InProcessService {
         let settings = try NoAlcStreakSettings(NoAlcStreakOptions.parse(common(.noalcStreak) + [
             "--\(ServiceName.sessionLogger.flag(.api))", loggerAPI, "--\(ServiceName.sessionLogger.flag(.events))", loggerEvents,
-        ]))
+        ] + extra))
         return try start { context in try NoAlcStreakService(settings: settings, logger: quietLogger("noalc-streak"), context: context) }
     }
 
