@@ -21,12 +21,12 @@ extension ReminderPlanner {
         }
     }
 
-    /// Decides every occurrence due up to `now`, in time order, in one transaction that also runs
-    /// `alongside`. Returns how many were decided.
+    /// Decides every occurrence due up to `now`, in time order, in one transaction. Returns how many
+    /// were decided. (A manual clock moves in bounded steps instead: `decideStep`.)
     @discardableResult
-    func decideOrThrow(through now: Instant, mode: DecisionMode, alongside: ((Transaction) throws -> Void)? = nil) throws -> Int {
+    func decideOrThrow(through now: Instant, mode: DecisionMode) throws -> Int {
         let due = scheduler.nextInstant.map { $0 <= now } ?? false
-        guard due || alongside != nil else {
+        guard due else {
             decidedThrough = max(decidedThrough, now)
             return 0
         }
@@ -34,7 +34,6 @@ extension ReminderPlanner {
         // loop: see `decideRunning` and the clock ops (fail-safe after 2 s).
         var count = 0
         try host.write { tx in
-            try alongside?(tx)
             // One at a time, rescheduling before the next pop: strict time order, and a reminder's
             // following occurrence is decided in this call too when the clock moved over it.
             while let (id, planned) = scheduler.popNext(through: now) {
@@ -47,6 +46,54 @@ extension ReminderPlanner {
             try persistDecidedThrough(tx)
         }
         return count
+    }
+
+    // MARK: Moving a manual clock in steps
+
+    /// A manual clock moves at most a day per step, and a step stops after this many occurrences or
+    /// this much work, whichever comes first: each step is one transaction, and between steps the
+    /// planner answers other requests (`clock.advance` over months must not stall `health`).
+    static let clockStepSeconds: Int64 = 86_400
+    static let clockStepOccurrences = 2_000
+    static let clockStepNanoseconds: UInt64 = 20_000_000
+
+    struct ClockStep {
+        /// Decisions taken (and published) in the step.
+        let decided: Int
+        /// The clock the step committed: every occurrence at or before it is decided.
+        let reached: Instant
+        /// Nothing due at or before the step's bound is left undecided.
+        let finished: Bool
+    }
+
+    /// One step of a clock move from `previous` towards `bound` (at most a day on): decides in time
+    /// order what is due up to `bound`, stopping early after `clockStepOccurrences` or
+    /// `clockStepNanoseconds`, and stores the decisions with the new `decidedThrough` and manual clock
+    /// in one transaction. The new clock is `bound` when everything up to it is decided, otherwise
+    /// just before the first instant with an occurrence still undecided (never before `previous`):
+    /// a crash after the commit restarts exactly there, and an occurrence decided in a step that
+    /// stopped within its instant is not decided again (its decision row is its key).
+    func decideStep(from previous: Instant, through bound: Instant) throws -> ClockStep {
+        if scheduler.nextInstant.map({ $0 <= bound }) ?? false, feed.upstreamSeq > feed.appliedSeq { feed.catchUp() }
+        let started = DispatchTime.now().uptimeNanoseconds
+        return try host.write { tx in
+            var decided = 0, popped = 0
+            while popped < Self.clockStepOccurrences,
+                  popped == 0 || DispatchTime.now().uptimeNanoseconds - started < Self.clockStepNanoseconds,
+                  let (id, planned) = scheduler.popNext(through: bound) {
+                popped += 1
+                guard let reminder = reminders[id] else { continue }
+                let settings = user(reminder.userId)
+                if try decide(planned, of: reminder, user: settings, now: bound, mode: .running, tx) { decided += 1 }
+                scheduler.schedule(reminder, zone: settings.timeZone, from: planned.at.adding(milliseconds: 1))
+            }
+            let undecided = scheduler.nextInstant.flatMap { $0 <= bound ? $0 : nil }
+            let reached = undecided.map { max(previous, $0.adding(milliseconds: -1)) } ?? bound
+            decidedThrough = max(decidedThrough, reached)
+            try persistDecidedThrough(tx)
+            try PlannerStore.setValue("manualNowMs", reached.millisecondsSince1970, tx.db)
+            return ClockStep(decided: decided, reached: reached, finished: undecided == nil)
+        }
     }
 
     /// After a failed decision transaction, memory goes back to what is stored.

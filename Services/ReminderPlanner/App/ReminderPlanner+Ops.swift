@@ -128,24 +128,44 @@ extension ReminderPlanner {
         }
     }
 
-    /// Moves the manual clock and decides what it moved over; the caller caught up first.
-    private func moveClock(_ op: String, to now: Instant) throws -> ClockReply {
+    /// `clock.set`/`clock.advance`, once the caller has caught up with the session log: moves the
+    /// manual clock to `target` in committed steps (`decideStep`), answering other requests between
+    /// steps, and replies once for the whole move.
+    private func moveClock(_ op: String, to target: Instant) throws -> ClockReply {
         guard let manualClock else {
             throw WireError.invalid("op", "\(op) needs --clock manual:<instant>; this planner runs on the system clock")
         }
-        let previous = manualClock.current
-        guard now >= previous else { throw WireError.invalid("data.now", "the clock only moves forward") }
-        manualClock.current = now
-        do {
-            // The new time is stored with the decisions it caused, so a crash cannot separate them.
-            let decided = try decideOrThrow(through: now, mode: .running) { tx in
-                try PlannerStore.setValue("manualNowMs", now.millisecondsSince1970, tx.db)
-            }
-            return ClockReply(now: now, decided: decided)
-        } catch {
-            manualClock.current = previous
-            recoverFromFailedDecisions(error)
-            throw WireError(.internal, "deciding up to \(now) failed; the clock stays at \(previous)")
+        // Requests are served between the steps of a move: a second move would run inside the first.
+        guard !movingClock else {
+            throw WireError(.conflict, "a clock move is under way (the clock is at \(manualClock.current)); try again when it has replied", field: "op")
         }
+        let previous = manualClock.current
+        guard target >= previous else { throw WireError.invalid("data.now", "the clock only moves forward") }
+        movingClock = true
+        defer { movingClock = false }
+        var reached = previous, decided = 0
+        while true {
+            let bound = min(target, reached.adding(seconds: Self.clockStepSeconds))
+            // During the step the clock reads its bound (the decision events' time); after it, what it committed.
+            manualClock.current = bound
+            let step: ClockStep
+            do {
+                step = try decideStep(from: reached, through: bound)
+            } catch {
+                manualClock.current = reached
+                recoverFromFailedDecisions(error)
+                throw WireError(.internal, "deciding up to \(bound) failed; the clock stays at \(reached), the last step committed")
+            }
+            manualClock.current = step.reached
+            reached = step.reached
+            decided += step.decided
+            if step.finished && bound == target { break }
+            do {
+                try host.serveWaitingRequests()
+            } catch {
+                host.recordError("serving requests between clock steps failed", ["error": "\(error)"])
+            }
+        }
+        return ClockReply(now: target, decided: decided)
     }
 }

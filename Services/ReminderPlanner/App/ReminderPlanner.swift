@@ -26,6 +26,8 @@ public final class ReminderPlanner: Service {
     var decidedThrough: Instant
     /// Occurrences the user restored (few; read for every decision, so kept in memory too).
     var restored: Set<OccurrenceKey> = []
+    /// A `clock.set`/`clock.advance` is moving the clock step by step (and serving requests between steps).
+    var movingClock = false
 
     public init(settings: PlannerSettings, logger: Logger, context: Context? = nil) throws {
         self.settings = settings

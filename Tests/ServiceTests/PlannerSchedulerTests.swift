@@ -1,0 +1,124 @@
+import Foundation
+import LHTClient
+import LHTSchema
+@testable import ReminderPlanner
+import ServiceHost
+import Testing
+import TestSupport
+
+/// The planner's scheduler holds one live entry per reminder however often it is rescheduled, and
+/// its memory follows the number of reminders, not the number of edits (red-team finding 2:
+/// every `user.put` used to push a fresh entry for each of the user's reminders).
+@Suite struct PlannerSchedulerTests {
+    static let start = Instant(rfc3339: "2026-11-16T00:00:00Z")!
+    static let zones = ["Europe/Berlin", "America/New_York", "Asia/Tokyo", "UTC"].map { ZoneID($0)! }
+
+    static func reminder(_ minute: Int, id: RecordID = RecordID(), enabled: Bool = true) -> Reminder {
+        Reminder(id: id, userId: UserID("sched")!, activity: .workout, time: LocalTime(hour: minute / 60 % 24, minute: minute % 60)!,
+                 weekdays: Weekday.allCases, lookbackHours: 12, enabled: enabled, title: nil, body: nil, createdAt: start)
+    }
+
+    @Test func reschedulingOneReminderManyTimesLeavesOneLiveEntry() {
+        var scheduler = Scheduler()
+        let reminder = Self.reminder(9 * 60)
+        // The same occurrence again and again (what user.put did to every reminder of the user).
+        for _ in 0..<1000 { scheduler.schedule(reminder, zone: .utc, from: Self.start) }
+        #expect(scheduler.entryCount == 1)
+        #expect(scheduler.liveEntriesByReminder == [reminder.id: 1])
+        // Another instant each time (a zone change back and forth): one live entry, stale ones bounded.
+        for round in 0..<1000 { scheduler.schedule(reminder, zone: Self.zones[round % Self.zones.count], from: Self.start) }
+        #expect(scheduler.liveEntriesByReminder == [reminder.id: 1])
+        #expect(scheduler.entryCount <= 2 + Scheduler.compactionSlack)
+        // Unscheduled (disabled, deleted): no live entry, and its stale ones go too.
+        scheduler.schedule(Self.reminder(9 * 60, id: reminder.id, enabled: false), zone: .utc, from: Self.start)
+        #expect(scheduler.liveEntriesByReminder.isEmpty)
+        #expect(scheduler.popNext(through: Self.start.adding(seconds: 400 * 86_400)) == nil)
+        #expect(scheduler.entryCount == 0)
+    }
+
+    /// Many reminders rescheduled at random, then everything popped: each reminder's occurrences come
+    /// out once each, in time order, and the heap never outgrows twice the live entries (plus slack).
+    @Test func randomReschedulingKeepsDecisionsOnceAndInTimeOrder() {
+        var random = SplitMix64(seed: 0x5EED_2026)
+        var scheduler = Scheduler()
+        var reminders: [Reminder] = (0..<300).map { _ in Self.reminder(Int(random.next() % 1440)) }
+        var zones: [RecordID: ZoneID] = [:]
+        var largest = 0
+        for _ in 0..<20_000 {
+            let index = Int(random.next() % UInt64(reminders.count))
+            if random.next() % 10 == 0 {
+                // An edit: a new time, same id.
+                reminders[index] = Self.reminder(Int(random.next() % 1440), id: reminders[index].id)
+            }
+            let zone = Self.zones[Int(random.next() % UInt64(Self.zones.count))]
+            zones[reminders[index].id] = zone
+            scheduler.schedule(reminders[index], zone: zone, from: Self.start)
+            largest = max(largest, scheduler.entryCount)
+        }
+        #expect(largest <= 2 * reminders.count + Scheduler.compactionSlack)
+        #expect(scheduler.liveEntriesByReminder.count == Set(zones.keys).count)
+        #expect(scheduler.liveEntriesByReminder.values.allSatisfy { $0 == 1 })
+
+        // Decide three days, rescheduling after each pop as the planner does.
+        let through = Self.start.adding(seconds: 3 * 86_400)
+        let byId = Dictionary(uniqueKeysWithValues: reminders.map { ($0.id, $0) })
+        var popped: [(RecordID, Instant)] = []
+        while let (id, occurrence) = scheduler.popNext(through: through) {
+            popped.append((id, occurrence.at))
+            scheduler.schedule(byId[id]!, zone: zones[id]!, from: occurrence.at.adding(milliseconds: 1))
+        }
+        #expect(popped.map(\.1) == popped.map(\.1).sorted())
+        #expect(Set(popped.map { "\($0.0)@\($0.1)" }).count == popped.count)
+        // Every scheduled reminder fires at least twice in three days (daily, whatever the zone).
+        #expect(Dictionary(grouping: popped, by: \.0).values.allSatisfy { $0.count >= 2 })
+    }
+}
+
+/// `user.put` against a planner built on the test's thread and served through `host.process`, so
+/// its scheduler can be looked at: a user with 1,000 reminders put again and again.
+@Suite struct PlannerMemoryTests {
+    static func residentMegabytes() -> Double {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+              let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "") else { return .nan }
+        return kilobytes / 1024
+    }
+
+    static func frame<Input: Encodable, Output>(_ op: Op<Input, Output>, _ input: Input) throws -> IncomingRequest {
+        IncomingRequest(frame: try wireEncoder().encode(RequestFrame(op: op.name, data: input)))
+    }
+
+    /// `LHT_TEST_PLANNER_PUTS` (default 300) sets how many puts; 4000 reproduces the finding's figure.
+    @Test func repeatedUserPutsDoNotGrowTheSchedule() throws {
+        let puts = ProcessInfo.processInfo.environment["LHT_TEST_PLANNER_PUTS"].flatMap(Int.init) ?? 300
+        let rig = try ServiceRig(.inproc)
+        let logger = try rig.sessionLogger()
+        let options = try PlannerOptions.parse([
+            "--api", rig.endpoint("planner-api"), "--events", rig.endpoint("planner-events"),
+            "--data-dir", rig.scratch.subdirectory("planner").path, "--clock", "manual:2026-11-16T00:00:00Z",
+            "--session-logger-api", logger.api, "--session-logger-events", logger.events,
+        ])
+        let planner = try ReminderPlanner(settings: PlannerSettings(options), logger: quietLogger("reminder-planner"), context: rig.context)
+        let henning = UserID("henning")!
+        let reminders = try (0..<1000).map { index in
+            try Self.frame(Ops.reminderPut, ReminderPutRequest(userId: henning, activity: index % 2 == 0 ? .workout : .mindfulness,
+                                                               time: LocalTime(hour: index / 60 % 24, minute: index % 60)!))
+        }
+        for reply in planner.host.process(reminders) { #expect(reply.starts(with: Data(#"{"v":1,"ok":true"#.utf8))) }
+        #expect(planner.scheduler.scheduledCount == 1000)
+
+        let put = try Self.frame(Ops.userPut, UserPutRequest(userId: henning, timeZone: ZoneID("Europe/Berlin")!, locale: .de))
+        _ = planner.host.process([put])
+        let before = Self.residentMegabytes()
+        let started = Date()
+        for _ in 0..<puts { _ = planner.host.process([put]) }
+        let seconds = Date().timeIntervalSince(started)
+        let grown = Self.residentMegabytes() - before
+        print(String(format: "planner memory: %d user.put of a user with 1000 reminders: resident memory %+.1f MB (%.1f KB per put), %.1f ms per put; %d heap entries",
+                     puts, grown, grown * 1024 / Double(puts), seconds * 1000 / Double(puts), planner.scheduler.entryCount))
+        #expect(planner.scheduler.entryCount <= 2 * 1000 + Scheduler.compactionSlack)
+        #expect(planner.scheduler.liveEntriesByReminder.count == 1000)
+        #expect(planner.scheduler.liveEntriesByReminder.values.allSatisfy { $0 == 1 })
+        withExtendedLifetime(rig) {}
+    }
+}
