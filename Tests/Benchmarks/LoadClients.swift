@@ -137,33 +137,3 @@ enum LoadClients {
     }
 }
 
-/// A plain HTTP/1.1 GET on loopback for the scrape benchmark (the body, after a 200).
-enum HTTPGet {
-    static func body(_ host: String, port: Int, path: String) throws -> [UInt8] {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        inet_pton(AF_INET, host, &address.sin_addr)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw BenchError("cannot connect to \(host):\(port)") }
-        let request = Array("GET \(path) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n".utf8)
-        _ = request.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, 0) }
-        var response: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = recv(descriptor, &buffer, buffer.count, 0)
-            if count <= 0 { break }
-            response += buffer[..<count]
-        }
-        let separator = Array("\r\n\r\n".utf8)
-        guard response.starts(with: Array("HTTP/1.1 200".utf8)),
-              let end = (0..<max(0, response.count - 3)).first(where: { Array(response[$0..<$0 + 4]) == separator })
-        else { throw BenchError("no 200 from \(host):\(port)\(path)") }
-        return Array(response[(end + 4)...])
-    }
-}
-

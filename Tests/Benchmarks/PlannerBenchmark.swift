@@ -91,7 +91,7 @@ enum PlannerBenchmark {
             _ = prometheus.exposition()
             render.append(Double(DispatchTime.now().uptimeNanoseconds - started) / 1_000_000)
             started = DispatchTime.now().uptimeNanoseconds
-            bytes = try HTTPGet.body("127.0.0.1", port: Int(server.address.split(separator: ":").last!)!, path: "/metrics").count
+            bytes = try httpGet(host: "127.0.0.1", port: Int(server.address.split(separator: ":").last!)!, target: "/metrics").count
             http.append(Double(DispatchTime.now().uptimeNanoseconds - started) / 1_000_000)
         }
         let client = ServiceClient(context: context, endpoint: planner.api)

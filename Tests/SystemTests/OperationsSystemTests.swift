@@ -429,31 +429,9 @@ enum Tools {
         guard let components = URLComponents(string: url), let host = components.host, let port = components.port else {
             throw HarnessError("bad url \(url)")
         }
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        inet_pton(AF_INET, host, &address.sin_addr)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw HarnessError("cannot connect to \(url)") }
         var target = components.percentEncodedPath
         if let query = components.percentEncodedQuery { target += "?" + query }
-        let request = Array("GET \(target) HTTP/1.1\r\nHost: \(host):\(port)\r\nConnection: close\r\n\r\n".utf8)
-        _ = request.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, 0) }
-        var response: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = recv(descriptor, &buffer, buffer.count, 0)
-            if count <= 0 { break }
-            response += buffer[..<count]
-        }
-        let text = String(decoding: response, as: UTF8.self)
-        guard let split = text.range(of: "\r\n\r\n") else { throw HarnessError("no HTTP response from \(url)") }
-        guard text.hasPrefix("HTTP/1.1 200") else { throw HarnessError("\(url): \(text.prefix(200))") }
-        return String(text[split.upperBound...])
+        return String(decoding: try httpGet(host: host, port: port, target: target), as: UTF8.self)
     }
 
     /// A Prometheus instant query through its HTTP API.
