@@ -6,7 +6,7 @@ public enum Activity: String, CaseIterable, Codable, Sendable {
     public var isSession: Bool { self != .noalc }
 }
 
-/// The three NoAlc levels; `drinks` is the representative count the seed's HealthKit samples stored.
+/// The three NoAlc levels; `drinks` is the representative count seed `002_…`'s HealthKit samples stored (SEMANTICS §5).
 public enum NoAlcLevel: String, CaseIterable, Codable, Sendable {
     case steady, easy, wild
 

@@ -25,7 +25,7 @@ enum ZeroMQPubSub {
     static let topicSize = 20
     static let payloadSize = 80
     static let probeTopic = "probe"
-    /// The target: our layer reaches at least this fraction of the C figure.
+    /// The target (Tests/Benchmarks/README.md): our layer reaches at least this fraction of the C figure.
     static let target = 0.80
     static let receiveTimeoutMilliseconds: Int32 = 10_000
 

@@ -225,7 +225,7 @@ struct RateLimitTests {
         #expect(RateLimit.allows(occurrenceAt: at(60), lastSentAt: six, minutes: 60))
         #expect(RateLimit.allows(occurrenceAt: at(61), lastSentAt: six, minutes: 60))
         #expect(!RateLimit.allows(occurrenceAt: six, lastSentAt: six, minutes: 60))
-        // Before the last sent one: dropped, as the seed's `< 3600` check does.
+        // Before the last sent one: dropped, as seed `001_…`'s `< 3600` check does (SEMANTICS §4).
         #expect(!RateLimit.allows(occurrenceAt: at(-90), lastSentAt: six, minutes: 60))
         // Another setting of --rate-limit-minutes.
         #expect(!RateLimit.allows(occurrenceAt: at(14), lastSentAt: six, minutes: 15))

@@ -31,7 +31,7 @@ public struct CalendarDay: Sendable, Hashable, Codable {
 
 /// The calendar picture of NoAlc levels (SEMANTICS §6, seed `002_…`).
 public enum NoAlcCalendar {
-    /// The seed app's colours, so the picture matches what users know.
+    /// Seed `002_…`'s colours (SEMANTICS §6), so the picture matches what users know.
     public static func color(for level: NoAlcLevel) -> String {
         switch level {
         case .steady: "#0EBF6E"

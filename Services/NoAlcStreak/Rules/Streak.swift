@@ -2,7 +2,7 @@ import LHTSchema
 
 /// Which reading of the joker rules to apply (SEMANTICS §5).
 ///
-/// Two policies exist because the seed's written rules and the shipped app disagree, and users
+/// Two policies exist because seed `002_…`'s written rules and the shipped app disagree (SEMANTICS §5), and users
 /// who compare numbers with the app need the app's arithmetic.
 public enum StreakPolicy: String, CaseIterable, Sendable, Codable {
     /// The default: wild breaks the streak even with jokers on hand and costs one joker as a
