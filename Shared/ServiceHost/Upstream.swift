@@ -92,19 +92,32 @@ public final class UpstreamFeed {
                 host.logger.warning("upstream did not answer events.since", metadata: ["upstream": "\(upstream)", "error": "\(error)"])
                 return false
             }
-            guard follows(page.logId) else { return false }
-            verifiedConnections = follower.connections
-            if page.lastSeq < appliedSeq {
-                // The upstream lost its log (a new data dir): follow it from where it is now.
-                host.recordError("upstream seq went backwards", ["upstream": "\(upstream)", "applied": "\(appliedSeq)", "upstreamLast": "\(page.lastSeq)"])
-                appliedSeq = page.lastSeq
+            switch take(page) {
+            case .caughtUp: return true
+            case .stuck: return false
+            case .more: continue
             }
-            let before = appliedSeq
-            applyInOrder(page.events)
-            if page.events.isEmpty || appliedSeq >= page.lastSeq { return true }
-            // Nothing applied (storage trouble): try again later rather than asking for the same page forever.
-            guard appliedSeq > before else { return false }
         }
+    }
+
+    private enum PageResult { case caughtUp, more, stuck }
+
+    /// Applies one `events.since` page, from the start-up catch-up or a background round alike.
+    private func take(_ page: EventsSinceReply) -> PageResult {
+        guard follows(page.logId) else { return .stuck }
+        verifiedConnections = follower.connections
+        if page.lastSeq < appliedSeq {
+            // A publisher that names no log identity lost its log (a new data dir): follow it from where it is now.
+            host.recordError("upstream seq went backwards", ["upstream": "\(upstream)", "applied": "\(appliedSeq)", "upstreamLast": "\(page.lastSeq)"])
+            appliedSeq = page.lastSeq
+            held.removeAll()
+        }
+        let before = appliedSeq
+        applyInOrder(page.events)
+        applyHeld()
+        if page.events.isEmpty || appliedSeq >= page.lastSeq { return .caughtUp }
+        // Nothing applied (storage trouble): try again later rather than asking for the same page forever.
+        return appliedSeq > before ? .more : .stuck
     }
 
     /// Asks the upstream for everything after `appliedSeq` until caught up, without waiting: the
@@ -135,20 +148,11 @@ public final class UpstreamFeed {
                 page = reply
             }
             follower.heard(seq: page.lastSeq)
-            guard follows(page.logId) else { return roundEnded(false, timeoutMilliseconds: timeoutMilliseconds) }
-            verifiedConnections = follower.connections
-            if page.lastSeq < appliedSeq {
-                host.recordError("upstream seq went backwards", ["upstream": "\(upstream)", "applied": "\(appliedSeq)", "upstreamLast": "\(page.lastSeq)"])
-                appliedSeq = page.lastSeq
-                held.removeAll()
+            switch take(page) {
+            case .caughtUp: roundEnded(true, timeoutMilliseconds: timeoutMilliseconds)
+            case .stuck: roundEnded(false, timeoutMilliseconds: timeoutMilliseconds)
+            case .more: fetchPage(timeoutMilliseconds: timeoutMilliseconds)
             }
-            let before = appliedSeq
-            applyInOrder(page.events)
-            applyHeld()
-            if page.events.isEmpty || appliedSeq >= page.lastSeq { return roundEnded(true, timeoutMilliseconds: timeoutMilliseconds) }
-            // Nothing applied (storage trouble): try again later rather than asking for the same page forever.
-            guard appliedSeq > before else { return roundEnded(false, timeoutMilliseconds: timeoutMilliseconds) }
-            fetchPage(timeoutMilliseconds: timeoutMilliseconds)
         }
     }
 
