@@ -116,15 +116,3 @@ public struct NotificationActionRequest: Codable, Sendable, Hashable {
         }
     }
 }
-
-/// `notification.action` reply for a NoAlc level: the entry the session logger stored.
-public struct NotificationEntryReply: Codable, Sendable, Hashable {
-    public let entry: StoredNoAlcEntry
-    public init(entry: StoredNoAlcEntry) { self.entry = entry }
-}
-
-/// `notification.action` reply for an `open.*` action: where the client opens the app.
-public struct NotificationDeepLinkReply: Codable, Sendable, Hashable {
-    public let deepLink: String
-    public init(deepLink: String) { self.deepLink = deepLink }
-}
