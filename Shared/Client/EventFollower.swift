@@ -57,10 +57,10 @@ public final class EventFollower {
             read += 1
             guard frames.count == 2 else { unreadable += 1; continue }
             if frames[0].elementsEqual(Heartbeat.topic.utf8) {
-                guard let beat = try? JSONDecoder().decode(Heartbeat.self, from: frames[1]) else { unreadable += 1; continue }
+                guard let beat = try? WireJSON.decode(Heartbeat.self, from: frames[1]) else { unreadable += 1; continue }
                 heard(seq: beat.lastSeq)
                 heartbeatLogId = beat.logId ?? heartbeatLogId
-            } else if let event = try? JSONDecoder().decode(ReceivedEvent.self, from: frames[1]) {
+            } else if let event = try? WireJSON.decode(ReceivedEvent.self, from: frames[1]) {
                 heard(seq: event.seq)
                 events.append(event)
             } else {

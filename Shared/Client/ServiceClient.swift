@@ -86,7 +86,7 @@ public final class ServiceClient {
                                                   from endpoint: String) throws(WireError) -> (value: Output, data: Data) {
         let decoded: ReplyFrame<Output>
         do {
-            decoded = try JSONDecoder().decode(ReplyFrame<Output>.self, from: reply)
+            decoded = try WireJSON.decode(ReplyFrame<Output>.self, from: reply)
         } catch {
             throw WireError(.internal, "\(endpoint) sent a reply to \(op.name) that cannot be read: \("\(error)".prefix(200))")
         }

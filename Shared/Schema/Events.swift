@@ -119,7 +119,7 @@ struct DynamicKey: CodingKey {
 }
 
 /// `events.since` request and reply.
-public struct EventsSinceRequest: Codable, Sendable {
+public struct EventsSinceRequest: Codable, Sendable, Hashable {
     public let after: Int64
     public let limit: Int
 

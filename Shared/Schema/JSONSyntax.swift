@@ -7,7 +7,7 @@ import Foundation
 /// an ignored field, or in UTF-16, would be accepted; PROTOCOL.md says such a frame is `bad_json`.
 /// One pass over the bytes, far cheaper than a second parse into objects.
 public enum JSONSyntax {
-    /// Where the top-level members a request envelope cares about sit in the frame (the last of
+    /// Where the top-level members a request envelope cares about sit in the frame (the first of
     /// each name, as JSONDecoder reads duplicates).
     struct TopLevel {
         var version: Range<Int>?
@@ -110,7 +110,7 @@ public enum JSONSyntax {
                     key.count == text.count + 2 && zip(bytes[(key.lowerBound + 1)..<(key.upperBound - 1)], text).allSatisfy { $0 == $1 }
                 }
             }
-            if named("v") { topLevel.version = value } else if named("op") { topLevel.op = value } else if named("data") { topLevel.data = value }
+            if named("v") { topLevel.version = topLevel.version ?? value } else if named("op") { topLevel.op = topLevel.op ?? value } else if named("data") { topLevel.data = topLevel.data ?? value }
         }
 
         mutating func array(depth: Int) -> Bool {

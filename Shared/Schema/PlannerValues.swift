@@ -43,7 +43,7 @@ public struct ReminderIDRequest: Codable, Sendable {
 }
 
 /// `reminder.put` data; absent fields take the per-activity defaults.
-public struct ReminderPutRequest: Codable, Sendable {
+public struct ReminderPutRequest: Codable, Sendable, Hashable {
     public let id: RecordID?
     public let userId: UserID
     public let activity: Activity

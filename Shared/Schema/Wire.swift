@@ -84,6 +84,8 @@ public struct RequestHead: Sendable {
     public let op: String
     /// False when the request left `data` out (allowed for ops without required fields).
     public let hasData: Bool
+    /// Where `data`'s value sits in the frame (byte offsets), so it is decoded without the envelope.
+    let dataRange: Range<Int>?
 
     /// Checks UTF-8 and JSON object, then `v`, then `op`, in that order, as PROTOCOL.md lists them.
     /// One strict pass over the bytes finds the three members; only their values are decoded.
@@ -106,25 +108,19 @@ public struct RequestHead: Sendable {
         guard FreeText.isAllowed(op) else { throw WireError.invalid("op", "op must not contain U+0000") }
         self.op = op
         hasData = members.data.map { bytes($0) != Data("null".utf8) } ?? false
+        dataRange = members.data
     }
 }
 
 /// Decodes the `data` of a request as `Payload`, reporting failures with `data.`-rooted paths.
 public func decodeRequestData<Payload: Decodable>(_ type: Payload.Type, from frame: Data, head: RequestHead) throws(WireError) -> Payload {
     do {
-        if head.hasData {
-            return try JSONDecoder().decode(DataOnly<Payload>.self, from: frame).data
-        }
         // Left out: the op's payload is read from an empty object, so a required field is named.
-        return try JSONDecoder().decode(Payload.self, from: Data("{}".utf8))
+        guard head.hasData, let range = head.dataRange else { return try WireJSON.decode(Payload.self, from: Data("{}".utf8)) }
+        return try WireJSON.decode(Payload.self, from: frame[(frame.startIndex + range.lowerBound)..<(frame.startIndex + range.upperBound)])
     } catch {
-        if head.hasData { throw WireError(decoding: error, under: "") }
         throw WireError(decoding: error, under: "data")
     }
-}
-
-private struct DataOnly<Payload: Decodable>: Decodable {
-    let data: Payload
 }
 
 /// The encoder for everything this system writes on the wire: compact, slashes unescaped, keys

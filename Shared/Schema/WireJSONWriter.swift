@@ -57,26 +57,40 @@ public struct JSONObjectWriter {
         bytes.append(contentsOf: json)
     }
 
-    public func finished() -> Data { Data(bytes + [UInt8(ascii: "}")]) }
+    public consuming func finished() -> Data {
+        bytes.append(UInt8(ascii: "}"))
+        return Data(bytes)
+    }
 }
 
 enum JSONText {
     private static let hex = Array("0123456789abcdef".utf8)
 
+    /// Runs of bytes that need no escape are copied whole: most strings are one such run.
     static func appendString(_ string: String, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
-        for byte in string.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case UInt8(ascii: "\n"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case UInt8(ascii: "\r"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case UInt8(ascii: "\t"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0..<0x20: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
-            default: bytes.append(byte)
+        var string = string
+        string.withUTF8 { utf8 in
+            var copied = 0
+            for (index, byte) in utf8.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[copied..<index]))
+                appendEscaped(byte, to: &bytes)
+                copied = index + 1
             }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[copied...]))
         }
         bytes.append(UInt8(ascii: "\""))
+    }
+
+    private static func appendEscaped(_ byte: UInt8, to bytes: inout [UInt8]) {
+        switch byte {
+        case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+        case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+        case UInt8(ascii: "\n"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+        case UInt8(ascii: "\r"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+        case UInt8(ascii: "\t"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+        default: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+        }
     }
 }
 
@@ -122,5 +136,37 @@ extension DueOccurrence: WireJSONWritable {
         object.field("body", body)
         object.field("late", late)
         object.field("test", test)
+    }
+}
+
+extension StoredSession: WireJSONWritable {
+    public func writeFields(to object: inout JSONObjectWriter) {
+        object.field("id", id.description)
+        object.field("userId", userId.rawValue)
+        object.field("activity", activity.rawValue)
+        object.field("start", start.description)
+        object.field("end", end.description)
+        object.field("source", source)
+        object.field("loggedAt", loggedAt.description)
+    }
+}
+
+extension StoredNoAlcEntry: WireJSONWritable {
+    public func writeFields(to object: inout JSONObjectWriter) {
+        object.field("id", id.description)
+        object.field("userId", userId.rawValue)
+        object.field("day", day.description)
+        object.field("level", level.rawValue)
+        object.field("drinks", Int64(drinks))
+        object.field("source", source)
+        object.field("loggedAt", loggedAt.description)
+    }
+}
+
+extension LogReceipt: WireJSONWritable {
+    public func writeFields(to object: inout JSONObjectWriter) {
+        object.field("id", id.description)
+        object.field("seq", seq)
+        object.field("duplicate", duplicate)
     }
 }

@@ -80,7 +80,8 @@ public struct PendingEvent: Sendable {
 
 /// One write transaction: the database, the events it appends, and what to do once it commits.
 ///
-/// Services change their in-memory state only in `afterCommit`, so a rolled-back request leaves
+/// A service changes its in-memory state either in `afterCommit`, or at once with an `onRollback`
+/// that undoes it (so later requests of the same batch see it): a rolled-back request leaves
 /// neither the database nor memory changed.
 public final class Transaction {
     public let db: Database
@@ -88,6 +89,7 @@ public final class Transaction {
     private let eventLog: EventLog
     private(set) var events: [PendingEvent] = []
     private(set) var commitActions: [() -> Void] = []
+    private var undoActions: [() -> Void] = []
 
     init(db: Database, eventLog: EventLog, now: Instant) {
         self.db = db
@@ -112,21 +114,36 @@ public final class Transaction {
 
     public func afterCommit(_ action: @escaping () -> Void) { commitActions.append(action) }
 
+    /// Undoes an in-memory change made during this transaction if the change's savepoint or the
+    /// whole transaction rolls back; undo actions run newest first.
+    public func onRollback(_ undo: @escaping () -> Void) { undoActions.append(undo) }
+
     /// Runs `body` in a savepoint: if it throws, its rows, events and commit actions are all undone.
     public func isolated<T>(_ body: () throws -> T) throws -> T {
-        let eventCount = events.count, actionCount = commitActions.count
-        var result: T?
+        let eventCount = events.count, actionCount = commitActions.count, undoCount = undoActions.count
+        // Cached statements, not GRDB's inSavepoint, which parses its SQL anew each time (a tenth
+        // of a session.log). Savepoints of one name nest: each statement acts on the innermost.
+        try db.run("SAVEPOINT request")
         do {
-            try db.inSavepoint {
-                result = try body()
-                return .commit
-            }
+            let result = try body()
+            try db.run("RELEASE SAVEPOINT request")
+            return result
         } catch {
+            // ROLLBACK TO keeps the savepoint open, so it is released too. Either fails only when
+            // SQLite already rolled the whole transaction back (a full disk), which its commit reports.
+            try? db.run("ROLLBACK TO SAVEPOINT request")
+            try? db.run("RELEASE SAVEPOINT request")
             events.removeSubrange(eventCount...)
             commitActions.removeSubrange(actionCount...)
+            rollBack(from: undoCount)
             throw error
         }
-        return result!
+    }
+
+    /// Runs the undo actions registered since `index`, newest first, and forgets them.
+    func rollBack(from index: Int = 0) {
+        for undo in undoActions[index...].reversed() { undo() }
+        undoActions.removeSubrange(index...)
     }
 
     /// Records the seq an upstream feed was applied through, beside the state it produced.

@@ -7,10 +7,8 @@ import ZeroMQ
 /// Where a handler runs (see `ServiceHost.handle`).
 public enum Placement: Sendable {
     /// In the batch's transaction, one savepoint per request: group commit, one fsync per batch.
+    /// A handler that changes memory does so at once with `tx.onRollback`, so the next request sees it.
     case batched
-    /// In a transaction of its own, for services whose in-memory state (changed in `afterCommit`)
-    /// the next request must already see.
-    case alone
     /// Outside any transaction: the handler waits on something first (another service, a catch-up)
     /// and must not hold a transaction meanwhile; it calls `write` itself. It holds the loop while
     /// it runs: nothing here may wait on another service (use `.deferred`).
@@ -222,9 +220,6 @@ extension ServiceHost {
             switch operation.placement {
             case .batched:
                 batch.append((index, head, operation, started))
-            case .alone:
-                runBatch()
-                finished(index, op: head.op, outcome(head.op, request) { try write { tx in try operation.run(request.frame, head, tx, request.caller) } }, since: started)
             case .outside:
                 runBatch()
                 finished(index, op: head.op, outcome(head.op, request) { try operation.run(request.frame, head, nil, request.caller) }, since: started)

@@ -160,14 +160,22 @@ public final class ServiceHost {
             try? database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(PASSIVE)") }
         }
         let now = time.now()
-        var transaction: Transaction!
-        let result = try database.write { db -> T in
-            transaction = Transaction(db: db, eventLog: eventLog, now: now)
-            current = transaction
-            defer { current = nil }
-            return try body(transaction)
+        var transaction: Transaction?
+        let result: T
+        do {
+            result = try database.write { db -> T in
+                let started = Transaction(db: db, eventLog: eventLog, now: now)
+                transaction = started
+                current = started
+                defer { current = nil }
+                return try body(started)
+            }
+        } catch {
+            // Rolled back (the body threw, or the commit failed): memory goes back with the database.
+            transaction?.rollBack()
+            throw error
         }
-        finish(transaction)
+        finish(transaction!)
         return result
     }
 

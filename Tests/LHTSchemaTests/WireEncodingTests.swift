@@ -36,6 +36,8 @@ struct WireEncodingTests {
         let session = StoredSession(id: RecordID(), userId: UserID("u-1")!, activity: .mindfulness, start: Self.at,
                                     end: Self.at.adding(seconds: 900), source: "tab\there \\ \u{1}", loggedAt: Self.at)
         try same(session)
+        try same(StoredSession(id: RecordID(), userId: UserID("u-1")!, activity: .workout, start: Self.at, end: Self.at, source: nil, loggedAt: Self.at))
+        try same(LogReceipt(id: RecordID(), seq: 42, duplicate: true))
         try same(EventEnvelope(type: "session.logged", seq: 7, time: Self.at, source: "session-logger", topic: "t", data: session))
         let reminder = Reminder(id: RecordID(), userId: UserID("u1")!, activity: .noalc, time: LocalTime("09:00")!, weekdays: [.sun, .mon],
                                 lookbackHours: 24, enabled: true, title: nil, body: "ü 🌿", createdAt: Self.at)

@@ -55,7 +55,7 @@ enum NotifierStore {
 
     static func notification(_ notificationId: String, _ db: Database) throws -> LHTSchema.Notification? {
         try Data.fetchOne(db, sql: "SELECT body FROM notification WHERE notification_id = ?", arguments: [notificationId])
-            .map { try JSONDecoder().decode(LHTSchema.Notification.self, from: $0) }
+            .map { try WireJSON.decode(LHTSchema.Notification.self, from: $0) }
     }
 
     /// `notification.list` reply bytes: `{"notifications":[...]}` in seq order.

@@ -6,7 +6,9 @@ import ServiceHost
 // The ops the planner serves (PROTOCOL.md, `reminder.*`, `user.*`, `clock.*`) and their handlers.
 extension ReminderPlanner {
     func registerOps() {
-        host.handle(Ops.userPut, .alone) { [unowned self] input, tx in
+        // Writes change memory at once (undone if their transaction rolls back), so they share the
+        // batch's transaction with every other request: group commit, one fsync per batch.
+        host.handle(Ops.userPut) { [unowned self] input, tx in
             let user = UserSettings(userId: input.userId, timeZone: input.timeZone, locale: input.locale,
                                     paused: input.paused ?? users[input.userId]?.paused ?? false)
             try PlannerStore.save(user, tx.db)
@@ -14,14 +16,11 @@ extension ReminderPlanner {
                 if let reminder = reminders[id] { try reevaluate(reminder, zone: user.timeZone, in: tx) }
             }
             try persistDecidedThrough(tx)
-            tx.afterCommit { [unowned self] in
-                users[user.userId] = user
-                for id in remindersByUser[user.userId] ?? [] { if let reminder = reminders[id] { scheduler.schedule(reminder, zone: user.timeZone, from: firstPending(reminder)) } }
-            }
+            replaceUser(user, in: tx)
             return user
         }
         host.handle(Ops.userGet) { [unowned self] query, _ in user(query.userId) }
-        host.handle(Ops.reminderPut, .alone) { [unowned self] input, tx in try putReminder(input, tx) }
+        host.handle(Ops.reminderPut) { [unowned self] input, tx in try putReminder(input, tx) }
         // A reminder belongs to its user: the host answers another user's id as an unknown one.
         let ownerOfReminder = { [unowned self] (id: RecordID) in reminders[id]?.userId }
         host.handle(Ops.reminderGet, owner: { ownerOfReminder($0.id) }) { [unowned self] query, _ in try reminder(query.id, query) }
@@ -29,20 +28,20 @@ extension ReminderPlanner {
             let list = (remindersByUser[query.userId] ?? []).compactMap { reminders[$0] }.sorted { ($0.time, $0.id) < ($1.time, $1.id) }
             return ReminderListReply(reminders: list)
         }
-        host.handle(Ops.reminderDelete, .alone, owner: { ownerOfReminder($0.id) }) { [unowned self] query, tx in
+        host.handle(Ops.reminderDelete, owner: { ownerOfReminder($0.id) }) { [unowned self] query, tx in
             let reminder = try reminder(query.id, query)
             try PlannerStore.delete(reminder: reminder.id, tx.db)
             let deleted = ReminderDeleted(id: reminder.id, userId: reminder.userId, activity: reminder.activity)
             try tx.append(Events.reminderChanged, userId: reminder.userId, activity: reminder.activity, data: .deleted(deleted))
             try persistDecidedThrough(tx)
-            tx.afterCommit { [unowned self] in forget(reminder.id) }
+            replaceReminder(reminder.id, with: nil, in: tx)
             return deleted
         }
         host.handle(Ops.reminderUpcoming) { [unowned self] query, tx in try UpcomingReply(occurrences: upcoming(query, tx.db)) }
-        host.handle(Ops.reminderRestore, .alone, owner: { ownerOfReminder($0.reminderId) }) { [unowned self] input, tx in
+        host.handle(Ops.reminderRestore, owner: { ownerOfReminder($0.reminderId) }) { [unowned self] input, tx in
             try restore(input, tx)
         }
-        host.handle(Ops.reminderTest, .alone, owner: { ownerOfReminder($0.reminderId) }) { [unowned self] input, tx in
+        host.handle(Ops.reminderTest, owner: { ownerOfReminder($0.reminderId) }) { [unowned self] input, tx in
             try fireTest(reminder(input.reminderId, input), tx)
         }
         host.handle(Ops.clockGet) { [unowned self] _, _ in ClockReply(now: host.time.now(), decided: nil) }
@@ -84,11 +83,7 @@ extension ReminderPlanner {
         try tx.append(Events.reminderChanged, userId: reminder.userId, activity: reminder.activity, data: .put(reminder))
         try reevaluate(reminder, zone: user(reminder.userId).timeZone, in: tx)
         try persistDecidedThrough(tx)
-        tx.afterCommit { [unowned self] in
-            if let existing { forget(existing.id) }
-            remember(reminder)
-            scheduler.schedule(reminder, zone: user(reminder.userId).timeZone, from: firstPending(reminder))
-        }
+        replaceReminder(reminder.id, with: reminder, in: tx)
         return ReminderPutReply(reminder: reminder, warnings: warnings)
     }
 
@@ -103,9 +98,11 @@ extension ReminderPlanner {
             throw WireError(.conflict, "the occurrence at \(planned.at) is decided already", field: "data.at")
         }
         try PlannerStore.restore(reminder.id, at: planned.at, tx.db)
-        tx.afterCommit { [unowned self] in restored.insert(OccurrenceKey(reminder: reminder.id, at: planned.at)) }
         let occurrence = makeOccurrence(reminder, planned, status: .scheduled, cause: nil)
         try tx.append(Events.reminderRestored, userId: reminder.userId, activity: reminder.activity, data: occurrence)
+        let key = OccurrenceKey(reminder: reminder.id, at: planned.at)
+        restored.insert(key)
+        tx.onRollback { [unowned self] in restored.remove(key) }
         return occurrence
     }
 

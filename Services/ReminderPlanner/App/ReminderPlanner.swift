@@ -92,10 +92,39 @@ public final class ReminderPlanner: Service {
         remindersByUser[reminder.userId, default: []].append(reminder.id)
     }
 
-    func forget(_ id: RecordID) {
-        if let reminder = reminders.removeValue(forKey: id) { remindersByUser[reminder.userId]?.removeAll { $0 == id } }
-        restored = restored.filter { $0.reminder != id }
-        scheduler.unschedule(id)
+    /// Puts `new` in memory in place of reminder `id` (nil: deletes it, with its restored
+    /// occurrences) and schedules it, at once; undone if `tx` rolls back.
+    func replaceReminder(_ id: RecordID, with new: Reminder?, in tx: Transaction) {
+        let old = reminders[id]
+        let oldRestored = new == nil ? restored.filter { $0.reminder == id } : []
+        setReminder(id, new)
+        restored.subtract(oldRestored)
+        tx.onRollback { [unowned self] in
+            setReminder(id, old)
+            restored.formUnion(oldRestored)
+        }
+    }
+
+    private func setReminder(_ id: RecordID, _ reminder: Reminder?) {
+        if let previous = reminders.removeValue(forKey: id) { remindersByUser[previous.userId]?.removeAll { $0 == id } }
+        guard let reminder else { return scheduler.unschedule(id) }
+        remember(reminder)
+        scheduler.schedule(reminder, zone: user(reminder.userId).timeZone, from: firstPending(reminder))
+    }
+
+    /// Makes `settings` the user's, rescheduling its reminders in its zone, at once; undone if `tx` rolls back.
+    func replaceUser(_ settings: UserSettings, in tx: Transaction) {
+        let old = users[settings.userId]
+        setUser(settings.userId, settings)
+        tx.onRollback { [unowned self] in setUser(settings.userId, old) }
+    }
+
+    private func setUser(_ id: UserID, _ settings: UserSettings?) {
+        users[id] = settings
+        let zone = user(id).timeZone
+        for reminder in (remindersByUser[id] ?? []).compactMap({ reminders[$0] }) {
+            scheduler.schedule(reminder, zone: zone, from: firstPending(reminder))
+        }
     }
 
     func rebuildSchedule() {

@@ -92,7 +92,7 @@ public final class SessionLogger: Service {
         }
         guard !requests.isEmpty else { return }
         for reply in host.process(requests, allowedOps: [Ops.sessionLog.info, Ops.noalcLog.info]) {
-            if let failure = try? JSONDecoder().decode(ReplyFrame<NoFields>.self, from: reply), let error = failure.error {
+            if let failure = try? WireJSON.decode(ReplyFrame<NoFields>.self, from: reply), let error = failure.error {
                 reject(error.description, reason: error.code.rawValue)
             } else {
                 host.count("intakeAccepted")

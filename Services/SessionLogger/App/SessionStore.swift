@@ -25,44 +25,54 @@ enum SessionStore {
     // MARK: Writes
 
     /// Stores a session and its `session.logged` event, or returns the first result for a repeated id.
+    /// The row goes in first, with the seq its event is about to get: a new id, the usual case,
+    /// costs no lookup.
     static func log(_ input: SessionLogRequest, in tx: Transaction, unreadable: UnreadableRows) throws -> LogReceipt {
-        let id = input.id ?? RecordID()
-        if let row = try tx.db.fetchRow("SELECT user_id, activity, start_ms, end_ms, seq FROM session WHERE id = ?",
-                                      arguments: [id.description]) {
-            let same = text(row, "user_id") == input.userId.rawValue && text(row, "activity") == input.activity.rawValue
-                && integer(row, "start_ms") == input.start.millisecondsSince1970 && integer(row, "end_ms") == input.end.millisecondsSince1970
-            guard same else { throw WireError(.conflict, "session \(id) was logged before with different content", field: "data.id") }
-            guard let seq = integer(row, "seq") else { throw unreadable.failure("session", key: id.description, reason: "seq") }
-            return LogReceipt(id: id, seq: seq, duplicate: true)
-        }
-        let session = StoredSession(id: id, userId: input.userId, activity: input.activity, start: input.start,
+        let session = StoredSession(id: input.id ?? RecordID(), userId: input.userId, activity: input.activity, start: input.start,
                                     end: input.end, source: input.source, loggedAt: tx.now)
-        let seq = try tx.append(Events.sessionLogged, userId: session.userId, activity: session.activity, data: session)
         try tx.db.run("""
             INSERT INTO session (id, user_id, activity, start_ms, end_ms, source, logged_at_ms, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [id.description, session.userId.rawValue, session.activity.rawValue, session.start.millisecondsSince1970,
-                             session.end.millisecondsSince1970, session.source, session.loggedAt.millisecondsSince1970, seq])
-        return LogReceipt(id: id, seq: seq, duplicate: false)
+            ON CONFLICT (id) DO NOTHING
+            """, arguments: [session.id.description, session.userId.rawValue, session.activity.rawValue, session.start.millisecondsSince1970,
+                             session.end.millisecondsSince1970, session.source, session.loggedAt.millisecondsSince1970, tx.nextSeq])
+        guard tx.db.changesCount > 0 else { return try repeated(input, id: session.id, in: tx, unreadable: unreadable) }
+        let seq = try tx.append(Events.sessionLogged, userId: session.userId, activity: session.activity, data: session)
+        return LogReceipt(id: session.id, seq: seq, duplicate: false)
+    }
+
+    /// The first receipt of a session id logged before, if this is the same session.
+    private static func repeated(_ input: SessionLogRequest, id: RecordID, in tx: Transaction, unreadable: UnreadableRows) throws -> LogReceipt {
+        let row = try tx.db.fetchRow("SELECT user_id, activity, start_ms, end_ms, seq FROM session WHERE id = ?", arguments: [id.description])
+        let same = row.map { text($0, "user_id") == input.userId.rawValue && text($0, "activity") == input.activity.rawValue
+            && integer($0, "start_ms") == input.start.millisecondsSince1970 && integer($0, "end_ms") == input.end.millisecondsSince1970 } ?? false
+        guard same else { throw WireError(.conflict, "session \(id) was logged before with different content", field: "data.id") }
+        guard let seq = row.flatMap({ integer($0, "seq") }) else { throw unreadable.failure("session", key: id.description, reason: "seq") }
+        return LogReceipt(id: id, seq: seq, duplicate: true)
     }
 
     /// Stores a NoAlc entry; the newest entry for a day is the day's level (a correction has a new id).
+    /// As for a session, the row goes in first.
     static func log(_ input: NoAlcLogRequest, in tx: Transaction, unreadable: UnreadableRows) throws -> LogReceipt {
-        let id = input.id ?? RecordID()
-        if let row = try tx.db.fetchRow("SELECT user_id, day, level, seq FROM noalc_entry WHERE id = ?",
-                                      arguments: [id.description]) {
-            let same = text(row, "user_id") == input.userId.rawValue && text(row, "day") == input.day.description
-                && text(row, "level") == input.level.rawValue
-            guard same else { throw WireError(.conflict, "NoAlc entry \(id) was logged before with different content", field: "data.id") }
-            guard let seq = integer(row, "seq") else { throw unreadable.failure("noalc_entry", key: id.description, reason: "seq") }
-            return LogReceipt(id: id, seq: seq, duplicate: true)
-        }
-        let entry = StoredNoAlcEntry(id: id, userId: input.userId, day: input.day, level: input.level, source: input.source, loggedAt: tx.now)
-        let seq = try tx.append(Events.noalcLogged, userId: entry.userId, activity: .noalc, data: entry)
+        let entry = StoredNoAlcEntry(id: input.id ?? RecordID(), userId: input.userId, day: input.day, level: input.level,
+                                     source: input.source, loggedAt: tx.now)
         try tx.db.run("""
             INSERT INTO noalc_entry (id, user_id, day, level, source, logged_at_ms, seq) VALUES (?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [id.description, entry.userId.rawValue, entry.day.description, entry.level.rawValue,
-                             entry.source, entry.loggedAt.millisecondsSince1970, seq])
-        return LogReceipt(id: id, seq: seq, duplicate: false)
+            ON CONFLICT (id) DO NOTHING
+            """, arguments: [entry.id.description, entry.userId.rawValue, entry.day.description, entry.level.rawValue,
+                             entry.source, entry.loggedAt.millisecondsSince1970, tx.nextSeq])
+        guard tx.db.changesCount > 0 else { return try repeated(input, id: entry.id, in: tx, unreadable: unreadable) }
+        let seq = try tx.append(Events.noalcLogged, userId: entry.userId, activity: .noalc, data: entry)
+        return LogReceipt(id: entry.id, seq: seq, duplicate: false)
+    }
+
+    /// The first receipt of a NoAlc entry id logged before, if this is the same entry.
+    private static func repeated(_ input: NoAlcLogRequest, id: RecordID, in tx: Transaction, unreadable: UnreadableRows) throws -> LogReceipt {
+        let row = try tx.db.fetchRow("SELECT user_id, day, level, seq FROM noalc_entry WHERE id = ?", arguments: [id.description])
+        let same = row.map { text($0, "user_id") == input.userId.rawValue && text($0, "day") == input.day.description
+            && text($0, "level") == input.level.rawValue } ?? false
+        guard same else { throw WireError(.conflict, "NoAlc entry \(id) was logged before with different content", field: "data.id") }
+        guard let seq = row.flatMap({ integer($0, "seq") }) else { throw unreadable.failure("noalc_entry", key: id.description, reason: "seq") }
+        return LogReceipt(id: id, seq: seq, duplicate: true)
     }
 
     // MARK: Reads

@@ -1,0 +1,72 @@
+import Foundation
+import Testing
+@testable import LHTSchema
+
+/// The lean decoder (`WireJSON.decode`) must give exactly what Foundation's JSONDecoder gives: the
+/// same value, or the same error once mapped to a `WireError`; and it must really take the usual frames.
+@Suite("wire decoding matches JSONDecoder")
+struct WireDecodingTests {
+    /// Decodes `json` both ways; returns whether the lean pass took it.
+    @discardableResult
+    func same<Value: Decodable & Equatable>(_ type: Value.Type, _ json: String, sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
+        let data = Data(json.utf8)
+        let ours = Result { try WireJSON.decode(type, from: data) }.mapError { WireError(decoding: $0, under: "data") }
+        let foundation = Result { try JSONDecoder().decode(type, from: data) }.mapError { WireError(decoding: $0, under: "data") }
+        #expect(ours == foundation, "\(json)", sourceLocation: sourceLocation)
+        return WireJSON.leanDecode(type, from: data) != nil
+    }
+
+    static let session = #"{"id":"3f2b8c1e-0000-4000-8000-000000000001","userId":"u1","activity":"workout","start":"2026-11-23T07:00:00Z","end":"2026-11-23T07:30:00.250Z","source":"watch 🌿"}"#
+
+    @Test func usualRequestsTakeTheLeanPathWithFoundationsResult() {
+        #expect(same(SessionLogRequest.self, Self.session))
+        #expect(same(SessionLogRequest.self, #"{"userId":"u1","activity":"mindfulness","start":"2026-11-23T07:00:00Z","end":"2026-11-23T07:00:00Z","source":null}"#))
+        #expect(same(NoAlcLogRequest.self, #" { "userId" : "u1" , "day":"2026-11-22","level":"easy" } "#))
+        #expect(same(ReminderPutRequest.self, #"{"userId":"u1","activity":"noalc","time":"09:30","weekdays":["mon","sun"],"lookbackHours":12,"enabled":false,"title":"Wie war's?"}"#))
+        #expect(same(EventsSinceRequest.self, #"{"after":0,"limit":1000}"#))
+        #expect(same(EventsSinceRequest.self, #"{"after":null}"#))
+        #expect(same(JSONValue.self, #"{"a":[1,-2.5e3,true,null,"x",{}],"b":{"c":[]}}"#))
+        #expect(same([Int64].self, "[0,-0,9223372036854775807,-9223372036854775808]"))
+    }
+
+    @Test func errorsAreFoundationsWithTheSameField() {
+        #expect(!same(SessionLogRequest.self, #"{"userId":"u1","activity":"noalc","start":"2026-11-23T07:00:00Z","end":"2026-11-23T07:30:00Z"}"#))
+        #expect(!same(SessionLogRequest.self, #"{"userId":"u1","activity":"workout","start":"2026-11-23T07:00:00Z"}"#))
+        #expect(!same(SessionLogRequest.self, #"{"userId":"u1","activity":"workout","start":"2026-11-23T08:00:00Z","end":"2026-11-23T07:00:00Z"}"#))
+        #expect(!same(SessionLogRequest.self, #"{"userId":7,"activity":"workout","start":"2026-11-23T07:00:00Z","end":"2026-11-23T07:30:00Z"}"#))
+        #expect(!same(NoAlcLogRequest.self, #"{"userId":"u1","day":"1999-12-31","level":"easy"}"#))
+        #expect(!same(ReminderPutRequest.self, #"{"userId":"u1","activity":"workout","weekdays":["mon","xyz"]}"#))
+        #expect(!same(ReminderPutRequest.self, #"{"userId":"u1","activity":"workout","lookbackHours":1.5}"#))
+        #expect(!same(EventsSinceRequest.self, "[]"))
+    }
+
+    /// What the lean pass does not read as Foundation does is left to Foundation, with its result.
+    @Test func unusualSpellingsGoToFoundation() {
+        #expect(!same(SessionLogRequest.self, Self.session.replacingOccurrences(of: "watch", with: #"w\"a\u00e4tch\n"#)))
+        #expect(!same(EventsSinceRequest.self, #"{"after":1.0,"limit":1e2}"#))
+        #expect(!same(EventsSinceRequest.self, #"{"after":99999999999999999999}"#))
+        #expect(!same(JSONValue.self, "[1e400]"))
+        #expect(!same(JSONValue.self, "{\"a\":\"\u{1}\"}"))
+        #expect(!same(JSONValue.self, #"{"a":1,}"#))
+        #expect(!same(JSONValue.self, #"[01]"#))
+        #expect(!same(JSONValue.self, String(repeating: "[", count: 100) + String(repeating: "]", count: 100)))
+    }
+
+    @Test func duplicateMembersReadTheFirstAsFoundationDoes() {
+        #expect(same(NoAlcLogRequest.self, #"{"userId":"u1","day":"2026-11-22","level":"easy","level":"wild"}"#))
+        #expect(WireJSON.leanDecode(NoAlcLogRequest.self, from: Data(#"{"userId":"u1","day":"2026-11-22","level":"easy","level":"wild"}"#.utf8))?.level == .easy)
+    }
+
+    @Test func aRequestWithTwoDataMembersIsReadFromTheFirst() throws {
+        let frame = Data(#"{"v":1,"op":"noalc.log","data":{"userId":"u1","day":"2026-11-22","level":"easy"},"op":"x","data":{}}"#.utf8)
+        let head = try RequestHead(frame: frame)
+        #expect(head.op == "noalc.log")
+        #expect(try decodeRequestData(NoAlcLogRequest.self, from: frame, head: head).level == .easy)
+    }
+
+    @Test func invalidUTF8IsLeftToFoundation() {
+        let data = Data(#"{"userId":"u"#.utf8) + Data([0xC3, 0x28]) + Data(#"","day":"2026-11-22","level":"easy"}"#.utf8)
+        #expect(WireJSON.leanDecode(NoAlcLogRequest.self, from: data) == nil)
+        #expect(throws: (any Error).self) { try WireJSON.decode(NoAlcLogRequest.self, from: data) }
+    }
+}
