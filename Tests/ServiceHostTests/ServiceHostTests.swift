@@ -107,6 +107,42 @@ import Testing
         #expect(notes(try since(host, after: 0, limit: 10)) == [1, 2])
     }
 
+    /// Memory a handler changes at once goes back when its request fails (its savepoint) or its whole
+    /// transaction does, newest change first; a later request of the same batch sees what stayed.
+    @Test func undoActionsRunWhenTheirSavepointOrTransactionRollsBack() throws {
+        let host = try makeHost()
+        var applied: [Int] = []
+        var seen: [[Int]] = []
+        host.handle(Ops.streakGet) { query, tx in
+            let n = (query.asOf?.ordinal ?? 0) - LocalDay(year: 2026, month: 1, day: 1)!.ordinal + 1
+            seen.append(applied)
+            applied.append(n)
+            tx.onRollback { applied.removeAll { $0 == n } }
+            guard query.userId != UserID("bad") else { throw WireError.invalid("data.userId", "refused") }
+            return Self.note(n)
+        }
+        let frames = [("u1", 1), ("bad", 2), ("u1", 3)].map {
+            IncomingRequest(frame: Data(#"{"v":1,"op":"streak.get","data":{"userId":"\#($0.0)","asOf":"2026-01-0\#($0.1)"}}"#.utf8))
+        }
+        _ = host.process(frames)
+        #expect(applied == [1, 3])
+        #expect(seen == [[], [1], [1]])
+
+        struct Abort: Error {}
+        #expect(throws: Abort.self) {
+            try host.write { tx in
+                applied.append(7)
+                tx.onRollback { applied.removeLast() }
+                try tx.isolated {
+                    applied.append(8)
+                    tx.onRollback { applied.removeLast() }
+                }
+                throw Abort()
+            }
+        }
+        #expect(applied == [1, 3])
+    }
+
     @Test func environmentFillsFlagsNotGiven() {
         let arguments = ServiceCommandLine.withEnvironment(
             ["--api", "tcp://127.0.0.1:1", "--events=tcp://127.0.0.1:2"], flags: ["api", "events", "data-dir", "time-zone"],

@@ -1,0 +1,46 @@
+import Foundation
+import LHTClient
+import LHTSchema
+@testable import ReminderPlanner
+import ServiceHost
+import Testing
+import TestSupport
+
+/// The planner's writes share their batch's transaction (group commit): each changes memory at once,
+/// so the next request of the batch sees it, and a refused one leaves memory as it was.
+@Suite struct PlannerGroupCommitTests {
+    @Test func writesInOneBatchSeeEachOtherAndARefusedOneChangesNothing() throws {
+        let rig = try ServiceRig(.inproc)
+        let logger = try rig.sessionLogger()
+        let options = try PlannerOptions.parse([
+            "--api", rig.endpoint("planner-api"), "--events", rig.endpoint("planner-events"),
+            "--data-dir", rig.scratch.subdirectory("planner").path, "--clock", "manual:2026-11-16T00:00:00Z",
+            "--session-logger-api", logger.api, "--session-logger-events", logger.events,
+        ])
+        let planner = try ReminderPlanner(settings: PlannerSettings(options), logger: quietLogger("reminder-planner"), context: rig.context)
+        let henning = UserID("henning")!, other = UserID("other")!
+        let first = RecordID(), second = RecordID()
+        func frame<Input: Encodable, Output>(_ op: Op<Input, Output>, _ input: Input) throws -> IncomingRequest {
+            try PlannerMemoryTests.frame(op, input)
+        }
+        let replies = try planner.host.process([
+            frame(Ops.reminderPut, ReminderPutRequest(id: first, userId: henning, activity: .workout, time: LocalTime("09:00"))),
+            frame(Ops.reminderGet, ReminderIDRequest(id: first)),
+            frame(Ops.userPut, UserPutRequest(userId: henning, timeZone: ZoneID("Asia/Tokyo")!, locale: .de)),
+            frame(Ops.reminderPut, ReminderPutRequest(id: first, userId: other, activity: .workout)),
+            frame(Ops.reminderPut, ReminderPutRequest(id: second, userId: henning, activity: .mindfulness, time: LocalTime("20:00"))),
+            frame(Ops.reminderDelete, ReminderIDRequest(id: first)),
+            frame(Ops.reminderGet, ReminderIDRequest(id: first)),
+        ]).map { try JSONDecoder().decode(ReplyFrame<JSONValue>.self, from: $0) }
+        #expect(replies.map(\.ok) == [true, true, true, false, true, true, false])
+        #expect(replies[3].error?.code == .conflict)
+        #expect(replies[6].error?.code == .notFound)
+        #expect(planner.reminders.keys.sorted() == [second])
+        #expect(planner.remindersByUser[henning] == [second])
+        #expect(planner.user(henning).timeZone == ZoneID("Asia/Tokyo"))
+        #expect(planner.scheduler.liveEntriesByReminder == [second: 1])
+        // The schedule follows the zone the batch set: 20:00 in Tokyo is 11:00 UTC.
+        #expect(planner.scheduler.nextInstant == Instant(rfc3339: "2026-11-16T11:00:00Z"))
+        withExtendedLifetime(rig) {}
+    }
+}
