@@ -5,16 +5,17 @@ import LHTSecurity
 import TestSupport
 import ZeroMQ
 
-/// `bench curve [--clients 8] [--per-client 5000] [--rounds 3]`
+/// `bench curve [--clients 8] [--per-client 5000] [--rounds 3] [--quick]`
 ///
 /// Acknowledged, durable `session.log` throughput with CurveZMQ on (a keyed session logger, every
 /// client a user with its own certificate) beside the same clients against a plaintext one, in
 /// alternating rounds of one run. Target: on ≥ 0.8 × off.
 enum CurveBenchmark {
     static func run(_ arguments: [String]) throws {
+        let quick = arguments.contains("--quick")
         let clients = Options.int(arguments, "--clients", 8)
-        let perClient = Options.int(arguments, "--per-client", 5000)
-        let rounds = Options.int(arguments, "--rounds", 3)
+        let perClient = Options.int(arguments, "--per-client", quick ? 1000 : 5000)
+        let rounds = Options.int(arguments, "--rounds", quick ? 1 : 3)
         let keys = try KeyDirectory.create(at: temporaryDirectory("lht-bench-keys").path)
         let serverKey = try keys.servicePublicKey(ServiceName.sessionLogger.rawValue)
         let users = try (0..<clients).map { client in

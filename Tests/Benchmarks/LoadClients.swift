@@ -6,15 +6,30 @@ import ZeroMQ
 
 /// Pipelined DEALER clients and a ROUTER echo baseline, shared by the request/reply benchmarks.
 enum LoadClients {
-    /// Runs `clients` DEALER threads against `endpoint`; each sends its frames keeping up to
-    /// `window` requests in flight and counts replies. Returns replies per second for all of them.
-    /// With `credentials` (per client) the clients speak CurveZMQ.
+    /// Replies per second for all clients, and each request's round trip under that load (ms).
+    struct Load {
+        let rate: Double
+        let latencies: [Double]
+        var p50: Double { percentile(latencies, 0.5) }
+        var p99: Double { percentile(latencies, 0.99) }
+    }
+
     static func throughput(endpoint: String, context: Context, clients: Int, window: Int,
                            credentials: @escaping @Sendable (_ client: Int) -> CurveCredentials? = { _ in nil },
                            frames: @escaping @Sendable (_ client: Int) -> [Data]) -> Double {
+        load(endpoint: endpoint, context: context, clients: clients, window: window, credentials: credentials, frames: frames).rate
+    }
+
+    /// Runs `clients` DEALER threads against `endpoint`; each sends its frames keeping up to
+    /// `window` requests in flight and times each reply (a DEALER's replies come in request order).
+    /// With `credentials` (per client) the clients speak CurveZMQ.
+    static func load(endpoint: String, context: Context, clients: Int, window: Int,
+                     credentials: @escaping @Sendable (_ client: Int) -> CurveCredentials? = { _ in nil },
+                     frames: @escaping @Sendable (_ client: Int) -> [Data]) -> Load {
         let done = DispatchGroup()
         let start = Mutex<Date?>(nil)
         let total = Atomic<Int>(0)
+        let allLatencies = Mutex<[Double]>([])
         let ready = DispatchSemaphore(value: 0)
         let go = DispatchSemaphore(value: 0)
         for client in 0..<clients {
@@ -27,15 +42,21 @@ enum LoadClients {
                 ready.signal()
                 go.wait()
                 var sent = 0, received = 0
+                var sentAt = [UInt64](repeating: 0, count: requests.count)
+                var latencies: [Double] = []
+                latencies.reserveCapacity(requests.count)
                 while received < requests.count {
                     while sent < requests.count && sent - received < window {
+                        sentAt[sent] = DispatchTime.now().uptimeNanoseconds
                         _ = try? socket.send(multipart: [Data(), requests[sent]])
                         sent += 1
                     }
                     guard (try? socket.receiveMultipart()) != nil else { break }
+                    latencies.append(Double(DispatchTime.now().uptimeNanoseconds - sentAt[received]) / 1_000_000)
                     received += 1
                 }
                 total.add(received, ordering: .relaxed)
+                allLatencies.withLock { $0 += latencies }
             }
             thread.start()
         }
@@ -45,7 +66,7 @@ enum LoadClients {
         for _ in 0..<clients { go.signal() }
         done.wait()
         let elapsed = Date().timeIntervalSince(start.withLock { $0! })
-        return Double(total.load(ordering: .relaxed)) / elapsed
+        return Load(rate: Double(total.load(ordering: .relaxed)) / elapsed, latencies: allLatencies.withLock { $0 })
     }
 
     /// Sends `count` requests at `rate` per second from one DEALER, draining replies between sends

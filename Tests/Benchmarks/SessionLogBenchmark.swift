@@ -8,16 +8,17 @@ import Synchronization
 import TestSupport
 import ZeroMQ
 
-/// `bench session-log [--clients 8] [--per-client 5000] [--rate 1000] [--seconds 5]`
+/// `bench session-log [--clients 8] [--per-client 5000] [--rate 1000] [--seconds 5] [--metrics-rounds 3] [--quick]`
 ///
 /// Acknowledged, durable `session.log` throughput with pipelined DEALER clients, and ack latency at
 /// a fixed rate, each beside a raw ROUTER echo measured in the same run on the same sockets.
 enum SessionLogBenchmark {
     static func run(_ arguments: [String]) throws {
+        let quick = arguments.contains("--quick")
         let clients = Options.int(arguments, "--clients", 8)
-        let perClient = Options.int(arguments, "--per-client", 5000)
+        let perClient = Options.int(arguments, "--per-client", quick ? 1500 : 5000)
         let rate = Double(Options.int(arguments, "--rate", 1000))
-        let seconds = Options.int(arguments, "--seconds", 5)
+        let seconds = Options.int(arguments, "--seconds", quick ? 2 : 5)
         let context = try Context()
         let service = try InProcessService.sessionLogger(context: context)
         defer { service.stop() }
@@ -49,7 +50,7 @@ enum SessionLogBenchmark {
                      p99 < 5 ? "met" : "NOT met"))
 
         try metricsOnVersusOff(context: context, off: service, clients: clients, perClient: perClient,
-                               rounds: Options.int(arguments, "--metrics-rounds", 3))
+                               rounds: Options.int(arguments, "--metrics-rounds", quick ? 1 : 3))
     }
 
     /// session.log throughput with metrics on (Prometheus bootstrapped, as the executables run, and

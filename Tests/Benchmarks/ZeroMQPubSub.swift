@@ -67,8 +67,12 @@ enum ZeroMQPubSub {
         init(_ arguments: [String]) throws {
             var rest = arguments[...]
             while let flag = rest.popFirst() {
+                if flag == "--quick" {
+                    (messages, rounds) = (300_000, 3)
+                    continue
+                }
                 guard flag == "--messages" || flag == "--rounds" else {
-                    throw BenchError("unknown argument \(flag); usage: bench zmq-pubsub [--messages N] [--rounds R]")
+                    throw BenchError("unknown argument \(flag); usage: bench zmq-pubsub [--messages N] [--rounds R] [--quick]")
                 }
                 guard let text = rest.popFirst(), let value = Int(text), value > 0 else {
                     throw BenchError("\(flag) needs a positive whole number")

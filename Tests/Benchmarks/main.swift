@@ -1,22 +1,58 @@
 import Foundation
 
 // `bench <name> [arguments]`: one entry per benchmark; each parses its own arguments.
+// `bench all [--quick]` runs every benchmark but the long-running ones, each in a child process
+// of its own, so each one's peak resident memory is its own.
 let benchmarks: [String: ([String]) throws -> Void] = [
     "zmq-pubsub": ZeroMQPubSub.run,
     "session-log": SessionLogBenchmark.run,
+    "writes": WritesBenchmark.run,
     "curve": CurveBenchmark.run,
     "streak": StreakBenchmark.run,
     "planner": PlannerBenchmark.run,
+    "soak": SoakBenchmark.run,
 ]
+/// Left out of `bench all`: they run for minutes by design.
+let longRunning: Set = ["soak"]
+
+/// The process's peak resident memory so far (VmHWM), in MB.
+func peakResidentMegabytes() -> Double {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+          let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "") else { return .nan }
+    return kilobytes / 1024
+}
+
+@MainActor func runAll(_ arguments: [String]) throws {
+    let started = Date()
+    var failed: [String] = []
+    for name in benchmarks.keys.sorted() where !longRunning.contains(name) {
+        print("\n=== bench \(name) \(arguments.joined(separator: " "))", terminator: "\n")
+        fflush(nil)  // the header before the child's own output
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL
+        child.arguments = [name] + arguments
+        try child.run()
+        child.waitUntilExit()
+        if child.terminationStatus != 0 { failed.append(name) }
+    }
+    print(String(format: "\nall benchmarks in %.0f s", Date().timeIntervalSince(started)) + (failed.isEmpty ? "" : "; failed: \(failed.joined(separator: ", "))"))
+    if !failed.isEmpty { exit(1) }
+}
 
 let arguments = CommandLine.arguments.dropFirst()
-guard let name = arguments.first, let benchmark = benchmarks[name] else {
-    let names = benchmarks.keys.sorted().joined(separator: ", ")
+guard let name = arguments.first, name == "all" || benchmarks[name] != nil else {
+    let names = (benchmarks.keys.sorted() + ["all"]).joined(separator: ", ")
     FileHandle.standardError.write(Data("usage: bench <benchmark> [arguments]; benchmarks: \(names)\n".utf8))
     exit(2)
 }
 do {
-    try benchmark(Array(arguments.dropFirst()))
+    if name == "all" {
+        try runAll(Array(arguments.dropFirst()))
+    } else {
+        try benchmarks[name]!(Array(arguments.dropFirst()))
+        print(String(format: "peak resident memory of bench %@: %.0f MB", name, peakResidentMegabytes()))
+    }
 } catch {
     FileHandle.standardError.write(Data("bench \(name): \(error)\n".utf8))
     exit(1)

@@ -1,0 +1,84 @@
+import Foundation
+import LHTSchema
+import Logging
+import ReminderPlanner
+import ServiceHost
+import TestSupport
+import ZeroMQ
+
+/// `bench writes [--clients 8] [--window 64] [--per-client 5000] [--quick]`
+///
+/// The acknowledged writes under pipelined load — `session.log`, `noalc.log` (session logger) and
+/// `reminder.put` (planner) — each from `clients` DEALERs with `window` requests in flight: acks
+/// per second and each ack's round trip, beside a raw ROUTER echo of the same frames measured in
+/// the same run. Every request is distinct, so each is a real durable insert.
+enum WritesBenchmark {
+    static func run(_ arguments: [String]) throws {
+        let quick = arguments.contains("--quick")
+        let clients = Options.int(arguments, "--clients", 8)
+        let window = Options.int(arguments, "--window", 64)
+        let perClient = Options.int(arguments, "--per-client", quick ? 1500 : 5000)
+        let context = try Context()
+        let logger = try InProcessService.sessionLogger(context: context)
+        defer { logger.stop() }
+        let planner = try InProcessService.planner(context: context, logger: logger)
+        defer { planner.stop() }
+        let echo = LoadClients.startEcho(context: context)
+        defer { echo.stop() }
+
+        func measure(_ endpoint: String, _ frame: @escaping @Sendable (_ n: Int, _ client: Int) -> Data) -> LoadClients.Load {
+            LoadClients.load(endpoint: endpoint, context: context, clients: clients, window: window) { client in
+                (0..<perClient).map { frame($0, client) }
+            }
+        }
+        let echoLoad = measure(echo.endpoint) { SessionLogBenchmark.sessionLog(n: $0, client: $1) }
+        print("acknowledged writes, \(clients) pipelined DEALER clients × \(perClient) requests, \(window) in flight each")
+        print(row("path", "acks/s", "× echo", "p50 ms", "p99 ms", "target"))
+        print(row("raw ROUTER echo", String(format: "%.0f", echoLoad.rate), "1.000", String(format: "%.3f", echoLoad.p50),
+                  String(format: "%.3f", echoLoad.p99), ""))
+        let cases: [(name: String, endpoint: String, frame: @Sendable (Int, Int) -> Data, meets: (LoadClients.Load, Double) -> Bool, target: String)] = [
+            ("session.log", logger.api, { SessionLogBenchmark.sessionLog(n: $0, client: 100 + $1) },
+             { load, ratio in load.rate >= 60_000 && ratio >= 0.25 }, "≥ 60000/s and ≥ 0.25 × echo"),
+            ("noalc.log", logger.api, { noalcLog(n: $0, client: 200 + $1) },
+             { load, ratio in load.rate >= 60_000 && ratio >= 0.25 }, "as session.log"),
+            ("reminder.put", planner.api, { reminderPut(n: $0, client: 300 + $1) },
+             { load, _ in load.rate >= 20_000 && load.p99 <= 50 }, "≥ 20000/s, p99 ≤ 50 ms"),
+        ]
+        for entry in cases {
+            let load = measure(entry.endpoint, entry.frame)
+            let ratio = load.rate / echoLoad.rate
+            print(row(entry.name, String(format: "%.0f", load.rate), String(format: "%.3f", ratio), String(format: "%.3f", load.p50),
+                      String(format: "%.3f", load.p99), "\(entry.target): " + (entry.meets(load, ratio) ? "met" : "NOT met")))
+        }
+    }
+
+    static func row(_ columns: String...) -> String {
+        zip(columns, [16, 10, 8, 9, 9, 0]).map { $0.padding(toLength: max($1, $0.count), withPad: " ", startingAt: 0) }.joined(separator: " ")
+    }
+
+    /// Days spread over the last eight years, each entry its own id.
+    static func noalcLog(n: Int, client: Int) -> Data {
+        let today = Instant.now().local(in: ZoneID.utc.timeZone).day
+        return LoadClients.frame(Ops.noalcLog, NoAlcLogRequest(id: RecordID(LoadClients.uuid(n, client: client))!, userId: UserID("bench\(client % 50)")!,
+                                                               day: today.adding(days: -(n % 3000)), level: NoAlcLevel.allCases[n % 3]))
+    }
+
+    /// A new reminder each, for one of a thousand users per client, at times spread over the day.
+    static func reminderPut(n: Int, client: Int) -> Data {
+        LoadClients.frame(Ops.reminderPut, ReminderPutRequest(
+            id: RecordID(LoadClients.uuid(n, client: client))!, userId: UserID("bench\(client)-\(n % 1000)")!,
+            activity: n % 2 == 0 ? .workout : .mindfulness, time: LocalTime(hour: n / 60 % 24, minute: n % 60)))
+    }
+}
+
+extension InProcessService {
+    /// A planner on the system clock following `logger`, on wildcard loopback ports and a fresh data directory.
+    static func planner(context: Context, logger: InProcessService) throws -> InProcessService {
+        let directory = temporaryDirectory("lht-bench-planner").path
+        return try startService(context: context) { context in
+            let options = try PlannerOptions.parse(["--api", "tcp://127.0.0.1:*", "--events", "tcp://127.0.0.1:*", "--data-dir", directory,
+                                                    "--session-logger-api", logger.api, "--session-logger-events", logger.events])
+            return try ReminderPlanner(settings: PlannerSettings(options), logger: Logger(label: "bench"), context: context)
+        }
+    }
+}
