@@ -111,13 +111,17 @@ enum JSONTree {
         mutating func string() -> String? {
             let start = index + 1
             var end = start
+            var ascii = true
             while end < bytes.count, bytes[end] != UInt8(ascii: "\"") {
                 guard bytes[end] >= 0x20, bytes[end] != UInt8(ascii: "\\") else { return nil }
+                ascii = ascii && bytes[end] < 0x80
                 end += 1
             }
             guard end < bytes.count else { return nil }
             index = end + 1
-            return String(validating: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
+            let text = UnsafeBufferPointer(rebasing: bytes[start..<end])
+            // ASCII is valid UTF-8: only other strings need the (costlier) validation.
+            return ascii ? String(decoding: text, as: UTF8.self) : String(validating: text, as: UTF8.self)
         }
 
         mutating func literal(_ text: StaticString, _ node: JSONNode) -> JSONNode? {

@@ -50,6 +50,32 @@ enum WritesBenchmark {
             print(row(entry.name, String(format: "%.0f", load.rate), String(format: "%.3f", ratio), String(format: "%.3f", load.p50),
                       String(format: "%.3f", load.p99), "\(entry.target): " + (entry.meets(load, ratio) ? "met" : "NOT met")))
         }
+        try python(echo: echo.endpoint, logger: logger.api, clients: clients, window: window, perClient: perClient)
+    }
+
+    /// The same pipelined load from Python clients (pyzmq, one process each: `python/load.py`), against
+    /// the echo and `session.log`, alternating. Skipped when python3 has no pyzmq.
+    static func python(echo: String, logger: String, clients: Int, window: Int, perClient: Int) throws {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("python/load.py").path
+        guard (try? ZeroMQPubSub.execute("/usr/bin/env", ["python3", "-c", "import zmq"]).0) == 0 else {
+            return print("python clients: skipped (python3 with pyzmq not found; deploy/install-prerequisites --python installs it)")
+        }
+        func rate(_ endpoint: String, salt: Int) throws -> Double {
+            let (status, output, errors) = try ZeroMQPubSub.execute("/usr/bin/env", [
+                "python3", script, endpoint, "\(clients)", "\(window)", "\(perClient)", "session.log", "\(salt)"])
+            guard status == 0, let line = output.split(separator: "\n").first(where: { $0.hasPrefix("rate=") }), let value = Double(line.dropFirst(5)) else {
+                throw BenchError("python load client failed (\(status)): \(errors)")
+            }
+            return value
+        }
+        var echoRates: [Double] = [], logRates: [Double] = []
+        for round in 0..<2 {
+            echoRates.append(try rate(echo, salt: round))
+            logRates.append(try rate(logger, salt: round))
+        }
+        let ratio = logRates.reduce(0, +) / echoRates.reduce(0, +)
+        print(String(format: "python clients (%d processes × %d in flight): echo %.0f/s, session.log %.0f/s = %.3f × echo   target ≥ 0.6: %@",
+                     clients, window, echoRates.reduce(0, +) / 2, logRates.reduce(0, +) / 2, ratio, ratio >= 0.6 ? "met" : "NOT met"))
     }
 
     static func row(_ columns: String...) -> String {

@@ -1,8 +1,8 @@
 """Pipelined pyzmq DEALER clients, one process each (Python's GIL would serialise threads).
 
-    python3 load.py ENDPOINT CLIENTS WINDOW PER_CLIENT OP
+    python3 load.py ENDPOINT CLIENTS WINDOW PER_CLIENT OP [SALT]
 
-Each client sends PER_CLIENT distinct requests of OP (session.log or noalc.log) keeping WINDOW in
+Each client sends PER_CLIENT distinct requests (ids differ with SALT too) of OP (session.log or noalc.log) keeping WINDOW in
 flight, then reads the rest of its replies. Prints `rate=<replies per second>` for all clients,
 timed from when every client is connected to when the last reply arrived. `bench writes` runs it
 against a raw ROUTER echo and the session logger in the same run.
@@ -16,11 +16,11 @@ import time
 import zmq
 
 
-def frames(op, client, count):
+def frames(op, client, count, salt):
     now = datetime.datetime.now(datetime.timezone.utc)
     result = []
     for n in range(count):
-        record = "%08x-0000-4000-8000-%012d" % (0x9000 + client, n)
+        record = "%08x-0000-4000-8000-%012d" % (0x90000 + 256 * salt + client, n)
         if op == "session.log":
             end = now - datetime.timedelta(minutes=60 + n % 600)
             data = {"id": record, "userId": "py%d" % (client % 50), "activity": "mindfulness",
@@ -52,8 +52,9 @@ def client(endpoint, window, requests, ready, go, done):
 
 def main():
     endpoint, clients, window, per_client, op = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+    salt = int(sys.argv[6]) if len(sys.argv) > 6 else 0
     ready, go, done = multiprocessing.Semaphore(0), multiprocessing.Event(), multiprocessing.Queue()
-    workers = [multiprocessing.Process(target=client, args=(endpoint, window, frames(op, c, per_client), ready, go, done))
+    workers = [multiprocessing.Process(target=client, args=(endpoint, window, frames(op, c, per_client, salt), ready, go, done))
                for c in range(clients)]
     for worker in workers:
         worker.start()
