@@ -116,6 +116,8 @@ struct ReminderTable {
     }
 
     private mutating func intern(_ user: UserID) -> Int32 {
+        // Loading meets a user's reminders one after another: the last one saves a hash lookup each.
+        if let last = userIDs.last, last == user { return Int32(userIDs.count - 1) }
         if let index = userIndex[user] { return index }
         let index = Int32(userIDs.count)
         userIDs.append(user)
