@@ -55,9 +55,10 @@ public struct LocalDay: Hashable, Comparable, Sendable, CustomStringConvertible 
 
     public func days(since other: LocalDay) -> Int { ordinal - other.ordinal }
 
+    /// Written into one buffer (every decision event carries a day or two).
     public var description: String {
         let (y, m, d) = components
-        return Digits.padded(y, 4) + "-" + Digits.padded(m, 2) + "-" + Digits.padded(d, 2)
+        return Digits.text([(y, 4), (m, 2), (d, 2)], separator: UInt8(ascii: "-"))
     }
 
     public static func < (lhs: LocalDay, rhs: LocalDay) -> Bool { lhs.ordinal < rhs.ordinal }
@@ -92,7 +93,7 @@ public struct LocalTime: Hashable, Comparable, Sendable, CustomStringConvertible
 
     public var minutesSinceMidnight: Int { hour * 60 + minute }
 
-    public var description: String { Digits.padded(hour, 2) + ":" + Digits.padded(minute, 2) }
+    public var description: String { Digits.text([(hour, 2), (minute, 2)], separator: UInt8(ascii: ":")) }
 
     public static func < (lhs: LocalTime, rhs: LocalTime) -> Bool {
         lhs.minutesSinceMidnight < rhs.minutesSinceMidnight
@@ -167,6 +168,29 @@ enum Digits {
         }
         return bytes.isEmpty ? nil : result
     }
+
+    /// Zero-padded fields joined by `separator`, each field's value in `0..<10^width`.
+    static func text(_ fields: [(value: Int, width: Int)], separator: UInt8) -> String {
+        guard fields.allSatisfy({ (0..<power(10, $0.width)).contains($0.value) }) else {
+            // Out of range (a year past 9999): printed as it always was.
+            return fields.map { padded($0.value, $0.width) }.joined(separator: String(UnicodeScalar(separator)))
+        }
+        return String(unsafeUninitializedCapacity: fields.reduce(fields.count - 1) { $0 + $1.width }) { buffer in
+            var end = 0
+            for (index, field) in fields.enumerated() {
+                if index > 0 { buffer[end] = separator; end += 1 }
+                var remaining = field.value
+                for offset in stride(from: field.width - 1, through: 0, by: -1) {
+                    buffer[end + offset] = UInt8(ascii: "0") + UInt8(remaining % 10)
+                    remaining /= 10
+                }
+                end += field.width
+            }
+            return end
+        }
+    }
+
+    private static func power(_ base: Int, _ exponent: Int) -> Int { (0..<exponent).reduce(1) { result, _ in result * base } }
 
     static func padded(_ value: Int, _ width: Int) -> String {
         let text = String(value)

@@ -34,11 +34,16 @@ public struct RecordID: Hashable, Comparable, Sendable, CustomStringConvertible 
 
     /// Strictly 8-4-4-4-12 hex digits, either case. Parsed here rather than by `UUID(uuidString:)`,
     /// which on Linux skips white space inside the groups and costs microseconds (sscanf).
-    public init?(_ text: String) {
+    public init?(_ text: String) { self.init(utf8: text.utf8) }
+
+    /// The same from UTF-8 bytes (a column read in place). Inlinable, so each caller gets it
+    /// specialized for its collection.
+    @inlinable
+    public init?(utf8 text: some Collection<UInt8>) {
         var bytes = (UInt64(0), UInt64(0))
         var nibbles = 0
-        var valid = text.utf8.count == 36
-        for (offset, byte) in text.utf8.enumerated() where valid {
+        var valid = text.count == 36
+        for (offset, byte) in text.enumerated() where valid {
             if offset == 8 || offset == 13 || offset == 18 || offset == 23 {
                 valid = byte == UInt8(ascii: "-")
                 continue

@@ -48,30 +48,63 @@ enum PlannerStore {
         try db.fetchValue(Int.self, "SELECT COUNT(*) FROM reminder") ?? 0
     }
 
-    /// Every stored reminder, one at a time from a cursor; columns by position, since name lookups
-    /// were a noticeable part of loading a million.
-    static func forEachReminder(_ db: Database, _ body: (Reminder) -> Void) throws {
-        let rows = try Row.fetchCursor(db, sql: """
+    /// Loads every stored reminder into `table`, reading each column in place from SQLite (GRDB's
+    /// rows and a `String` per column were most of loading a million). Rows that do not parse are skipped.
+    static func loadReminders(into table: inout ReminderTable, _ db: Database) throws {
+        try RawStatement.run("""
             SELECT id, user_id, activity, time, weekdays, lookback_hours, enabled, title, body, created_at_ms FROM reminder
-            """)
-        while let row = try rows.next() {
-            guard let id = RecordID(row[0]), let user = UserID(row[1]), let activity = Activity(rawValue: row[2]),
-                  let time = LocalTime(row[3]) else { continue }
-            body(Reminder(id: id, userId: user, activity: activity, time: time, weekdays: weekdays(row[4]), lookbackHours: row[5],
-                          enabled: row[6], title: row[7], body: row[8], createdAt: Instant(millisecondsSince1970: row[9])))
+            """, db, []) { row -> Void? in
+            guard let id = RecordID(utf8: row.bytes(0)), let user = UserID(row.string(1)), let activity = Activity(rawValue: row.string(2)),
+                  let time = localTime(row.bytes(3)) else { return nil }
+            table.insert(ReminderTable.Fields(id: id, userId: user, activity: activity, time: time, weekdays: weekdayMask(row.bytes(4)),
+                                              lookbackHours: Int(row.integer(5)), enabled: row.integer(6) != 0, createdAt: row.integer(9)),
+                         title: row.optionalString(7), body: row.optionalString(8))
+            return nil
         }
     }
 
-    /// Reads the stored `mon,tue,…` list by its three-letter names, without splitting into strings.
-    static func weekdays(_ text: String) -> [Weekday] {
-        var days: [Weekday] = []
-        var name: [UInt8] = []
-        for byte in text.utf8 + [UInt8(ascii: ",")] {
-            if byte != UInt8(ascii: ",") { name.append(byte); continue }
-            if let day = Weekday.allCases.first(where: { $0.rawValue.utf8.elementsEqual(name) }) { days.append(day) }
-            name.removeAll(keepingCapacity: true)
+    /// Exactly `HH:mm`, as `LocalTime(_:)` reads it, from bytes.
+    static func localTime(_ text: UnsafeBufferPointer<UInt8>) -> LocalTime? {
+        func digit(_ index: Int) -> Int? {
+            let byte = text[index]
+            return byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") ? Int(byte - UInt8(ascii: "0")) : nil
         }
-        return days
+        guard text.count == 5, text[2] == UInt8(ascii: ":"), let h1 = digit(0), let h2 = digit(1), let m1 = digit(3), let m2 = digit(4)
+        else { return nil }
+        return LocalTime(hour: h1 * 10 + h2, minute: m1 * 10 + m2)
+    }
+
+    /// Reads the stored `mon,tue,…` list by its three-letter names, each name packed into an integer
+    /// as it is read (no strings per reminder); unknown names are ignored.
+    static func weekdayMask(_ text: some Sequence<UInt8>) -> WeekdayMask {
+        var bits: UInt8 = 0
+        var name: UInt32 = 0, length = 0
+        for byte in text {
+            if byte != UInt8(ascii: ",") {
+                name = name << 8 | UInt32(byte)
+                length += 1
+                continue
+            }
+            if length == 3 { bits |= weekdayBit(packedName: name) }
+            name = 0
+            length = 0
+        }
+        if length == 3 { bits |= weekdayBit(packedName: name) }
+        return WeekdayMask(bits: bits)
+    }
+
+    /// The mask bit of a three-letter name packed big-endian into an integer, 0 for no weekday.
+    private static func weekdayBit(packedName: UInt32) -> UInt8 {
+        switch packedName {
+        case 0x6D6F6E: 1 << Weekday.mon.index  // "mon"
+        case 0x747565: 1 << Weekday.tue.index  // "tue"
+        case 0x776564: 1 << Weekday.wed.index  // "wed"
+        case 0x746875: 1 << Weekday.thu.index  // "thu"
+        case 0x667269: 1 << Weekday.fri.index  // "fri"
+        case 0x736174: 1 << Weekday.sat.index  // "sat"
+        case 0x73756E: 1 << Weekday.sun.index  // "sun"
+        default: 0
+        }
     }
 
     static func save(_ reminder: Reminder, _ db: Database) throws {
@@ -122,32 +155,27 @@ enum PlannerStore {
                                   _ db: Database) throws -> [CoverageCandidate] {
         let windowStart = Coverage.windowStart(of: at, lookbackHours: lookbackHours)
         let earliestStart = windowStart.adding(seconds: -SessionLogRequest.longestSessionSeconds)
-        let rows = try Row.fetchCursor(db.cachedStatement(sql: """
+        return try RawStatement.run("""
             SELECT id, user_id, activity, start_ms, end_ms, seq FROM session
             WHERE user_id = ? AND activity = ? AND start_ms BETWEEN ? AND ?
-            """), arguments: [user.rawValue, activity.rawValue, earliestStart.millisecondsSince1970, at.millisecondsSince1970])
-        var candidates: [CoverageCandidate] = []
-        while let row = try rows.next() {
-            guard let id = RecordID(row[0]), let user = UserID(row[1]), let activity = Activity(rawValue: row[2]) else { continue }
-            candidates.append(.session(id: id, userId: user, activity: activity, start: Instant(millisecondsSince1970: row[3]),
-                                       end: Instant(millisecondsSince1970: row[4]), loggedOrder: row[5]))
+            """, db, [.text(user.rawValue), .text(activity.rawValue), .integer(earliestStart.millisecondsSince1970), .integer(at.millisecondsSince1970)]
+        ) { row in
+            guard let id = RecordID(utf8: row.bytes(0)), let user = UserID(row.string(1)), let activity = Activity(rawValue: row.string(2))
+            else { return nil }
+            return .session(id: id, userId: user, activity: activity, start: Instant(millisecondsSince1970: row.integer(3)),
+                            end: Instant(millisecondsSince1970: row.integer(4)), loggedOrder: row.integer(5))
         }
-        return candidates
     }
 
     /// The user's NoAlc days an occurrence on rule day D can ask about — D − 1 (morning rules) and D
     /// (evening rules): a range of the primary key. A row is the day's first entry (`insert(noalcDay:)`
     /// keeps it), and its rowid the order the planner stored it in.
     static func noalcCandidates(user: UserID, ruleDay: LocalDay, _ db: Database) throws -> [CoverageCandidate] {
-        let rows = try Row.fetchCursor(db.cachedStatement(sql: """
-            SELECT entry_id, user_id, day, rowid FROM noalc_day WHERE user_id = ? AND day BETWEEN ? AND ?
-            """), arguments: [user.rawValue, ruleDay.adding(days: -1).description, ruleDay.description])
-        var candidates: [CoverageCandidate] = []
-        while let row = try rows.next() {
-            guard let id = RecordID(row[0]), let user = UserID(row[1]), let day = LocalDay(row[2]) else { continue }
-            candidates.append(.noalcEntry(id: id, userId: user, day: day, loggedOrder: row[3]))
+        try RawStatement.run("SELECT entry_id, user_id, day, rowid FROM noalc_day WHERE user_id = ? AND day BETWEEN ? AND ?", db,
+                             [.text(user.rawValue), .text(ruleDay.adding(days: -1).description), .text(ruleDay.description)]) { row in
+            guard let id = RecordID(utf8: row.bytes(0)), let user = UserID(row.string(1)), let day = LocalDay(row.string(2)) else { return nil }
+            return .noalcEntry(id: id, userId: user, day: day, loggedOrder: row.integer(3))
         }
-        return candidates
     }
 
     // MARK: Occurrence state
@@ -159,8 +187,9 @@ enum PlannerStore {
 
     /// Stores a decision; false if the occurrence was decided before (it never is decided twice).
     static func decide(_ reminder: RecordID, at: Instant, status: OccurrenceStatus, cause: RecordID?, _ db: Database) throws -> Bool {
-        try db.run("INSERT OR IGNORE INTO decision (reminder_id, at_ms, status, cause) VALUES (?, ?, ?, ?)",
-                       arguments: [reminder.description, at.millisecondsSince1970, status.rawValue, cause?.description])
+        try RawStatement.run("INSERT OR IGNORE INTO decision (reminder_id, at_ms, status, cause) VALUES (?, ?, ?, ?)", db,
+                             [.text(reminder.description), .integer(at.millisecondsSince1970), .text(status.rawValue),
+                              cause.map { .text($0.description) } ?? .null]) { _ in () }
         return db.changesCount > 0
     }
 

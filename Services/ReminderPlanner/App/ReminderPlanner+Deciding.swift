@@ -32,20 +32,42 @@ extension ReminderPlanner {
         }
         // A known gap in our copy of the session log is fetched before deciding, without holding the
         // loop: see `decideRunning` and the clock ops (fail-safe after 2 s).
-        var count = 0
+        var tally = DecisionTally()
         try host.write { tx in
             // One at a time, rescheduling before the next pop: strict time order, and a reminder's
             // following occurrence is decided in this call too when the clock moved over it.
-            while let (id, planned) = scheduler.popNext(through: now) {
-                guard let reminder = reminders[id] else { continue }
-                let settings = user(reminder.userId)
-                if try decide(planned, of: reminder, user: settings, now: now, mode: mode, tx) { count += 1 }
-                scheduler.schedule(reminder, zone: settings.timeZone, from: planned.at.adding(milliseconds: 1))
-            }
+            while try decideNext(through: now, mode: mode, tx, &tally) {}
             decidedThrough = max(decidedThrough, now)
             try persistDecidedThrough(tx)
+            countAfterCommit(tally, tx)
         }
-        return count
+        return tally.decided
+    }
+
+    /// Decisions taken in one transaction, by status: counted in the metrics once it commits,
+    /// one update per status rather than one per decision.
+    struct DecisionTally {
+        private(set) var byStatus: [OccurrenceStatus: Int] = [:]
+        var decided: Int { byStatus.values.reduce(0, +) }
+
+        mutating func add(_ status: OccurrenceStatus) { byStatus[status, default: 0] += 1 }
+    }
+
+    /// Pops the earliest occurrence due by `bound`, decides it and schedules its reminder's next
+    /// one; false when nothing is due.
+    private func decideNext(through bound: Instant, mode: DecisionMode, _ tx: Transaction, _ tally: inout DecisionTally) throws -> Bool {
+        guard let (id, planned) = scheduler.popNext(through: bound) else { return false }
+        guard let reminder = reminders[id] else { return true }
+        let settings = user(reminder.userId)
+        if let status = try decide(planned, of: reminder, user: settings, now: bound, mode: mode, tx) { tally.add(status) }
+        scheduler.schedule(reminder, zone: settings.timeZone, from: planned.at.adding(milliseconds: 1))
+        return true
+    }
+
+    private func countAfterCommit(_ tally: DecisionTally, _ tx: Transaction) {
+        tx.afterCommit { [unowned self] in
+            for (status, count) in tally.byStatus { host.countMetric("decisions", "kind", Self.decisionKind(status), by: Int64(count)) }
+        }
     }
 
     // MARK: Moving a manual clock in steps
@@ -77,22 +99,19 @@ extension ReminderPlanner {
         if scheduler.nextInstant.map({ $0 <= bound }) ?? false, feed.upstreamSeq > feed.appliedSeq { feed.catchUp() }
         let started = DispatchTime.now().uptimeNanoseconds
         return try host.write { tx in
-            var decided = 0, popped = 0
+            var tally = DecisionTally(), popped = 0
             while popped < Self.clockStepOccurrences,
                   popped == 0 || DispatchTime.now().uptimeNanoseconds - started < Self.clockStepNanoseconds,
-                  let (id, planned) = scheduler.popNext(through: bound) {
+                  try decideNext(through: bound, mode: .running, tx, &tally) {
                 popped += 1
-                guard let reminder = reminders[id] else { continue }
-                let settings = user(reminder.userId)
-                if try decide(planned, of: reminder, user: settings, now: bound, mode: .running, tx) { decided += 1 }
-                scheduler.schedule(reminder, zone: settings.timeZone, from: planned.at.adding(milliseconds: 1))
             }
+            countAfterCommit(tally, tx)
             let undecided = scheduler.nextInstant.flatMap { $0 <= bound ? $0 : nil }
             let reached = undecided.map { max(previous, $0.adding(milliseconds: -1)) } ?? bound
             decidedThrough = max(decidedThrough, reached)
             try persistDecidedThrough(tx)
             try PlannerStore.setValue("manualNowMs", reached.millisecondsSince1970, tx.db)
-            return ClockStep(decided: decided, reached: reached, finished: undecided == nil)
+            return ClockStep(decided: tally.decided, reached: reached, finished: undecided == nil)
         }
     }
 
@@ -104,9 +123,9 @@ extension ReminderPlanner {
         rebuildSchedule()
     }
 
-    /// Decides one occurrence and stores its decision event; false if it was decided before.
+    /// Decides one occurrence and stores its decision event; nil if it was decided before.
     private func decide(_ planned: PlannedOccurrence, of reminder: Reminder, user: UserSettings, now: Instant,
-                        mode: DecisionMode, _ tx: Transaction) throws -> Bool {
+                        mode: DecisionMode, _ tx: Transaction) throws -> OccurrenceStatus? {
         let timeliness: Timeliness = switch mode {
         case .running: .onTime
         case .startup: Timeliness.classify(now: now, at: planned.at, graceMinutes: settings.graceMinutes)
@@ -123,8 +142,7 @@ extension ReminderPlanner {
             }
         }
         // Its announcement row, if any, stays: announcements only ever matter for undecided occurrences.
-        guard try PlannerStore.decide(reminder.id, at: planned.at, status: status, cause: cause, tx.db) else { return false }
-        tx.afterCommit { [unowned self] in host.countMetric("decisions", "kind", Self.decisionKind(status)) }
+        guard try PlannerStore.decide(reminder.id, at: planned.at, status: status, cause: cause, tx.db) else { return nil }
         let occurrence = makeOccurrence(reminder, planned, status: status, cause: cause)
         switch status {
         case .fired:
@@ -135,7 +153,7 @@ extension ReminderPlanner {
             guard let event = Events.decision(status) else { throw WireError(.internal, "\(status) is not a decision") }
             try tx.append(event, userId: reminder.userId, activity: reminder.activity, data: occurrence)
         }
-        return true
+        return status
     }
 
     /// `lht_decisions_total{kind}`: the decision's event type without `reminder.`.

@@ -37,8 +37,10 @@ extension ReminderPlanner {
 
     /// The earliest instant an undecided occurrence of `reminder` can have: just after everything
     /// decided, or its creation instant if that is later (an occurrence exactly then exists too).
-    func firstPending(_ reminder: Reminder) -> Instant {
-        reminder.createdAt >= decidedThrough ? reminder.createdAt : decidedThrough.adding(milliseconds: 1)
+    func firstPending(_ reminder: Reminder) -> Instant { firstPending(createdAt: reminder.createdAt) }
+
+    func firstPending(createdAt: Instant) -> Instant {
+        createdAt >= decidedThrough ? createdAt : decidedThrough.adding(milliseconds: 1)
     }
 
     /// Announces `reminder.cancelled` once for each undecided occurrence that became covered.

@@ -19,9 +19,9 @@ public final class ReminderPlanner: Service {
     private(set) var feed: UpstreamFeed!
     var scheduler = Scheduler()
     var users: [UserID: UserSettings] = [:]
-    private(set) var reminders: [RecordID: Reminder] = [:]
-    /// A user has a handful of reminders: an array is smaller and faster to build than a set.
-    private(set) var remindersByUser: [UserID: [RecordID]] = [:]
+    private(set) var reminders = ReminderTable()
+    /// Each user's reminder ids (`remindersByUser[user]`), from the table.
+    var remindersByUser: RemindersByUser { RemindersByUser(table: reminders) }
     /// Every occurrence at or before this instant is decided (or never existed).
     var decidedThrough: Instant
     /// Occurrences the user restored (few; read for every decision, so kept in memory too).
@@ -54,10 +54,10 @@ public final class ReminderPlanner: Service {
         decidedThrough = stored.decidedThrough.map(Instant.init(millisecondsSince1970:)) ?? time.now()
         restored = stored.restored
         for user in stored.users { users[user.userId] = user }
-        // Streamed from a cursor into the maps (sized up front), then scheduled: a million reminders
+        // Streamed from SQLite into the table (sized up front), then scheduled: a million reminders
         // never exist as one intermediate array.
         reminders.reserveCapacity(stored.reminderCount)
-        try host.read { db in try PlannerStore.forEachReminder(db) { remember($0) } }
+        try host.read { db in try PlannerStore.loadReminders(into: &reminders, db) }
         rebuildSchedule()
 
         feed = try UpstreamFeed(upstream: .sessionLogger, host: host, eventsEndpoint: settings.sessionLoggerEvents,
@@ -88,8 +88,7 @@ public final class ReminderPlanner: Service {
     // MARK: Memory
 
     func remember(_ reminder: Reminder) {
-        reminders[reminder.id] = reminder
-        remindersByUser[reminder.userId, default: []].append(reminder.id)
+        reminders.insert(reminder)
     }
 
     /// Puts `new` in memory in place of reminder `id` (nil: deletes it, with its restored
@@ -106,7 +105,7 @@ public final class ReminderPlanner: Service {
     }
 
     private func setReminder(_ id: RecordID, _ reminder: Reminder?) {
-        if let previous = reminders.removeValue(forKey: id) { remindersByUser[previous.userId]?.removeAll { $0 == id } }
+        reminders.remove(id)
         guard let reminder else { return scheduler.unschedule(id) }
         remember(reminder)
         scheduler.schedule(reminder, zone: user(reminder.userId).timeZone, from: firstPending(reminder))
@@ -129,6 +128,16 @@ public final class ReminderPlanner: Service {
 
     func rebuildSchedule() {
         scheduler = Scheduler()
-        for reminder in reminders.values { scheduler.schedule(reminder, zone: user(reminder.userId).timeZone, from: firstPending(reminder)) }
+        scheduler.scheduleAll(expecting: reminders.count) { schedule in
+            reminders.forEachUser { userId, rules in
+                let zone = user(userId).timeZone
+                for (rule, createdAt) in rules { schedule(rule, zone, firstPending(createdAt: createdAt)) }
+            }
+        }
     }
+}
+
+struct RemindersByUser {
+    let table: ReminderTable
+    subscript(user: UserID) -> [RecordID]? { table.ids(of: user) }
 }

@@ -31,17 +31,18 @@ public struct PlannedOccurrence: Sendable, Hashable, CustomStringConvertible {
 /// gap moves forward by the gap's length, a wall time that occurs twice takes the earlier instant.
 /// Both are "wall time minus the offset in force just before the transition".
 ///
-/// Cost: one occurrence is two `TimeZone.secondsFromGMT(for:)` calls on ordinary days (a few more
-/// next to a transition); days are iterated with integer arithmetic on `LocalDay`. No `Calendar`.
+/// Cost: one occurrence is two offset lookups on ordinary days (a few more next to a transition);
+/// days are iterated with integer arithmetic on `LocalDay`. No `Calendar`. Offsets come from a
+/// `TimeZone` (Foundation, each time) or a `ZoneOffsets` (the zone's transitions, remembered).
 public enum OccurrenceCalendar {
     /// The occurrence of rule time `time` on rule day `day` in `zone`, or nil when that local day
     /// does not exist at all (Pacific/Apia skipped 2011-12-30 when it crossed the date line).
-    public static func occurrence(on day: LocalDay, at time: LocalTime, in zone: TimeZone) -> PlannedOccurrence? {
+    public static func occurrence(on day: LocalDay, at time: LocalTime, in zone: some UTCOffsets) -> PlannedOccurrence? {
         occurrence(on: day, weekday: WeekdayMask.weekday(of: day), at: time, in: zone)
     }
 
     /// Every occurrence whose rule day lies in `days` and whose weekday is selected, in time order.
-    public static func occurrences(at time: LocalTime, on weekdays: some Sequence<Weekday>, in zone: TimeZone,
+    public static func occurrences(at time: LocalTime, on weekdays: some Sequence<Weekday>, in zone: some UTCOffsets,
                                    days: ClosedRange<LocalDay>) -> [PlannedOccurrence] {
         collect(time: time, mask: WeekdayMask(weekdays), zone: zone,
                 ordinals: days.lowerBound.ordinal...days.upperBound.ordinal) { _ in true }
@@ -50,7 +51,7 @@ public enum OccurrenceCalendar {
     /// Every occurrence with `from <= at <= through`, in time order. Rule days are found by
     /// arithmetic alone: any zone offset lies within ±`offsetBoundSeconds`, so only the days whose
     /// wall time can map into the interval are resolved.
-    public static func occurrences(at time: LocalTime, on weekdays: some Sequence<Weekday>, in zone: TimeZone,
+    public static func occurrences(at time: LocalTime, on weekdays: some Sequence<Weekday>, in zone: some UTCOffsets,
                                    from: Instant, through: Instant) -> [PlannedOccurrence] {
         guard from <= through else { return [] }
         let ordinals = candidateOrdinals(time: time, from: from, through: through)
@@ -61,9 +62,13 @@ public enum OccurrenceCalendar {
 
     /// The first occurrence with `at >= from` (`from` itself included, so an occurrence exactly at a
     /// reminder's creation instant counts). Nil only when `weekdays` is empty.
-    public static func next(at time: LocalTime, on weekdays: some Sequence<Weekday>, in zone: TimeZone,
+    public static func next(at time: LocalTime, on weekdays: some Sequence<Weekday>, in zone: some UTCOffsets,
                             from: Instant) -> PlannedOccurrence? {
-        let mask = WeekdayMask(weekdays)
+        next(at: time, on: WeekdayMask(weekdays), in: zone, from: from)
+    }
+
+    /// `next(at:on:in:from:)` with the weekdays as a mask, as the scheduler keeps them.
+    public static func next(at time: LocalTime, on mask: WeekdayMask, in zone: some UTCOffsets, from: Instant) -> PlannedOccurrence? {
         guard !mask.isEmpty else { return nil }
         let first = candidateOrdinals(time: time, from: from, through: from).lowerBound
         // A selected weekday comes round within 7 days; skipped days (Apia) cost at most one more
@@ -81,7 +86,7 @@ public enum OccurrenceCalendar {
     /// The occurrence that happens exactly at `at`, if the rule has one there (e.g. to check the
     /// `at` of `reminder.restore`).
     public static func occurrence(exactlyAt at: Instant, time: LocalTime, on weekdays: some Sequence<Weekday>,
-                                  in zone: TimeZone) -> PlannedOccurrence? {
+                                  in zone: some UTCOffsets) -> PlannedOccurrence? {
         occurrences(at: time, on: weekdays, in: zone, from: at, through: at).first
     }
 
@@ -102,7 +107,7 @@ public enum OccurrenceCalendar {
         return Int(low)...Int(max(low, high))
     }
 
-    private static func collect(time: LocalTime, mask: WeekdayMask, zone: TimeZone, ordinals: ClosedRange<Int>,
+    private static func collect(time: LocalTime, mask: WeekdayMask, zone: some UTCOffsets, ordinals: ClosedRange<Int>,
                                 where keep: (PlannedOccurrence) -> Bool) -> [PlannedOccurrence] {
         guard !mask.isEmpty else { return [] }
         var result: [PlannedOccurrence] = []
@@ -121,7 +126,7 @@ public enum OccurrenceCalendar {
     }
 
     private static func occurrence(on day: LocalDay, weekday: Weekday, at time: LocalTime,
-                                   in zone: TimeZone) -> PlannedOccurrence? {
+                                   in zone: some UTCOffsets) -> PlannedOccurrence? {
         let dayStart = Int64(day.ordinal) * secondsPerDay
         let wall = dayStart + Int64(time.minutesSinceMidnight) * 60
         let utc: Int64
@@ -157,38 +162,38 @@ public enum OccurrenceCalendar {
     /// `before`, it is the answer — and the earlier one when the wall time is repeated. Otherwise a
     /// transition lies in between: try the new offset; if that is not self-consistent either, the
     /// wall time is in the gap and RFC 5545 wants `wall − before`.
-    static func resolve(wall: Int64, in zone: TimeZone) -> Resolution {
-        let before = offset(of: zone, at: wall - secondsPerDay)
+    static func resolve(wall: Int64, in zone: some UTCOffsets) -> Resolution {
+        let before = zone.offset(at: wall - secondsPerDay)
         let early = wall - before
-        let atEarly = offset(of: zone, at: early)
+        let atEarly = zone.offset(at: early)
         if atEarly == before { return .exists(utc: early, offset: before) }
         let late = wall - atEarly
-        if offset(of: zone, at: late) == atEarly { return .exists(utc: late, offset: atEarly) }
+        if zone.offset(at: late) == atEarly { return .exists(utc: late, offset: atEarly) }
         return .gap(utc: early, before: before, after: atEarly)
     }
 
-    private static func isInGap(_ wall: Int64, _ zone: TimeZone) -> Bool {
+    private static func isInGap(_ wall: Int64, _ zone: some UTCOffsets) -> Bool {
         if case .gap = resolve(wall: wall, in: zone) { return true }
         return false
-    }
-
-    @inline(__always)
-    static func offset(of zone: TimeZone, at utcSeconds: Int64) -> Int64 {
-        Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: TimeInterval(utcSeconds))))
     }
 }
 
 /// Seven bits, Monday = bit 0: the weekday filter without hashing a `Set` per day.
-struct WeekdayMask: Sendable, Hashable {
-    let bits: UInt8
+public struct WeekdayMask: Sendable, Hashable {
+    public let bits: UInt8
 
-    init(_ weekdays: some Sequence<Weekday>) {
+    /// Inlinable so callers get it specialized for their collection (an unspecialized generic loop
+    /// was a tenth of scheduling an occurrence).
+    @inlinable
+    public init(_ weekdays: some Sequence<Weekday>) {
         var bits: UInt8 = 0
         for weekday in weekdays { bits |= 1 << weekday.index }
-        self.bits = bits
+        self.init(bits: bits)
     }
 
-    var isEmpty: Bool { bits == 0 }
+    public init(bits: UInt8) { self.bits = bits & 0x7F }
+
+    public var isEmpty: Bool { bits == 0 }
 
     func contains(ordinal: Int) -> Bool { bits & (1 << WeekdayMask.index(ofOrdinal: ordinal)) != 0 }
 

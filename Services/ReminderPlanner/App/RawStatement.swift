@@ -1,0 +1,67 @@
+import GRDB
+import GRDBSQLite
+
+/// A cached statement bound, stepped and read through SQLite's own calls: on the deciding path
+/// GRDB's argument arrays, row cursors and a `String` per column cost more than the queries
+/// themselves. The statement is reset and unbound afterwards, as GRDB leaves its cached ones.
+enum RawStatement {
+    enum Value {
+        case integer(Int64)
+        case text(String)
+        case null
+    }
+
+    /// The current row, valid only inside the `run` body.
+    struct Row {
+        fileprivate let handle: SQLiteStatement
+
+        func integer(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+
+        /// The column's UTF-8 bytes in place (empty for NULL).
+        func bytes(_ column: Int32) -> UnsafeBufferPointer<UInt8> {
+            guard let text = sqlite3_column_text(handle, column) else { return UnsafeBufferPointer(start: nil, count: 0) }
+            return UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(handle, column)))
+        }
+
+        func string(_ column: Int32) -> String { String(decoding: bytes(column), as: UTF8.self) }
+
+        func optionalString(_ column: Int32) -> String? { sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : string(column) }
+    }
+
+    /// Runs `sql` with `arguments` and returns what `read` makes of each row (nil rows are skipped).
+    @discardableResult
+    static func run<Element>(_ sql: String, _ db: Database, _ arguments: [Value], read: (Row) throws -> Element?) throws -> [Element] {
+        let handle = try db.cachedStatement(sql: sql).sqliteStatement
+        defer {
+            sqlite3_reset(handle)
+            sqlite3_clear_bindings(handle)
+        }
+        for (offset, argument) in arguments.enumerated() {
+            let index = Int32(offset + 1)
+            let code = switch argument {
+            case .integer(let value): sqlite3_bind_int64(handle, index, value)
+            case .text(let value): sqlite3_bind_text(handle, index, value, -1, transient)
+            case .null: sqlite3_bind_null(handle, index)
+            }
+            try check(code, db)
+        }
+        var result: [Element] = []
+        while true {
+            let code = sqlite3_step(handle)
+            if code == SQLITE_DONE { return result }
+            guard code == SQLITE_ROW else { throw error(code, db) }
+            if let element = try read(Row(handle: handle)) { result.append(element) }
+        }
+    }
+
+    static func error(_ code: Int32, _ db: Database) -> DatabaseError {
+        DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
+    }
+
+    private static func check(_ code: Int32, _ db: Database) throws {
+        if code != SQLITE_OK { throw error(code, db) }
+    }
+
+    /// SQLITE_TRANSIENT: SQLite copies the bound text (the macro does not reach Swift).
+    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+}

@@ -1,0 +1,131 @@
+import LHTSchema
+import ReminderPlanning
+
+/// The planner's reminders in memory, compact: a million of them are loaded at start-up, and a
+/// `Reminder` in a dictionary (strings, a weekday array of its own, padding) cost about 250 bytes each.
+///
+/// A row is 40 bytes: the id, the creation instant, the user as an index into the interned user
+/// ids, and the rule's small fields. Titles and bodies, which few reminders have, are kept apart.
+/// `Reminder` values are rebuilt on lookup.
+struct ReminderTable {
+    private struct Row {
+        let id: RecordID
+        let createdAt: Int64
+        let user: Int32
+        let minutes: Int16
+        let lookbackHours: Int16
+        let weekdays: UInt8
+        let activity: Activity
+        let enabled: Bool
+    }
+
+    private var rows: [Row] = []
+    private var rowByID: [RecordID: Int32] = [:]
+    /// Rows of removed reminders, reused before the array grows.
+    private var freeRows: [Int32] = []
+    private var texts: [RecordID: (title: String?, body: String?)] = [:]
+    private var userIDs: [UserID] = []
+    private var userIndex: [UserID: Int32] = [:]
+    private var rowsByUser: [[Int32]] = []
+
+    var count: Int { rowByID.count }
+
+    mutating func reserveCapacity(_ count: Int) {
+        rows.reserveCapacity(count)
+        rowByID.reserveCapacity(count)
+    }
+
+    subscript(id: RecordID) -> Reminder? {
+        rowByID[id].map { reminder(at: $0) }
+    }
+
+    /// The ids of `user`'s reminders, nil if there are none.
+    func ids(of user: UserID) -> [RecordID]? {
+        guard let index = userIndex[user], !rowsByUser[Int(index)].isEmpty else { return nil }
+        return rowsByUser[Int(index)].map { rows[Int($0)].id }
+    }
+
+    /// Adds `reminder`, or replaces the one with its id.
+    mutating func insert(_ reminder: Reminder) {
+        remove(reminder.id)
+        insert(Fields(id: reminder.id, userId: reminder.userId, activity: reminder.activity, time: reminder.time,
+                      weekdays: WeekdayMask(reminder.weekdays), lookbackHours: reminder.lookbackHours, enabled: reminder.enabled,
+                      createdAt: reminder.createdAt.millisecondsSince1970), title: reminder.title, body: reminder.body)
+    }
+
+    /// A reminder's fields as stored, for loading without building a `Reminder` each.
+    struct Fields {
+        let id: RecordID
+        let userId: UserID
+        let activity: Activity
+        let time: LocalTime
+        let weekdays: WeekdayMask
+        let lookbackHours: Int
+        let enabled: Bool
+        let createdAt: Int64
+    }
+
+    /// Adds a reminder whose id is not in the table yet.
+    mutating func insert(_ fields: Fields, title: String?, body: String?) {
+        let user = intern(fields.userId)
+        let row = Row(id: fields.id, createdAt: fields.createdAt, user: user, minutes: Int16(fields.time.minutesSinceMidnight),
+                      lookbackHours: Int16(clamping: fields.lookbackHours), weekdays: fields.weekdays.bits,
+                      activity: fields.activity, enabled: fields.enabled)
+        let index: Int32
+        if let free = freeRows.popLast() {
+            index = free
+            rows[Int(index)] = row
+        } else {
+            index = Int32(rows.count)
+            rows.append(row)
+        }
+        rowByID[fields.id] = index
+        rowsByUser[Int(user)].append(index)
+        if title != nil || body != nil { texts[fields.id] = (title, body) }
+    }
+
+    /// Every reminder's scheduling rule and creation instant, user by user, without building `Reminder`s.
+    func forEachUser(_ body: (UserID, _ rules: [(rule: Scheduler.Rule, createdAt: Instant)]) -> Void) {
+        for (user, indices) in rowsByUser.enumerated() where !indices.isEmpty {
+            body(userIDs[user], indices.map { index in
+                let row = rows[Int(index)]
+                return (Scheduler.Rule(id: row.id, time: LocalTime(hour: Int(row.minutes) / 60, minute: Int(row.minutes) % 60)!,
+                                       weekdays: WeekdayMask(bits: row.weekdays), enabled: row.enabled),
+                        Instant(millisecondsSince1970: row.createdAt))
+            })
+        }
+    }
+
+    @discardableResult
+    mutating func remove(_ id: RecordID) -> Reminder? {
+        guard let index = rowByID.removeValue(forKey: id) else { return nil }
+        let removed = reminder(at: index)
+        rowsByUser[Int(rows[Int(index)].user)].removeAll { $0 == index }
+        texts.removeValue(forKey: id)
+        freeRows.append(index)
+        return removed
+    }
+
+    private func reminder(at index: Int32) -> Reminder {
+        let row = rows[Int(index)]
+        let text = texts.isEmpty ? nil : texts[row.id]
+        return Reminder(id: row.id, userId: userIDs[Int(row.user)], activity: row.activity,
+                        time: LocalTime(hour: Int(row.minutes) / 60, minute: Int(row.minutes) % 60)!,
+                        weekdays: Self.weekdayLists[Int(row.weekdays)], lookbackHours: Int(row.lookbackHours), enabled: row.enabled,
+                        title: text?.title, body: text?.body, createdAt: Instant(millisecondsSince1970: row.createdAt))
+    }
+
+    private mutating func intern(_ user: UserID) -> Int32 {
+        // Loading meets a user's reminders one after another: the last one saves a hash lookup each.
+        if let last = userIDs.last, last == user { return Int32(userIDs.count - 1) }
+        if let index = userIndex[user] { return index }
+        let index = Int32(userIDs.count)
+        userIDs.append(user)
+        userIndex[user] = index
+        rowsByUser.append([])
+        return index
+    }
+
+    /// Every weekday selection as the list `Reminder` holds, built once.
+    private static let weekdayLists: [[Weekday]] = (0..<128).map { bits in Weekday.allCases.filter { bits & (1 << $0.index) != 0 } }
+}
