@@ -101,12 +101,13 @@ public struct StreakProgress: Sendable {
     public mutating func record(_ level: NoAlcLevel, on day: LocalDay) -> Bool {
         if let lastDay {
             guard day >= lastDay else { return false }
-            if day > lastDay {
+            if day == lastDay {
+                walk = beforeLastDay
+            } else {
+                walk.skip(unlogged: day.ordinal - lastDay.ordinal - 1)
                 beforeLastDay = walk
-                beforeLastDay.skip(unlogged: day.ordinal - lastDay.ordinal - 1)
             }
         }
-        walk = beforeLastDay
         walk.step(level)
         lastDay = day
         return true
