@@ -170,3 +170,19 @@ extension LogReceipt: WireJSONWritable {
         object.field("duplicate", duplicate)
     }
 }
+
+/// Written once per applied NoAlc entry (`streak.updated`) and per `streak.get`.
+extension StreakState: WireJSONWritable {
+    public func writeFields(to object: inout JSONObjectWriter) {
+        object.field("userId", userId.rawValue)
+        object.field("asOf", asOf.description)
+        object.field("policy", policy)
+        object.field("streakDays", Int64(streakDays))
+        object.field("rewardsEarned", Int64(rewardsEarned))
+        object.field("rewardsUsed", Int64(rewardsUsed))
+        object.field("rewardsLost", Int64(rewardsLost))
+        object.field("rewardsAvailable", Int64(rewardsAvailable))
+        object.field("lastLoggedDay", lastLoggedDay?.description)
+        object.field("todayLogged", todayLogged)
+    }
+}

@@ -241,27 +241,45 @@ public final class UpstreamFeed {
         guard !halted else { return }
         let next = events.filter { $0.seq > appliedSeq }.sorted { $0.seq < $1.seq }
         guard let first = next.first, first.seq == appliedSeq + 1 else { return }
-        var through = appliedSeq
         do {
-            try host.write { tx in
-                for event in next {
-                    guard event.seq == through + 1 else { break }
-                    do {
-                        try tx.isolated { try apply(event, tx) }
-                    } catch let error as DatabaseError {
-                        throw error  // storage trouble: apply nothing, and retry from the cursor later
-                    } catch {
-                        // A payload this service cannot use must not block the feed behind it forever.
-                        host.recordError("upstream event skipped", ["upstream": "\(upstream)", "seq": "\(event.seq)", "error": "\(error)"])
-                    }
-                    through = event.seq
-                }
-                try tx.setCursor(upstream.rawValue, through, logId: followedLog)
+            do {
+                appliedSeq = try applyContiguous(next, skippingFailures: false)
+            } catch is PayloadFailed {
+                // A savepoint per event costs about as much as applying one, so they are taken only
+                // when a payload failed, to skip just that event: the page is applied again with them.
+                appliedSeq = try applyContiguous(next, skippingFailures: true)
             }
-            appliedSeq = through
         } catch {
             host.recordError("applying upstream events failed", ["upstream": "\(upstream)", "error": "\(error)"])
         }
+    }
+
+    /// An event this service cannot use, found while applying without savepoints: the transaction rolls back.
+    private struct PayloadFailed: Error {}
+
+    /// Applies `events` from `appliedSeq + 1` up to the first gap, and the cursor, in one transaction;
+    /// returns the seq applied through. Storage trouble throws: nothing is applied, and the next round
+    /// retries from the cursor. A payload that fails is skipped (`skippingFailures`, each event in a
+    /// savepoint) or throws `PayloadFailed`.
+    private func applyContiguous(_ events: [ReceivedEvent], skippingFailures: Bool) throws -> Int64 {
+        var through = appliedSeq
+        try host.write { tx in
+            for event in events {
+                guard event.seq == through + 1 else { break }
+                do {
+                    if skippingFailures { try tx.isolated { try apply(event, tx) } } else { try apply(event, tx) }
+                } catch let error as DatabaseError {
+                    throw error
+                } catch {
+                    guard skippingFailures else { throw PayloadFailed() }
+                    // A payload this service cannot use must not block the feed behind it forever.
+                    host.recordError("upstream event skipped", ["upstream": "\(upstream)", "seq": "\(event.seq)", "error": "\(error)"])
+                }
+                through = event.seq
+            }
+            try tx.setCursor(upstream.rawValue, through, logId: followedLog)
+        }
+        return through
     }
 
     /// Whether `logId` (the upstream's log identity from a page or a heartbeat; nil from a publisher

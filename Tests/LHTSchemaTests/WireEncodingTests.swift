@@ -32,6 +32,13 @@ struct WireEncodingTests {
         }
     }
 
+    @Test func handWrittenStreakStatesMatchTheirCodableForm() throws {
+        for lastLogged in [nil, LocalDay("2026-11-22")] {
+            try same(StreakState(userId: UserID("u-1")!, asOf: LocalDay("2026-11-23")!, policy: "classic", streakDays: 12, rewardsEarned: 3,
+                                 rewardsUsed: 1, rewardsLost: 1, rewardsAvailable: 1, lastLoggedDay: lastLogged, todayLogged: lastLogged == nil))
+        }
+    }
+
     @Test func streamedValuesMatch() throws {
         let session = StoredSession(id: RecordID(), userId: UserID("u-1")!, activity: .mindfulness, start: Self.at,
                                     end: Self.at.adding(seconds: 900), source: "tab\there \\ \u{1}", loggedAt: Self.at)

@@ -1,6 +1,8 @@
 import Foundation
+import GRDB
 import LHTClient
 import LHTSchema
+import ServiceHost
 import Testing
 import TestSupport
 import ZeroMQ
@@ -63,6 +65,27 @@ import ZeroMQ
         #expect(streakDays(updated) == [1, 2, 3])
         #expect(updated.map(\.seq) == [1, 2, 3])
         #expect(try rig.client(streak).call(Ops.streakGet, StreakGetRequest(userId: henning, asOf: day("2026-03-03"))).streakDays == 3)
+    }
+
+    /// A page is applied without a savepoint per event; an event whose payload this follower cannot
+    /// use rolls that back, and the page is applied again skipping just it: every other event of
+    /// the page is applied exactly once, and the cursor passes them all.
+    @Test func anUnusablePayloadIsSkippedAloneAndTheRestOfItsPageAppliedOnce() throws {
+        let rig = try ServiceRig(.inproc)
+        let logger = try rig.sessionLogger()
+        try logDays(rig, logger, count: 5)
+        let host = try ServiceHost(service: .noalcStreak, apiEndpoint: rig.endpoint("feed-api"), eventsEndpoint: rig.endpoint("feed-events"),
+                                   dataDirectory: rig.scratch.subdirectory("feed"), migrations: { _ in },
+                                   logger: quietLogger("feed"), context: rig.context)
+        var applied: [Int64] = []
+        let feed = try UpstreamFeed(upstream: .sessionLogger, host: host, eventsEndpoint: logger.events, apiEndpoint: logger.api) { event, tx in
+            tx.afterCommit { applied.append(event.seq) }  // undone with the event when it throws
+            if event.seq == 3 { throw WireError.invalid("data", "a payload this follower cannot use") }
+        }
+        #expect(feed.catchUp())
+        #expect(applied == [1, 2, 4, 5])
+        #expect(feed.appliedSeq == 5)
+        #expect(try host.read { db in try Int64.fetchOne(db, sql: "SELECT seq FROM cursor") } == 5)
     }
 
     /// The relay passes only the logger's heartbeats: one whose lastSeq is ahead of what the feed

@@ -54,6 +54,37 @@ struct StreakEquivalenceTests {
         }
     }
 
+    @Test("progress fed one entry at a time (repeats, earlier days) equals computing from scratch", arguments: StreakPolicy.allCases)
+    func incrementalProgressMatchesComputingFromScratch(policy: StreakPolicy) {
+        var rng = SplitMix64(seed: 0x5EED_0A0D &+ UInt64(policy == .seed ? 0 : 1))
+        let levels: [NoAlcLevel] = [.steady, .easy, .wild]
+        for run in 0..<300 {
+            // Mostly in day order, as entries arrive; sometimes the same day again, sometimes an earlier one.
+            var arrivals = gappyHistory(&rng, today: propertyToday).sorted { $0.key < $1.key }.map { (day: $0.key, level: $0.value) }
+            for index in arrivals.indices.reversed() where rng.below(10) == 0 {
+                arrivals.insert((arrivals[index].day, rng.pick(levels)), at: index + 1)
+            }
+            for index in arrivals.indices.dropFirst() where rng.below(20) == 0 { arrivals.swapAt(index - 1, index) }
+            var progress = StreakProgress(policy: policy)
+            var logged: [LocalDay: NoAlcLevel] = [:]
+            for (day, level) in arrivals {
+                logged[day] = level
+                if !progress.record(level, on: day) {
+                    #expect(day < progress.lastDay!, "run \(run)")
+                    let sorted = logged.sorted { $0.key < $1.key }.map { (day: $0.key, level: $0.value) }
+                    progress = StreakProgress(policy: policy, sortedLevels: sorted)
+                }
+                let last = progress.lastDay!
+                for asOf in [last, last.adding(days: 1 + rng.below(20))] {
+                    let expected = Streak.compute(user: testUser, levels: logged, today: asOf, policy: policy)
+                    #expect(progress.state(user: testUser, asOf: asOf) == expected, "run \(run)")
+                    if progress.state(user: testUser, asOf: asOf) != expected { return }
+                }
+                #expect(progress.state(user: testUser, asOf: last.adding(days: -1)) == nil)
+            }
+        }
+    }
+
     @Test("every §5 vector and every short history agrees with the reference", arguments: StreakPolicy.allCases)
     func exhaustiveShortHistories(policy: StreakPolicy) {
         // Every history of 7 days over {steady, easy, wild, unlogged} followed by a gap of 0…10 days

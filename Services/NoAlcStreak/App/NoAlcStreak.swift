@@ -66,11 +66,11 @@ public final class NoAlcStreakService: Service {
         policy = settings.policy
         zone = settings.timeZone
         let host = host
-        var loaded = try host.read { try StreakStore.load(from: $0, host: host) }
+        var loaded = try host.read { try StreakStore.load(from: $0, policy: settings.policy, host: host) }
         for (user, history) in loaded {
-            loaded[user]?.latest = history.lastDay.map { Self.streak(of: history, user: user, asOf: $0, policy: settings.policy) }
+            loaded[user]?.latest = history.lastDay.map { history.streak(of: user, asOf: $0) }
         }
-        histories = Histories(loaded)
+        histories = Histories(loaded, policy: settings.policy)
         feed = try UpstreamFeed(upstream: .sessionLogger, host: host, eventsEndpoint: settings.sessionLoggerEvents,
                                 apiEndpoint: settings.sessionLoggerAPI) { [unowned self] event, tx in
             try apply(event, in: tx)
@@ -83,9 +83,10 @@ public final class NoAlcStreakService: Service {
     }
 
     private func registerOps() {
-        host.handle(Ops.streakGet) { [unowned self] query, tx in
-            let asOf = query.day(now: tx.now, serviceZone: zone)
-            return Self.streak(of: histories.history(of: query.userId, in: tx), user: query.userId, asOf: asOf, policy: policy)
+        // Reads memory only: no transaction to open and commit (the feed's changes are in memory once committed).
+        host.handleOutside(Ops.streakGet) { [unowned self] query in
+            let asOf = query.day(now: host.time.now(), serviceZone: zone)
+            return histories.committedHistory(of: query.userId).streak(of: query.userId, asOf: asOf)
         }
         host.handle(Ops.calendarGet) { [unowned self] query, tx in
             let levels = histories.history(of: query.userId, in: tx).levels(in: query.days)
@@ -104,15 +105,11 @@ public final class NoAlcStreakService: Service {
         history.record(entry.level, on: entry.day)
         // Event time: as of the user's latest logged day, so replaying the log gives the same events.
         guard let lastDay = history.lastDay else { return }  // cannot happen: a day was just recorded
-        let state = Self.streak(of: history, user: entry.userId, asOf: lastDay, policy: policy)
+        let state = history.streak(of: entry.userId, asOf: lastDay)
         if state != history.latest {
             try tx.append(Events.streakUpdated, userId: entry.userId, activity: .noalc, data: state)
             history.latest = state
         }
         histories.stage(history, for: entry.userId, in: tx)
-    }
-
-    static func streak(of history: History, user: UserID, asOf: LocalDay, policy: StreakPolicy) -> StreakState {
-        Streak.compute(user: user, sortedLevels: history.entries, today: asOf, policy: policy)
     }
 }

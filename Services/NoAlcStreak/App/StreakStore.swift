@@ -4,12 +4,16 @@ import LHTSchema
 import ServiceHost
 import StreakRules
 
-/// One user's NoAlc days, latest entry per day, sorted by day: the form `Streak.compute(sortedLevels:)`
-/// walks without hashing.
+/// One user's NoAlc days, latest entry per day, sorted by day, and the streak walked through them:
+/// an entry in day order, or a `streak.get` as of the last logged day or later, costs no walk over
+/// the history.
 struct History {
     private(set) var entries: [(day: LocalDay, level: NoAlcLevel)] = []
+    private var progress: StreakProgress
     /// The state as of the latest logged day, as last published: what a new entry is compared with.
     var latest: StreakState?
+
+    init(policy: StreakPolicy) { progress = StreakProgress(policy: policy) }
 
     var lastDay: LocalDay? { entries.last?.day }
 
@@ -17,14 +21,22 @@ struct History {
     mutating func record(_ level: NoAlcLevel, on day: LocalDay) {
         if let last = entries.last?.day, last < day {
             entries.append((day, level))
-            return
-        }
-        let index = firstIndex(notBefore: day)
-        if index < entries.count, entries[index].day == day {
-            entries[index].level = level
         } else {
-            entries.insert((day, level), at: index)
+            let index = firstIndex(notBefore: day)
+            if index < entries.count, entries[index].day == day {
+                entries[index].level = level
+            } else {
+                entries.insert((day, level), at: index)
+            }
         }
+        // An earlier day changes the walk from there on: walked again from the start.
+        if !progress.record(level, on: day) { progress = StreakProgress(policy: progress.policy, sortedLevels: entries) }
+    }
+
+    /// The user's streak as of `day` (SEMANTICS §5).
+    func streak(of user: UserID, asOf day: LocalDay) -> StreakState {
+        progress.state(user: user, asOf: day)
+            ?? Streak.compute(user: user, sortedLevels: entries, today: day, policy: progress.policy)
     }
 
     /// The levels logged within `days`.
@@ -55,17 +67,24 @@ struct History {
 /// merged on commit. Staged changes of a transaction that never committed are dropped when the
 /// next transaction asks.
 final class Histories {
+    private let policy: StreakPolicy
     private var committed: [UserID: History]
     private var staged: [UserID: History] = [:]
     private weak var stagedIn: Transaction?
 
-    init(_ histories: [UserID: History]) { committed = histories }
+    init(_ histories: [UserID: History], policy: StreakPolicy) {
+        committed = histories
+        self.policy = policy
+    }
 
     /// The user's history as `tx` sees it.
     func history(of user: UserID, in tx: Transaction) -> History {
         if stagedIn === tx, let history = staged[user] { return history }
-        return committed[user] ?? History()
+        return committedHistory(of: user)
     }
+
+    /// The user's history as committed: what a request outside any transaction sees.
+    func committedHistory(of user: UserID) -> History { committed[user] ?? History(policy: policy) }
 
     /// Must be the last step of a change: nothing after it may throw, or the savepoint it ran in
     /// would roll back while the staged history stays.
@@ -98,7 +117,7 @@ enum StreakStore {
     /// Stores a day's level unless a newer upstream entry already set it (latest by seq wins).
     /// False when nothing changed.
     static func record(user: UserID, day: LocalDay, level: NoAlcLevel, seq: Int64, in db: Database) throws -> Bool {
-        try db.execute(sql: """
+        try db.run("""
             INSERT INTO noalc_level (user_id, day, level, seq) VALUES (?, ?, ?, ?)
             ON CONFLICT (user_id, day) DO UPDATE SET level = excluded.level, seq = excluded.seq WHERE excluded.seq > noalc_level.seq
             """, arguments: [user.rawValue, day.description, level.rawValue, seq])
@@ -108,7 +127,7 @@ enum StreakStore {
     /// Every user's history, read once at start. A row that does not read back (a user id, day or
     /// level that does not parse, a value of the wrong type) is skipped, logged and counted in
     /// `health` (`unreadableRows`), once: the table is read only here.
-    static func load(from db: Database, host: ServiceHost) throws -> [UserID: History] {
+    static func load(from db: Database, policy: StreakPolicy, host: ServiceHost) throws -> [UserID: History] {
         var histories: [UserID: History] = [:]
         // Rows come grouped by user: one history is built at a time, without hashing per row.
         var current: (user: UserID, history: History)?
@@ -129,7 +148,7 @@ enum StreakStore {
             }
             if current?.user != userId {
                 if let (user, history) = current { histories[user] = history }
-                current = (userId, histories[userId] ?? History())
+                current = (userId, histories[userId] ?? History(policy: policy))
             }
             current?.history.record(level, on: day)
         }

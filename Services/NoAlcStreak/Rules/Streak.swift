@@ -45,35 +45,15 @@ public enum Streak {
     public static func compute(
         user: UserID, sortedLevels entries: [(day: LocalDay, level: NoAlcLevel)], today: LocalDay, policy: StreakPolicy
     ) -> StreakState {
-        var count = 0
+        var progress = StreakProgress(policy: policy)
         for index in entries.indices {
             if index > 0, entries[index].day < entries[index - 1].day {
                 return compute(user: user, levels: latestPerDay(entries), today: today, policy: policy)
             }
-            if entries[index].day <= today { count = index + 1 }
+            if entries[index].day <= today { progress.record(entries[index].level, on: entries[index].day) }
         }
-        guard count > 0 else { return nothingLogged(user: user, today: today, policy: policy) }
-        let last = entries[count - 1].day.ordinal
-        let todayLogged = last == today.ordinal
-        let end = todayLogged ? today.ordinal : today.ordinal - 1
-        var walk = Walk(policy: policy)
-        var previous: Int?
-        var index = 0
-        while index < count {
-            let ordinal = entries[index].day.ordinal
-            var level = entries[index].level
-            index += 1
-            while index < count, entries[index].day.ordinal == ordinal {
-                level = entries[index].level
-                index += 1
-            }
-            if let previous { walk.skip(unlogged: ordinal - previous - 1) }
-            walk.step(level)
-            previous = ordinal
-        }
-        // The unlogged days after the last entry, up to the end day (none when today is logged).
-        walk.skip(unlogged: end - last)
-        return walk.state(user: user, today: today, lastLogged: LocalDay(ordinal: last), todayLogged: todayLogged)
+        // Every day walked is on or before `today`, so the progress answers for it.
+        return progress.state(user: user, asOf: today) ?? nothingLogged(user: user, today: today, policy: policy)
     }
 
     /// The state of a user with no history up to `today`.
@@ -86,6 +66,63 @@ public enum Streak {
         var levels = [LocalDay: NoAlcLevel](minimumCapacity: entries.count)
         for entry in entries { levels[entry.day] = entry.level }
         return levels
+    }
+}
+
+/// The walk through a user's entries up to their last logged day, kept between entries: an entry
+/// on or after that day extends it without walking the history again, and the state as of any day
+/// from then on follows from it, so a service applying entries in day order or answering for
+/// "today" pays per entry, not per logged day.
+public struct StreakProgress: Sendable {
+    public let policy: StreakPolicy
+    /// The last logged day walked; nil before the first entry.
+    public private(set) var lastDay: LocalDay?
+    /// The walk up to the day before `lastDay` (its unlogged days skipped): a second entry for
+    /// `lastDay` replaces the first by stepping again from here.
+    private var beforeLastDay: Walk
+    private var walk: Walk
+
+    public init(policy: StreakPolicy) {
+        self.policy = policy
+        beforeLastDay = Walk(policy: policy)
+        walk = beforeLastDay
+    }
+
+    /// The progress through entries sorted by day ascending, each day once.
+    public init(policy: StreakPolicy, sortedLevels entries: [(day: LocalDay, level: NoAlcLevel)]) {
+        self.init(policy: policy)
+        for entry in entries { record(entry.level, on: entry.day) }
+    }
+
+    /// Walks `level` on `day`; a day equal to `lastDay` replaces its level (the latest entry wins).
+    /// False, and nothing changes, for a day before `lastDay`: the walk cannot be undone, so the
+    /// caller rebuilds the progress from the sorted entries.
+    @discardableResult
+    public mutating func record(_ level: NoAlcLevel, on day: LocalDay) -> Bool {
+        if let lastDay {
+            guard day >= lastDay else { return false }
+            if day == lastDay {
+                walk = beforeLastDay
+            } else {
+                walk.skip(unlogged: day.ordinal - lastDay.ordinal - 1)
+                beforeLastDay = walk
+            }
+        }
+        walk.step(level)
+        lastDay = day
+        return true
+    }
+
+    /// The state as of `today`, as `Streak.compute` gives it; nil when `today` is before `lastDay`
+    /// (later entries would have to be left out: use `Streak.compute`).
+    public func state(user: UserID, asOf today: LocalDay) -> StreakState? {
+        guard let lastDay else { return Streak.nothingLogged(user: user, today: today, policy: policy) }
+        guard today >= lastDay else { return nil }
+        let todayLogged = today == lastDay
+        // The unlogged days after the last entry, up to the end day (none when today is logged).
+        var end = walk
+        if !todayLogged { end.skip(unlogged: today.ordinal - 1 - lastDay.ordinal) }
+        return end.state(user: user, today: today, lastLogged: lastDay, todayLogged: todayLogged)
     }
 }
 
