@@ -51,6 +51,16 @@ public struct JSONObjectWriter {
         bytes.append(contentsOf: (value ? "true" : "false").utf8)
     }
 
+    public mutating func field(_ name: StaticString, strings: [String]) {
+        key(name)
+        bytes.append(UInt8(ascii: "["))
+        for (index, string) in strings.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            JSONText.appendString(string, to: &bytes)
+        }
+        bytes.append(UInt8(ascii: "]"))
+    }
+
     /// A member whose value is JSON already.
     public mutating func field(_ name: StaticString, json: Data) {
         key(name)
@@ -184,5 +194,46 @@ extension StreakState: WireJSONWritable {
         object.field("rewardsAvailable", Int64(rewardsAvailable))
         object.field("lastLoggedDay", lastLoggedDay?.description)
         object.field("todayLogged", todayLogged)
+    }
+}
+
+extension Reminder: WireJSONWritable {
+    public func writeFields(to object: inout JSONObjectWriter) {
+        object.field("id", id.description)
+        object.field("userId", userId.rawValue)
+        object.field("activity", activity.rawValue)
+        object.field("time", time.description)
+        object.field("weekdays", strings: weekdays.map(\.rawValue))
+        object.field("lookbackHours", Int64(lookbackHours))
+        object.field("enabled", enabled)
+        object.field("title", title)
+        object.field("body", body)
+        object.field("createdAt", createdAt.description)
+    }
+}
+
+extension ReminderPutReply: WireJSONWritable {
+    public func writeFields(to object: inout JSONObjectWriter) {
+        reminder.writeFields(to: &object)
+        if let warnings { object.field("warnings", strings: warnings) }
+    }
+}
+
+extension ReminderDeleted: WireJSONWritable {
+    public func writeFields(to object: inout JSONObjectWriter) {
+        object.field("id", id.description)
+        object.fieldIfPresent("userId", userId?.rawValue)
+        object.fieldIfPresent("activity", activity?.rawValue)
+        object.field("deleted", deleted)
+    }
+}
+
+/// Once per `reminder.put` and `reminder.delete` (`reminder.changed`).
+extension ReminderChange: WireJSONWritable {
+    public func writeFields(to object: inout JSONObjectWriter) {
+        switch self {
+        case .put(let reminder): reminder.writeFields(to: &object)
+        case .deleted(let deletion): deletion.writeFields(to: &object)
+        }
     }
 }

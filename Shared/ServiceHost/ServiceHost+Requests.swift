@@ -48,7 +48,8 @@ extension ServiceHost {
     public static let largestRequest = 1 << 20
 
     func registerCommonOps() {
-        handle(Ops.health) { [unowned self] _, _ in health() }
+        // Outside any transaction: it reads only memory, and never waits for the log to be rewound.
+        handleOutside(Ops.health) { [unowned self] _ in health() }
         register(Ops.eventsSince, .batched, owner: nil) { [unowned self] query, tx, caller in
             // A user sees only its own events, filtered before `limit` (PROTOCOL "Security").
             try eventLog.since(query, for: caller.mayDoEverything ? nil : caller.user, publisher: service, in: tx!.db)

@@ -165,7 +165,8 @@ public final class ServiceHost {
         if let current { return try current.isolated { try body(current) } }
         if checkpointer.takeRewindRequest() {
             // The log passed its limit: copying back its last frames here lets this transaction rewind it.
-            try? database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(PASSIVE)") }
+            // Busy (the checkpointer thread is at it): asked again on the next transaction.
+            if (try? database.writeWithoutTransaction({ db in try db.checkpoint(.passive) })) == nil { checkpointer.requestRewind() }
         }
         let now = time.now()
         var transaction: Transaction?

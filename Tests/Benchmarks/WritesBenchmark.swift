@@ -21,7 +21,11 @@ enum WritesBenchmark {
         let context = try Context()
         let logger = try InProcessService.sessionLogger(context: context)
         defer { logger.stop() }
-        let planner = try InProcessService.planner(context: context, logger: logger)
+        // The planner follows a logger of its own, idle: catching up on the logger under test would
+        // share the cores with it and slow reminder.put.
+        let upstream = try InProcessService.sessionLogger(context: context)
+        defer { upstream.stop() }
+        let planner = try InProcessService.planner(context: context, logger: upstream)
         defer { planner.stop() }
         let echo = LoadClients.startEcho(context: context)
         defer { echo.stop() }
@@ -98,12 +102,14 @@ enum WritesBenchmark {
 }
 
 extension InProcessService {
-    /// A planner on the system clock following `logger`, on wildcard loopback ports and a fresh data directory.
-    static func planner(context: Context, logger: InProcessService) throws -> InProcessService {
+    /// A planner following `logger`, on wildcard loopback ports and a fresh data directory; on the
+    /// system clock, or a manual one starting at `clock`.
+    static func planner(context: Context, logger: InProcessService, clock: Instant? = nil) throws -> InProcessService {
         let directory = temporaryDirectory("lht-bench-planner").path
         return try startService(context: context) { context in
             let options = try PlannerOptions.parse(["--api", "tcp://127.0.0.1:*", "--events", "tcp://127.0.0.1:*", "--data-dir", directory,
-                                                    "--session-logger-api", logger.api, "--session-logger-events", logger.events])
+                                                    "--session-logger-api", logger.api, "--session-logger-events", logger.events]
+                                                   + (clock.map { ["--clock", "manual:\($0)"] } ?? []))
             return try ReminderPlanner(settings: PlannerSettings(options), logger: Logger(label: "bench"), context: context)
         }
     }

@@ -11,9 +11,10 @@ let benchmarks: [String: ([String]) throws -> Void] = [
     "streak": StreakBenchmark.run,
     "planner": PlannerBenchmark.run,
     "soak": SoakBenchmark.run,
+    "advance": AdvanceBenchmark.run,
 ]
 /// Left out of `bench all`: they run for minutes by design.
-let longRunning: Set = ["soak"]
+let longRunning: Set = ["soak", "advance"]
 
 /// The process's peak resident memory so far (VmHWM), in MB.
 func peakResidentMegabytes() -> Double {

@@ -49,6 +49,10 @@ struct WireEncodingTests {
         let reminder = Reminder(id: RecordID(), userId: UserID("u1")!, activity: .noalc, time: LocalTime("09:00")!, weekdays: [.sun, .mon],
                                 lookbackHours: 24, enabled: true, title: nil, body: "ü 🌿", createdAt: Self.at)
         try same(ReminderPutReply(reminder: reminder, warnings: ["w"]))
+        try same(ReminderPutReply(reminder: reminder, warnings: nil))
+        try same(ReminderChange.put(reminder))
+        try same(ReminderChange.deleted(ReminderDeleted(id: reminder.id, userId: reminder.userId, activity: .noalc)))
+        try same(ReminderChange.deleted(ReminderDeleted(id: reminder.id, userId: nil, activity: nil)))
         try same(ReminderListReply(reminders: [reminder, reminder]))
         try same(HealthReply(service: "s", version: "1", uptimeSeconds: 3, lastSeq: 9, counters: ["b": 2, "a": 1]))
         try same(JSONValue.object(["x": .array([.null, .bool(true), .number(-2.5), .string("/")]), "y": .object([:])]))
