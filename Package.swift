@@ -61,7 +61,8 @@ let package = Package(
         .executableTarget(name: "SessionLoggerMain", dependencies: ["SessionLogger"], path: "Services/SessionLogger/Main"),
         .target(
             name: "ReminderPlanner",
-            dependencies: ["ServiceHost", "ReminderPlanning", .product(name: "HeapModule", package: "swift-collections")],
+            dependencies: ["ServiceHost", "ReminderPlanning", .product(name: "HeapModule", package: "swift-collections"),
+                           .product(name: "GRDBSQLite", package: "GRDB.swift")],
             path: "Services/ReminderPlanner/App"),
         .executableTarget(name: "ReminderPlannerMain", dependencies: ["ReminderPlanner"], path: "Services/ReminderPlanner/Main"),
         .target(name: "Notifier", dependencies: ["ServiceHost", "NotificationRendering"], path: "Services/Notifier/App"),
@@ -78,7 +79,7 @@ let package = Package(
             name: "Bench",
             dependencies: ["ZeroMQ", "ServiceHost", "LHTSchema", "LHTClient", "LHTSecurity", "SessionLogger", "ReminderPlanner", "StreakRules",
                            "TestSupport", .product(name: "GRDB", package: "GRDB.swift")],
-            path: "Tests/Benchmarks", exclude: ["c", "README.md"]),
+            path: "Tests/Benchmarks", exclude: ["c", "python", "README.md"]),
 
         // Shared test support: the in-process service harness, typed test clients, temp directories.
         .target(
