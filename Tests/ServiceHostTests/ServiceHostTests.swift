@@ -88,9 +88,9 @@ import Testing
         #expect(pages == [Array(1...10), Array(11...20), Array(21...25)])
     }
 
-    @Test func aFailingRequestChangesNothingAndTheBatchGoesOn() throws {
-        let host = try makeHost()
-        // A handler that stores an event, then refuses user "bad": the refusal must take the event with it.
+    /// A `streak.get` handler that stores an event carrying n (the day of January its `asOf` names),
+    /// then refuses user "bad": a refusal must take its event with it.
+    func handleStreakGetRefusingBad(_ host: ServiceHost) {
         let first = LocalDay(year: 2026, month: 1, day: 1)!
         host.handle(Ops.streakGet) { [self] query, tx in
             let n = (query.asOf?.ordinal ?? 0) - first.ordinal + 1
@@ -98,6 +98,11 @@ import Testing
             guard query.userId != UserID("bad") else { throw WireError.invalid("data.userId", "refused") }
             return Self.note(n)
         }
+    }
+
+    @Test func aFailingRequestChangesNothingAndTheBatchGoesOn() throws {
+        let host = try makeHost()
+        handleStreakGetRefusingBad(host)
         let frames = [("u1", 1), ("bad", 3), ("u1", 2)].map { Data(#"{"v":1,"op":"streak.get","data":{"userId":"\#($0.0)","asOf":"2026-01-0\#($0.1)"}}"#.utf8) }
             + [Data("{".utf8), Data(#"{"v":1,"op":"nope"}"#.utf8)]
         let replies = try host.process(frames.map { IncomingRequest(frame: $0) }).map { try JSONDecoder().decode(ReplyFrame<StreakState>.self, from: $0) }
@@ -111,13 +116,7 @@ import Testing
     /// alone. Failures first, last and next to each other leave exactly the others' events, in order.
     @Test func failuresAnywhereInABatchTakeOnlyTheirOwnChanges() throws {
         let host = try makeHost()
-        let first = LocalDay(year: 2026, month: 1, day: 1)!
-        host.handle(Ops.streakGet) { [self] query, tx in
-            let n = (query.asOf?.ordinal ?? 0) - first.ordinal + 1
-            _ = try append(tx, n)
-            guard query.userId != UserID("bad") else { throw WireError.invalid("data.userId", "refused") }
-            return Self.note(n)
-        }
+        handleStreakGetRefusingBad(host)
         let users = ["bad", "u1", "bad", "bad", "u1", "u1", "bad"]
         let frames = users.enumerated().map { index, user in
             IncomingRequest(frame: Data(#"{"v":1,"op":"streak.get","data":{"userId":"\#(user)","asOf":"2026-01-0\#(index + 1)"}}"#.utf8))

@@ -11,13 +11,7 @@ import TestSupport
 @Suite struct PlannerGroupCommitTests {
     @Test func writesInOneBatchSeeEachOtherAndARefusedOneChangesNothing() throws {
         let rig = try ServiceRig(.inproc)
-        let logger = try rig.sessionLogger()
-        let options = try PlannerOptions.parse([
-            "--api", rig.endpoint("planner-api"), "--events", rig.endpoint("planner-events"),
-            "--data-dir", rig.scratch.subdirectory("planner").path, "--clock", "manual:2026-11-16T00:00:00Z",
-            "--session-logger-api", logger.api, "--session-logger-events", logger.events,
-        ])
-        let planner = try ReminderPlanner(settings: PlannerSettings(options), logger: quietLogger("reminder-planner"), context: rig.context)
+        let planner = try PlannerMemoryTests.planner(rig)
         let henning = UserID("henning")!, other = UserID("other")!
         let first = RecordID(), second = RecordID()
         func frame<Input: Encodable, Output>(_ op: Op<Input, Output>, _ input: Input) throws -> IncomingRequest {

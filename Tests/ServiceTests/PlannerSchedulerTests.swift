@@ -84,6 +84,18 @@ import TestSupport
         return kilobytes / 1024
     }
 
+    /// A planner on a manual clock following a session logger, both in `rig`, not running its loop:
+    /// the tests drive it through `host.process` and read its memory.
+    static func planner(_ rig: ServiceRig) throws -> ReminderPlanner {
+        let logger = try rig.sessionLogger()
+        let options = try PlannerOptions.parse([
+            "--api", rig.endpoint("planner-api"), "--events", rig.endpoint("planner-events"),
+            "--data-dir", rig.scratch.subdirectory("planner").path, "--clock", "manual:2026-11-16T00:00:00Z",
+            "--session-logger-api", logger.api, "--session-logger-events", logger.events,
+        ])
+        return try ReminderPlanner(settings: PlannerSettings(options), logger: quietLogger("reminder-planner"), context: rig.context)
+    }
+
     static func frame<Input: Encodable, Output>(_ op: Op<Input, Output>, _ input: Input) throws -> IncomingRequest {
         IncomingRequest(frame: try wireEncoder().encode(RequestFrame(op: op.name, data: input)))
     }
@@ -92,13 +104,7 @@ import TestSupport
     @Test func repeatedUserPutsDoNotGrowTheSchedule() throws {
         let puts = ProcessInfo.processInfo.environment["LHT_TEST_PLANNER_PUTS"].flatMap(Int.init) ?? 300
         let rig = try ServiceRig(.inproc)
-        let logger = try rig.sessionLogger()
-        let options = try PlannerOptions.parse([
-            "--api", rig.endpoint("planner-api"), "--events", rig.endpoint("planner-events"),
-            "--data-dir", rig.scratch.subdirectory("planner").path, "--clock", "manual:2026-11-16T00:00:00Z",
-            "--session-logger-api", logger.api, "--session-logger-events", logger.events,
-        ])
-        let planner = try ReminderPlanner(settings: PlannerSettings(options), logger: quietLogger("reminder-planner"), context: rig.context)
+        let planner = try Self.planner(rig)
         let henning = UserID("henning")!
         let reminders = try (0..<1000).map { index in
             try Self.frame(Ops.reminderPut, ReminderPutRequest(userId: henning, activity: index % 2 == 0 ? .workout : .mindfulness,
