@@ -6,7 +6,7 @@ import ServiceHost
 import TestSupport
 import ZeroMQ
 
-/// `bench writes [--clients 8] [--window 64] [--per-client 5000] [--quick]`
+/// `bench writes [--clients 8] [--window 64] [--per-client 5000] [--quick] [--only session.log|noalc.log|reminder.put|python]`
 ///
 /// The acknowledged writes under pipelined load — `session.log`, `noalc.log` (session logger) and
 /// `reminder.put` (planner) — each from `clients` DEALERs with `window` requests in flight: acks
@@ -48,13 +48,14 @@ enum WritesBenchmark {
             ("reminder.put", planner.api, { reminderPut(n: $0, client: 300 + $1) },
              { load, _ in load.rate >= 20_000 && load.p99 <= 50 }, "≥ 20000/s, p99 ≤ 50 ms"),
         ]
-        for entry in cases {
+        let only = arguments.firstIndex(of: "--only").flatMap { arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }
+        for entry in cases where only == nil || only == entry.name {
             let load = measure(entry.endpoint, entry.frame)
             let ratio = load.rate / echoLoad.rate
             print(row(entry.name, String(format: "%.0f", load.rate), String(format: "%.3f", ratio), String(format: "%.3f", load.p50),
                       String(format: "%.3f", load.p99), "\(entry.target): " + (entry.meets(load, ratio) ? "met" : "NOT met")))
         }
-        try python(echo: echo.endpoint, logger: logger.api, clients: clients, window: window, perClient: perClient)
+        if only == nil || only == "python" { try python(echo: echo.endpoint, logger: logger.api, clients: clients, window: window, perClient: perClient) }
     }
 
     /// The same pipelined load from Python clients (pyzmq, one process each: `python/load.py`), against
