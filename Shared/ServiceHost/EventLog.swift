@@ -140,6 +140,42 @@ public final class Transaction {
         }
     }
 
+    /// Runs `body` for each item in order, isolated from one another: all in one savepoint while none
+    /// fails (a savepoint per item costs about as much as a small item). A failure rolls that back;
+    /// the items before it run again together, the failing one in a savepoint of its own (its result
+    /// is its error), and the rest go on the same way, so each item runs at most twice. An error
+    /// `isFatal` calls one the transaction cannot go on from ends it all.
+    public func eachIsolated<Item, Value>(_ items: [Item], isFatal: (Error) -> Bool,
+                                          _ body: (Item) throws -> Value) throws -> [Result<Value, Error>] {
+        func alone(_ item: Item) throws -> Result<Value, Error> {
+            do {
+                return .success(try isolated { try body(item) })
+            } catch {
+                if isFatal(error) { throw error }
+                return .failure(error)
+            }
+        }
+        var results: [Result<Value, Error>] = []
+        while results.count < items.count {
+            let rest = items[results.count...]
+            var values: [Value] = []
+            do {
+                try isolated { for item in rest { values.append(try body(item)) } }
+                results += values.map { .success($0) }
+            } catch {
+                if isFatal(error) { throw error }
+                let passed = rest.prefix(values.count)
+                if let again = try? isolated({ try passed.map(body) }) {
+                    results += again.map { .success($0) }
+                } else {
+                    results += try passed.map(alone)
+                }
+                results.append(try alone(rest[rest.startIndex + values.count]))
+            }
+        }
+        return results
+    }
+
     /// Runs the undo actions registered since `index`, newest first, and forgets them.
     func rollBack(from index: Int = 0) {
         for undo in undoActions[index...].reversed() { undo() }

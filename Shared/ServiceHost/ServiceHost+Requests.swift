@@ -169,8 +169,7 @@ extension ServiceHost {
     func process(_ requests: [IncomingRequest], allowedOps: [OpInfo]?,
                  later: (Int) -> ((Data) -> Void)?) -> [Data?] {
         var replies = [Data?](repeating: Data(), count: requests.count)
-        typealias BatchEntry = (index: Int, head: RequestHead, operation: Operation, started: DispatchTime)
-        var batch: [BatchEntry] = []
+        var batch: [(index: Int, head: RequestHead, operation: Operation, started: DispatchTime)] = []
 
         func finished(_ index: Int, op: String, _ outcome: Outcome, since started: DispatchTime) {
             replies[index] = outcome.frame
@@ -180,51 +179,23 @@ extension ServiceHost {
             }
         }
 
-        func run(_ entry: BatchEntry, _ tx: Transaction) throws -> Data {
-            try entry.operation.run(requests[entry.index].frame, entry.head, tx, requests[entry.index].caller)
-        }
-
-        /// Each request in a savepoint of its own: a failing one takes only its own changes back.
-        func runEach(_ entries: ArraySlice<BatchEntry>, _ tx: Transaction) throws -> [Outcome] {
-            try entries.map { entry in
-                let result = outcome(entry.head.op, requests[entry.index]) { try tx.isolated { try run(entry, tx) } }
-                // A full disk may have rolled the whole transaction back: nothing more can be stored in it.
-                if case .failure(let error) = result, error == Self.diskFullError { throw Self.diskFullError }
-                return result
-            }
-        }
-
         func runBatch() {
             guard !batch.isEmpty else { return }
-            var outcomes: [Outcome] = []
+            var outcomes: [Outcome]
             do {
-                try write { tx in
-                    // Optimistically the rest of the batch in one savepoint (two statements, not two per
-                    // request). A failure rolls it back: the requests before the failing one run again
-                    // together, the failing one in a savepoint of its own, and the rest goes on the same way.
-                    while outcomes.count < batch.count {
-                        let rest = batch[outcomes.count...]
-                        var replies: [Data] = []
-                        do {
-                            try tx.isolated { for entry in rest { replies.append(try run(entry, tx)) } }
-                            outcomes += replies.map(Outcome.success)
-                        } catch {
-                            if Self.diskFull(error) != nil { throw error }
-                            let passed = rest.prefix(replies.count)
-                            if let again = try? tx.isolated({ try passed.map { try run($0, tx) } }) {
-                                outcomes += again.map(Outcome.success)
-                            } else {
-                                outcomes += try runEach(passed, tx)
-                            }
-                            outcomes += try runEach(rest.dropFirst(replies.count).prefix(1), tx)
-                        }
+                // A full disk may have rolled the whole transaction back: nothing more can be stored in it.
+                outcomes = try write { tx in
+                    try tx.eachIsolated(batch, isFatal: { Self.diskFull($0) != nil }) { entry in
+                        try entry.operation.run(requests[entry.index].frame, entry.head, tx, requests[entry.index].caller)
                     }
+                }.enumerated().map { offset, result in
+                    let entry = batch[offset]
+                    return outcome(entry.head.op, requests[entry.index]) { try result.get() }
                 }
             } catch {
                 // A full disk inside the batch aborts its transaction: say so rather than `internal`.
                 recordError("batch transaction failed", ["error": "\(error)", "requests": "\(batch.count)"])
-                let failure = error as? WireError == Self.diskFullError ? Self.diskFullError
-                    : Self.diskFull(error) ?? WireError(.internal, "the request could not be stored")
+                let failure = Self.diskFull(error) ?? WireError(.internal, "the request could not be stored")
                 outcomes = batch.map { _ in .failure(failure) }
             }
             for (entry, result) in zip(batch, outcomes) { finished(entry.index, op: entry.head.op, result, since: entry.started) }

@@ -236,50 +236,31 @@ public final class UpstreamFeed {
         held.removeAll { $0.seq <= appliedSeq }
     }
 
-    /// Applies the events that extend `appliedSeq` without a gap, in one transaction.
+    /// Applies the events that extend `appliedSeq` without a gap, and the cursor, in one transaction.
+    /// Storage trouble applies nothing (the next round retries from the cursor); a payload this
+    /// service cannot use is skipped, so it cannot block the feed behind it forever.
     private func applyInOrder(_ events: [ReceivedEvent]) {
         guard !halted else { return }
-        let next = events.filter { $0.seq > appliedSeq }.sorted { $0.seq < $1.seq }
-        guard let first = next.first, first.seq == appliedSeq + 1 else { return }
+        var contiguous: [ReceivedEvent] = []
+        for event in events.filter({ $0.seq > appliedSeq }).sorted(by: { $0.seq < $1.seq }) {
+            guard event.seq == (contiguous.last?.seq ?? appliedSeq) + 1 else { break }
+            contiguous.append(event)
+        }
+        guard let last = contiguous.last else { return }
         do {
-            do {
-                appliedSeq = try applyContiguous(next, skippingFailures: false)
-            } catch is PayloadFailed {
-                // A savepoint per event costs about as much as applying one, so they are taken only
-                // when a payload failed, to skip just that event: the page is applied again with them.
-                appliedSeq = try applyContiguous(next, skippingFailures: true)
+            try host.write { tx in
+                let results = try tx.eachIsolated(contiguous, isFatal: { $0 is DatabaseError }) { try apply($0, tx) }
+                for (event, result) in zip(contiguous, results) {
+                    if case .failure(let error) = result {
+                        host.recordError("upstream event skipped", ["upstream": "\(upstream)", "seq": "\(event.seq)", "error": "\(error)"])
+                    }
+                }
+                try tx.setCursor(upstream.rawValue, last.seq, logId: followedLog)
             }
+            appliedSeq = last.seq
         } catch {
             host.recordError("applying upstream events failed", ["upstream": "\(upstream)", "error": "\(error)"])
         }
-    }
-
-    /// An event this service cannot use, found while applying without savepoints: the transaction rolls back.
-    private struct PayloadFailed: Error {}
-
-    /// Applies `events` from `appliedSeq + 1` up to the first gap, and the cursor, in one transaction;
-    /// returns the seq applied through. Storage trouble throws: nothing is applied, and the next round
-    /// retries from the cursor. A payload that fails is skipped (`skippingFailures`, each event in a
-    /// savepoint) or throws `PayloadFailed`.
-    private func applyContiguous(_ events: [ReceivedEvent], skippingFailures: Bool) throws -> Int64 {
-        var through = appliedSeq
-        try host.write { tx in
-            for event in events {
-                guard event.seq == through + 1 else { break }
-                do {
-                    if skippingFailures { try tx.isolated { try apply(event, tx) } } else { try apply(event, tx) }
-                } catch let error as DatabaseError {
-                    throw error
-                } catch {
-                    guard skippingFailures else { throw PayloadFailed() }
-                    // A payload this service cannot use must not block the feed behind it forever.
-                    host.recordError("upstream event skipped", ["upstream": "\(upstream)", "seq": "\(event.seq)", "error": "\(error)"])
-                }
-                through = event.seq
-            }
-            try tx.setCursor(upstream.rawValue, through, logId: followedLog)
-        }
-        return through
     }
 
     /// Whether `logId` (the upstream's log identity from a page or a heartbeat; nil from a publisher
