@@ -55,11 +55,11 @@ enum PlannerBenchmark {
         let scanSeconds = try time { try scanReminders(directory: directory) }
         let databaseMegabytes = Double(fileSize(directory + "/reminder-planner.sqlite")) / 1_048_576
 
-        let rssBefore = residentMegabytes()
+        let rssBefore = ProcessStatus.megabytes("VmRSS")
         var planner: InProcessService!
         let startSeconds = try time { planner = try startPlanner() }
         defer { planner.stop() }
-        let rss = residentMegabytes() - rssBefore
+        let rss = ProcessStatus.megabytes("VmRSS") - rssBefore
         let millions = Double(users * perUser) / 1_000_000
         print("start-up with \(users * perUser) reminders")
         print(String(format: "  bare SQL scan of the reminder rows  %6.2f s", scanSeconds))
@@ -84,7 +84,6 @@ enum PlannerBenchmark {
 
         try cancellationLatency(context: context, logger: logger, planner: planner, users: users, sessions: sessions)
         try scrape(metricsServer, prometheus, planner: planner, context: context, reminders: users * perUser)
-        print(String(format: "peak resident memory of the benchmark process (VmHWM)  %.0f MB", statusMegabytes("VmHWM:")))
     }
 
     /// A Prometheus scrape of this process (planner and session logger in one registry) with the
@@ -200,16 +199,6 @@ enum PlannerBenchmark {
         let start = DispatchTime.now().uptimeNanoseconds
         try body()
         return Double(DispatchTime.now().uptimeNanoseconds - start) / 1_000_000_000
-    }
-
-    static func residentMegabytes() -> Double { statusMegabytes("VmRSS:") }
-
-    /// A `/proc/self/status` figure in MB: `VmRSS:` now, `VmHWM:` the peak.
-    static func statusMegabytes(_ field: String) -> Double {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field) }),
-              let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "") else { return .nan }
-        return kilobytes / 1024
     }
 
     static func fileSize(_ path: String) -> Int {

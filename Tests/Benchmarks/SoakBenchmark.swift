@@ -92,7 +92,7 @@ enum SoakBenchmark {
             if service == 0, n % 100 < 90 { logged += 1 }
             let elapsed = Double(now() - begin) / 1e9
             if elapsed >= nextSample {
-                let sample = Sample(second: elapsed, resident: services.map { residentMegabytes(pid: $0.pid) },
+                let sample = Sample(second: elapsed, resident: services.map { ProcessStatus.megabytes("VmRSS", of: "\($0.pid)") },
                                     wal: services.map { megabytes(ofFile: $0.database + "-wal") }, shm: services.map { megabytes(ofFile: $0.database + "-shm") },
                                     written: zip(services, written0).map { bytesWritten(pid: $0.pid) - $1 })
                 samples.append(sample)
@@ -160,15 +160,6 @@ enum SoakBenchmark {
                          written / Double(logged), logged, Double(fileBytes ?? 0) / Double(logged)))
         }
         print("soak targets: " + (met ? "met" : "NOT met"))
-    }
-
-    static func residentMegabytes(pid: Int32) -> Double { statusField("VmRSS:", pid: pid) / 1024 }
-
-    static func statusField(_ name: String, pid: Int32) -> Double {
-        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix(name) }),
-              let value = Double(line.split(separator: " ").dropFirst().first ?? "") else { return .nan }
-        return value
     }
 
     /// Bytes the process caused to be sent to storage (`write_bytes` in `/proc/<pid>/io`).

@@ -245,7 +245,7 @@ enum StreakBenchmark {
         let p99 = percentile(streakSamples, 0.99)
         print(String(format: "streak.get p99 − echo p99 = %.0f µs", (p99 - percentile(echoSamples, 0.99)) / .microseconds(1)))
         print("target streak.get p99 ≤ 200 µs: " + (p99 <= streakGetTarget ? "met" : "NOT met"))
-        print("peak RSS of noalc-streak (VmHWM): \(peakResidentKilobytes(of: streak.process.processIdentifier).map { "\($0 / 1024) MB" } ?? "?")")
+        print(String(format: "peak RSS of noalc-streak (VmHWM): %.0f MB", ProcessStatus.megabytes("VmHWM", of: "\(streak.process.processIdentifier)")))
     }
 
     /// The catch-up rate beside a bare DEALER pulling the same `events.since` pages from the logger,
@@ -267,13 +267,6 @@ enum StreakBenchmark {
         print(row("baseline: bare events.since pull", "\(Int(pullRate)) entries/s", "\(bytes / 1_048_576) MB"))
         print(String(format: "catch-up / bare pull = %.2f", catchUpRate / pullRate))
         print("target catch-up ≥ 200000 entries/s: " + (catchUpRate >= catchUpTarget ? "met" : "NOT met"))
-    }
-
-    /// VmHWM from /proc/<pid>/status, in kB; nil where there is no such file.
-    static func peakResidentKilobytes(of pid: Int32) -> Int? {
-        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) else { return nil }
-        return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
     }
 
     /// Logs every user's days through the session logger's api, keeping a window of requests in

@@ -16,14 +16,6 @@ let benchmarks: [String: ([String]) throws -> Void] = [
 /// Left out of `bench all`: they run for minutes by design.
 let longRunning: Set = ["soak", "advance"]
 
-/// The process's peak resident memory so far (VmHWM), in MB.
-func peakResidentMegabytes() -> Double {
-    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-          let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "") else { return .nan }
-    return kilobytes / 1024
-}
-
 @MainActor func runAll(_ arguments: [String]) throws {
     let started = Date()
     var failed: [String] = []
@@ -52,7 +44,7 @@ do {
         try runAll(Array(arguments.dropFirst()))
     } else {
         try benchmarks[name]!(Array(arguments.dropFirst()))
-        print(String(format: "peak resident memory of bench %@: %.0f MB", name, peakResidentMegabytes()))
+        print(String(format: "peak resident memory of bench %@: %.0f MB", name, ProcessStatus.megabytes("VmHWM")))
     }
 } catch {
     FileHandle.standardError.write(Data("bench \(name): \(error)\n".utf8))
