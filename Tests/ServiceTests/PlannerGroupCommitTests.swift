@@ -30,7 +30,7 @@ import TestSupport
         #expect(replies[3].error?.code == .conflict)
         #expect(replies[6].error?.code == .notFound)
         #expect(planner.reminders.count == 1 && planner.reminders[second] != nil && planner.reminders[first] == nil)
-        #expect(planner.remindersByUser[henning] == [second])
+        #expect(planner.reminders.owned(by: henning).map(\.id) == [second])
         #expect(planner.user(henning).timeZone == ZoneID("Asia/Tokyo"))
         #expect(planner.scheduler.liveEntriesByReminder == [second: 1])
         // The schedule follows the zone the batch set: 20:00 in Tokyo is 11:00 UTC.

@@ -72,7 +72,7 @@ extension ReminderPlanner {
         let zone = user(query.userId).timeZone
         let today = host.time.now().local(in: zone.timeZone).day
         var result: [Occurrence] = []
-        for reminder in (remindersByUser[query.userId] ?? []).compactMap({ reminders[$0] }) where reminder.enabled {
+        for reminder in reminders.owned(by: query.userId) where reminder.enabled {
             let planned = OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: zone.timeZone,
                                                          days: today...today.adding(days: query.days - 1))
                 .filter { $0.at >= reminder.createdAt }

@@ -12,9 +12,7 @@ extension ReminderPlanner {
             let user = UserSettings(userId: input.userId, timeZone: input.timeZone, locale: input.locale,
                                     paused: input.paused ?? users[input.userId]?.paused ?? false)
             try PlannerStore.save(user, tx.db)
-            for id in remindersByUser[user.userId] ?? [] {
-                if let reminder = reminders[id] { try reevaluate(reminder, zone: user.timeZone, in: tx) }
-            }
+            for reminder in reminders.owned(by: user.userId) { try reevaluate(reminder, zone: user.timeZone, in: tx) }
             try persistDecidedThrough(tx)
             replaceUser(user, in: tx)
             return user
@@ -25,7 +23,7 @@ extension ReminderPlanner {
         let ownerOfReminder = { [unowned self] (id: RecordID) in reminders[id]?.userId }
         host.handle(Ops.reminderGet, owner: { ownerOfReminder($0.id) }) { [unowned self] query, _ in try reminder(query.id, query) }
         host.handle(Ops.reminderList) { [unowned self] query, _ in
-            let list = (remindersByUser[query.userId] ?? []).compactMap { reminders[$0] }.sorted { ($0.time, $0.id) < ($1.time, $1.id) }
+            let list = reminders.owned(by: query.userId).sorted { ($0.time, $0.id) < ($1.time, $1.id) }
             return ReminderListReply(reminders: list)
         }
         host.handle(Ops.reminderDelete, owner: { ownerOfReminder($0.id) }) { [unowned self] query, tx in

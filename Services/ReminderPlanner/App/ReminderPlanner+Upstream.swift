@@ -50,6 +50,6 @@ extension ReminderPlanner {
     }
 
     private func reminders(of user: UserID, activity: Activity) -> [Reminder] {
-        (remindersByUser[user] ?? []).compactMap { reminders[$0] }.filter { $0.activity == activity && $0.enabled }
+        reminders.owned(by: user).filter { $0.activity == activity && $0.enabled }
     }
 }

@@ -20,8 +20,6 @@ public final class ReminderPlanner: Service {
     var scheduler = Scheduler()
     var users: [UserID: UserSettings] = [:]
     private(set) var reminders = ReminderTable()
-    /// Each user's reminder ids (`remindersByUser[user]`), from the table.
-    var remindersByUser: RemindersByUser { RemindersByUser(table: reminders) }
     /// Every occurrence at or before this instant is decided (or never existed).
     var decidedThrough: Instant
     /// Occurrences the user restored (few; read for every decision, so kept in memory too).
@@ -121,7 +119,7 @@ public final class ReminderPlanner: Service {
     private func setUser(_ id: UserID, _ settings: UserSettings?) {
         users[id] = settings
         let zone = user(id).timeZone
-        for reminder in (remindersByUser[id] ?? []).compactMap({ reminders[$0] }) {
+        for reminder in reminders.owned(by: id) {
             scheduler.schedule(reminder, zone: zone, from: firstPending(reminder))
         }
     }
@@ -135,9 +133,4 @@ public final class ReminderPlanner: Service {
             }
         }
     }
-}
-
-struct RemindersByUser {
-    let table: ReminderTable
-    subscript(user: UserID) -> [RecordID]? { table.ids(of: user) }
 }

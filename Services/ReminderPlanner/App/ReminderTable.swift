@@ -39,10 +39,10 @@ struct ReminderTable {
         rowByID[id].map { reminder(at: $0) }
     }
 
-    /// The ids of `user`'s reminders, nil if there are none.
-    func ids(of user: UserID) -> [RecordID]? {
-        guard let index = userIndex[user], !rowsByUser[Int(index)].isEmpty else { return nil }
-        return rowsByUser[Int(index)].map { rows[Int($0)].id }
+    /// `user`'s reminders.
+    func owned(by user: UserID) -> [Reminder] {
+        guard let index = userIndex[user] else { return [] }
+        return rowsByUser[Int(index)].map { reminder(at: $0) }
     }
 
     /// Adds `reminder`, or replaces the one with its id.
