@@ -8,6 +8,8 @@ public final class EventLog {
     public let source: String
     /// The newest committed seq; the next event gets `lastSeq + 1`.
     public private(set) var lastSeq: Int64
+    /// The newest seq on disk and published: what heartbeats and `health` announce.
+    public private(set) var publishedSeq: Int64
     /// This log's identity, made with the database: seqs mean something only together with it.
     public let identity: RecordID
 
@@ -17,6 +19,7 @@ public final class EventLog {
             (try db.fetchValue(Int64.self, "SELECT MAX(seq) FROM outbox") ?? 0,
              try db.fetchValue(String.self, "SELECT id FROM log_identity").flatMap(RecordID.init) ?? RecordID())
         }
+        publishedSeq = lastSeq
     }
 
     static func migrate(_ migrator: inout DatabaseMigrator) {
@@ -38,6 +41,8 @@ public final class EventLog {
     }
 
     func committed(through seq: Int64) { lastSeq = seq }
+
+    func published(through seq: Int64) { publishedSeq = seq }
 
     /// The seq an upstream feed was applied through, and the identity of the log those seqs are of.
     static func cursor(_ upstream: String, in db: Database) throws -> (seq: Int64, logId: RecordID?) {

@@ -128,19 +128,46 @@ extension ServiceHost {
         var batch: [(envelope: ArraySlice<Data>, request: IncomingRequest)] = []
         var bytes = 0
         while batch.count < Self.batchLimit, bytes < Self.batchBytes,
-              let (frames, userId) = try api.receiveMultipart(dontWait: true, property: "User-Id") {
+              let (frames, userId) = try held.isEmpty ? api.receiveMultipart(dontWait: true, property: "User-Id") : held.removeFirst() {
             let frame = frames.last ?? Data()
             bytes += frame.count
             batch.append((frames.dropLast(), IncomingRequest(frame: frame, caller: caller(userId: userId))))
         }
         guard !batch.isEmpty else { return }
-        // A deferred request keeps its envelope until its answer comes (Deferred.swift).
+        // A deferred request keeps its envelope until its answer comes (Deferred.swift). A reply
+        // leaves once every commit before it is on disk (CommitSync): it may tell of any of them.
         let replies = process(batch.map(\.request), allowedOps: nil) { [unowned self] index in
             let envelope = batch[index].envelope
-            return { [unowned self] reply in sendReply(reply, to: envelope) }
+            return { [unowned self] reply in commits.afterDurable { [unowned self] in sendReply(reply, to: envelope) } }
         }
+        var durableReplies: [(ArraySlice<Data>, Data)] = []
         for (entry, reply) in zip(batch, replies) {
-            if let reply { sendReply(reply, to: entry.envelope) }
+            guard let reply else { continue }
+            if reply.atOnce { sendReply(reply.frame, to: entry.envelope) } else { durableReplies.append((entry.envelope, reply.frame)) }
+        }
+        if !durableReplies.isEmpty {
+            commits.afterDurable { [unowned self] in for (envelope, frame) in durableReplies { sendReply(frame, to: envelope) } }
+        }
+    }
+
+    /// Answers `health` requests on the api until `isDone`, and holds the others for the next turn
+    /// (`held`, bounded like a batch: past that they wait in the socket). For a loop that must wait
+    /// for another thread without going silent.
+    func answerHealthOnly(until isDone: () -> Bool) {
+        while !isDone() {
+            guard held.count < Self.batchLimit, (try? Poller.readable([api], timeoutMilliseconds: 2))?[0] == true else {
+                if held.count >= Self.batchLimit { Thread.sleep(forTimeInterval: 0.002) }
+                continue
+            }
+            while held.count < Self.batchLimit, let message = try? api.receiveMultipart(dontWait: true, property: "User-Id") {
+                let frame = message.frames.last ?? Data()
+                guard (try? RequestHead(frame: frame))?.op == Ops.health.name else {
+                    held.append(message)
+                    continue
+                }
+                let reply = process([IncomingRequest(frame: frame, caller: caller(userId: message.property))])[0]
+                sendReply(reply, to: message.frames.dropLast())
+            }
         }
     }
 
@@ -160,19 +187,20 @@ extension ServiceHost {
     /// A deferred op has no way back here: it answers `unavailable` (the intake allows none).
     public func process(_ requests: [IncomingRequest], allowedOps: [OpInfo]? = nil) -> [Data] {
         process(requests, allowedOps: allowedOps) { _ in nil }.map {
-            $0 ?? Reply.failure(WireError(.unavailable, "this op is answered later, which this channel cannot do"))
+            $0?.frame ?? Reply.failure(WireError(.unavailable, "this op is answered later, which this channel cannot do"))
         }
     }
 
     /// As `process`; a deferred request answered later has nil here, and its reply frame goes to
-    /// `later(index)` when it comes.
+    /// `later(index)` when it comes. `atOnce` marks a reply that tells of no stored data (`health`),
+    /// so it need not wait for commits to reach the disk.
     func process(_ requests: [IncomingRequest], allowedOps: [OpInfo]?,
-                 later: (Int) -> ((Data) -> Void)?) -> [Data?] {
-        var replies = [Data?](repeating: Data(), count: requests.count)
+                 later: (Int) -> ((Data) -> Void)?) -> [(frame: Data, atOnce: Bool)?] {
+        var replies = [(frame: Data, atOnce: Bool)?](repeating: (Data(), false), count: requests.count)
         var batch: [(index: Int, head: RequestHead, operation: Operation, started: DispatchTime)] = []
 
         func finished(_ index: Int, op: String, _ outcome: Outcome, since started: DispatchTime) {
-            replies[index] = outcome.frame
+            replies[index] = (outcome.frame, op == Ops.health.name)
             metrics.request(op: op, outcome: outcome.label, nanoseconds: DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds)
             if case .failure(let error) = outcome, error.code == .unauthorized {
                 refused(requests[index].caller, reason: "request", op, op: op, userId: Self.userId(in: requests[index].frame))

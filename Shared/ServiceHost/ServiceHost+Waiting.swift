@@ -2,7 +2,7 @@ import Foundation
 
 extension ServiceHost {
     /// Serves the api requests waiting right now, exactly as a turn of the loop would (one batch,
-    /// replies sent at once), and returns without blocking when there are none.
+    /// replies sent once what they depend on is on disk), and returns without blocking when there are none.
     ///
     /// For an `.outside` handler whose work runs in committed steps (the planner's `clock.advance`
     /// over months): calling this between steps keeps the service answering meanwhile instead of
@@ -12,6 +12,7 @@ extension ServiceHost {
     /// arrives meanwhile, since it would run nested inside the first. Watched sockets, `onTick` and
     /// heartbeats wait for the loop.
     public func serveWaitingRequests() throws {
+        commits.runDurable()
         try serveAPI()
     }
 }

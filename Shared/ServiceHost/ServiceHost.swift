@@ -61,7 +61,13 @@ public final class ServiceHost {
     /// Refusals already logged, by key and reason: a misbehaving client must not flood the log.
     private var refusalsLogged: [String: Date] = [:]
     private let checkpointer: WALCheckpointer
+    /// Syncs commits; replies and events wait in it for the sync that covers them.
+    let commits: CommitSync
     private var refusalsSynced = Date.distantPast
+    /// Whether `run` is serving: the loop thread is the caller, and requests can be answered meanwhile.
+    private var isServing = false
+    /// Requests read while the loop answered only `health`, served first on the next turn.
+    var held: [(frames: [Data], property: String?)] = []
 
     public init(service: ServiceName, apiEndpoint: String, eventsEndpoint: String, dataDirectory: URL,
                 migrations: (inout DatabaseMigrator) -> Void, logger: Logger, time: TimeSource = SystemTime(),
@@ -76,14 +82,15 @@ public final class ServiceHost {
         // The checkpointer's connection can hold a lock for a moment: wait, do not fail.
         configuration.busyMode = .timeout(5)
         configuration.prepareDatabase { db in
-            // WAL with synchronous=FULL: a commit is on disk before its ack, and readers never block the
-            // writer. Checkpoints are not this connection's job (see WALCheckpointer).
+            // WAL, so readers never block the writer; synchronous=NORMAL, since `CommitSync` syncs the log
+            // before anything that depends on a commit leaves (an ack still means "on disk"). Checkpoints
+            // are not this connection's job (see WALCheckpointer).
             // A commit writes every page it touched to the log: 1 KB pages (for a new file; an existing
             // one keeps its size) write a quarter of what 4 KB pages do for one logged session.
             // The page cache holds a whole batch's pages and the indexes' hot pages: with SQLite's default
             // 2 MB, pwrite and pread were 23 % of the logger's loop under load (14 % with this cache).
             try db.execute(sql: """
-                PRAGMA page_size = \(Self.pageSize); PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;
+                PRAGMA page_size = \(Self.pageSize); PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
                 PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = \(walLimit); PRAGMA cache_size = -\(Self.cacheKilobytes)
                 """)
         }
@@ -96,6 +103,7 @@ public final class ServiceHost {
         try migrator.migrate(database)
         eventLog = try EventLog(source: service.rawValue, database: database)
         checkpointer = try WALCheckpointer(path: path, limit: walLimit)
+        commits = CommitSync(databasePath: path, logger: logger)
 
         // The ZAP handler first: a CURVE server bound before it would let anyone in.
         self.security = try security.map { try SocketSecurity($0, context: context, logger: logger) }
@@ -158,16 +166,13 @@ public final class ServiceHost {
 
     // MARK: Transactions and the outbox
 
-    /// Runs `body` in one write transaction; its events are published and its commit actions run
-    /// only after it commits. Inside another `write` it becomes a savepoint of that transaction.
+    /// Runs `body` in one write transaction; its commit actions run after it commits, and its events
+    /// are published once the commit is on disk (`CommitSync`). Inside another `write` it becomes a
+    /// savepoint of that transaction.
     @discardableResult
     public func write<T>(_ body: (Transaction) throws -> T) throws -> T {
         if let current { return try current.isolated { try body(current) } }
-        if checkpointer.takeRewindRequest() {
-            // The log passed its limit: copying back its last frames here lets this transaction rewind it.
-            // Busy (the checkpointer thread is at it): asked again on the next transaction.
-            if (try? database.writeWithoutTransaction({ db in try db.checkpoint(.passive) })) == nil { checkpointer.requestRewind() }
-        }
+        if checkpointer.takeRewindRequest() { rewindLog() }
         let now = time.now()
         var transaction: Transaction?
         let result: T
@@ -184,21 +189,40 @@ public final class ServiceHost {
             transaction?.rollBack()
             throw error
         }
+        commits.didCommit()
         finish(transaction!)
         return result
+    }
+
+    /// The log passed its limit: once every frame is copied back, the next transaction rewinds it.
+    /// The checkpointer's thread copies them while nothing is written; the loop answers `health`
+    /// meanwhile (other requests wait for the next turn). Not all copied: asked again next time.
+    private func rewindLog() {
+        let checkpoint = checkpointer.checkpointNow()
+        if isServing {
+            answerHealthOnly(until: { checkpoint.isFinished })
+        } else {
+            checkpoint.wait()
+        }
+        if !checkpoint.copiedAll { checkpointer.requestRewind() }
     }
 
     private func finish(_ transaction: Transaction) {
         if let last = transaction.events.last { eventLog.committed(through: last.seq) }
         for action in transaction.commitActions { action() }
-        for event in transaction.events {
-            do {
-                try events.send(topic: event.topic, event.envelope)
-                metrics.published(type: event.type, seq: event.seq)
-            } catch {
-                // Stored already: a subscriber that misses it gets it from events.since.
-                logger.warning("publish failed", metadata: ["topic": "\(event.topic)", "seq": "\(event.seq)", "error": "\(error)"])
+        let pending = transaction.events
+        guard let last = pending.last else { return }
+        commits.afterDurable { [unowned self] in
+            for event in pending {
+                do {
+                    try events.send(topic: event.topic, event.envelope)
+                    metrics.published(type: event.type, seq: event.seq)
+                } catch {
+                    // Stored already: a subscriber that misses it gets it from events.since.
+                    logger.warning("publish failed", metadata: ["topic": "\(event.topic)", "seq": "\(event.seq)", "error": "\(error)"])
+                }
             }
+            eventLog.published(through: last.seq)
         }
     }
 
@@ -206,7 +230,7 @@ public final class ServiceHost {
     /// a gap or a silent publisher without polling.
     private func heartbeatIfQuiet() {
         guard Date().timeIntervalSince(events.lastSent) * 1000 >= Double(Heartbeat.intervalMilliseconds),
-              let frame = try? wireEncoder().encode(Heartbeat(source: name, lastSeq: eventLog.lastSeq, time: time.now(), logId: eventLog.identity))
+              let frame = try? wireEncoder().encode(Heartbeat(source: name, lastSeq: eventLog.publishedSeq, time: time.now(), logId: eventLog.identity))
         else { return }
         try? events.send(topic: Heartbeat.topic, frame)
     }
@@ -280,7 +304,18 @@ public final class ServiceHost {
 
     /// Serves until `shutdown` is requested; the message in hand is finished first.
     public func run(until shutdown: ShutdownSignal) {
-        let sockets = [api] + watched.map(\.socket)
+        do {
+            try commits.startThread(context: context)
+        } catch {
+            // Commits are then synced on this thread, as outside the loop: slower, as safe.
+            recordError("the commit sync thread did not start", ["error": "\(error)"])
+        }
+        isServing = true
+        defer {
+            isServing = false
+            commits.stopThread()
+        }
+        let sockets = [api] + watched.map(\.socket) + (commits.wake.map { [$0] } ?? [])
         while !shutdown.isRequested {
             var timeout = 100
             if let deadline = nextDeadline?() {
@@ -293,6 +328,7 @@ public final class ServiceHost {
                 let readable = try Poller.readable(sockets + upstream, timeoutMilliseconds: timeout)
                 if readable[0] { try serveAPI() }
                 for (index, entry) in watched.enumerated() where readable[index + 1] { entry.onReadable() }
+                commits.runDurable()
                 exchanges.serve(readable: readable[sockets.count...])
                 onTick?()
                 heartbeatIfQuiet()
@@ -326,7 +362,7 @@ public final class ServiceHost {
         for (reason, count) in security?.refusals ?? [:] { counters["authRefused.\(reason.rawValue)"] = Int64(count) }
         let upstreams = feeds.map { UpstreamHealth(name: $0.upstream.rawValue, appliedSeq: $0.appliedSeq, upstreamSeq: $0.upstreamSeq) }
         return HealthReply(service: name, version: version, uptimeSeconds: Int64(Date().timeIntervalSince(startedAt)),
-                           lastSeq: eventLog.lastSeq, counters: counters, upstreams: upstreams, lastError: lastError,
+                           lastSeq: eventLog.publishedSeq, counters: counters, upstreams: upstreams, lastError: lastError,
                            logId: eventLog.identity)
     }
 }

@@ -11,13 +11,17 @@ import Synchronization
 /// start over either: SQLite rewinds the log only when a write transaction *begins* with every
 /// frame already copied back, and under steady load the writer always begins right after its own
 /// last commit, before this thread has caught up. So the log grew by a page per commit forever
-/// (25 GB in a 30-minute soak). Once it passes `limit`, `rewindRequested` asks the writer to run
-/// one passive checkpoint itself before its next transaction: it copies only the few frames this
-/// thread has not, and that transaction then rewinds the log (truncated to `limit` by
-/// `journal_size_limit`). A TRUNCATE checkpoint from here would wait for a gap in a busy writer.
+/// (25 GB in a 30-minute soak). Once it passes `limit`, `takeRewindRequest` tells the writer to
+/// pause before its next transaction while `checkpointNow` copies the few frames left here; that
+/// transaction then rewinds the log (truncated to `limit` by `journal_size_limit`). The copy ends
+/// with a sync of the database file, which took 110 ms on a busy disk: the writer's loop answers
+/// `health` meanwhile (`ServiceHost.rewindLog`). A TRUNCATE checkpoint from here would wait for a
+/// gap in a busy writer, and then hold it.
 public final class WALCheckpointer {
     public static let defaultLimit: Int64 = 64 << 20
     private let timer: DispatchSourceTimer
+    private let queue = DispatchQueue(label: "wal-checkpoint", qos: .utility)
+    private let database: DatabaseQueue
     private let rewind = Flag()
 
     /// In the last eighth before the limit, a checkpoint every 20 ms: the writer's own checkpoint
@@ -32,8 +36,9 @@ public final class WALCheckpointer {
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
         let database = try DatabaseQueue(path: path, configuration: configuration)
+        self.database = database
         let pageSize = try database.read { db in try Int64.fetchOne(db, sql: "PRAGMA page_size") } ?? 4096
-        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "wal-checkpoint", qos: .utility))
+        let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + .milliseconds(interval))
         // The handler holds the timer (to reschedule it) until `deinit` cancels it.
         timer.setEventHandler { [rewind] in
@@ -50,6 +55,33 @@ public final class WALCheckpointer {
     func takeRewindRequest() -> Bool { rewind.value.exchange(false, ordering: .relaxed) }
 
     func requestRewind() { rewind.value.store(true, ordering: .relaxed) }
+
+    /// Copies every frame back on this class's thread, now; for a writer that writes nothing until
+    /// it is done. The result says whether every frame was copied.
+    func checkpointNow() -> Checkpoint {
+        let checkpoint = Checkpoint()
+        queue.async { [database] in
+            let result = try? database.writeWithoutTransaction { db in try db.checkpoint(.passive) }
+            checkpoint.finish(copiedAll: result.map { $0.checkpointedFrameCount == $0.walFrameCount } ?? false)
+        }
+        return checkpoint
+    }
+
+    /// A checkpoint under way on the checkpointer's thread.
+    final class Checkpoint: Sendable {
+        private enum State: UInt8 { case running, copiedAll, incomplete }
+        private let state = Atomic<UInt8>(State.running.rawValue)
+        private let done = DispatchSemaphore(value: 0)
+
+        fileprivate func finish(copiedAll: Bool) {
+            state.store((copiedAll ? State.copiedAll : .incomplete).rawValue, ordering: .releasing)
+            done.signal()
+        }
+
+        var isFinished: Bool { state.load(ordering: .acquiring) != State.running.rawValue }
+        var copiedAll: Bool { state.load(ordering: .acquiring) == State.copiedAll.rawValue }
+        func wait() { done.wait() }
+    }
 
     deinit { timer.cancel() }
 

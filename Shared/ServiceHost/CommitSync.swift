@@ -1,0 +1,205 @@
+import DequeModule
+import Foundation
+import Logging
+import ZeroMQ
+
+/// Makes commits durable without the loop waiting on the disk.
+///
+/// The connection commits with `synchronous = NORMAL`: SQLite writes a transaction's frames to the
+/// write-ahead log and returns without syncing it. The commit is on disk once the log file is
+/// synced, and a sync covers every write made to the file before it, whoever made it. While the
+/// loop runs, a thread of this class's own does those syncs, and whatever depends on a commit — a
+/// reply, a published event — waits in `afterDurable` for the sync that covers it. So an ack still
+/// means "on disk" exactly as with `synchronous = FULL`; a `kill -9` loses nothing acked, since the
+/// kernel holds the written frames; and the loop decodes and stores the next batch, and answers
+/// `health`, while the disk syncs the last one. (With FULL the loop waited: a clock step's sync
+/// competing with a checkpoint's held `health` for 250 ms.)
+///
+/// Outside `run` (start-up, tests calling `write`) a commit is synced before `write` returns.
+/// A sync that fails cannot be retried (the kernel may have dropped the pages it could not write),
+/// and readers have seen the commit already: the process exits, and SQLite recovers the log from
+/// the file when it starts again.
+final class CommitSync {
+    private let walPath: String
+    private let databasePath: String
+    private let logger: Logger
+    /// Commits so far; the loop's side.
+    private var committed: UInt64 = 0
+    /// What waits for a sync, in commit order: each action with the commit it waits for.
+    private var waiting = Deque<(commit: UInt64, action: () -> Void)>()
+    private var syncer: Syncer?
+    /// Readable when the syncer made more commits durable (the loop polls it).
+    private(set) var wake: Socket?
+    /// Runs on the syncer thread before each sync: tests hold the disk back with it.
+    var beforeSync: (@Sendable () -> Void)?
+
+    init(databasePath: String, logger: Logger) {
+        self.databasePath = databasePath
+        walPath = databasePath + "-wal"
+        self.logger = logger
+    }
+
+    /// Commits made durable so far.
+    private var durable: UInt64 { syncer?.durable ?? committed }
+
+    /// A transaction committed: syncs it now, or asks the syncer thread to while it runs.
+    func didCommit() {
+        committed += 1
+        if let syncer {
+            syncer.request(committed)
+        } else {
+            LogFile(walPath: walPath, databasePath: databasePath).syncOrExit(logger)
+        }
+    }
+
+    /// Runs `action` once every commit made so far is on disk: at once when they are.
+    func afterDurable(_ action: @escaping () -> Void) {
+        if waiting.isEmpty && durable >= committed {
+            action()
+        } else {
+            waiting.append((committed, action))
+        }
+    }
+
+    /// Runs the actions whose commits are on disk now, in order. Loop thread.
+    func runDurable() {
+        if let wake { while (try? wake.receive(dontWait: true)) ?? nil != nil {} }
+        let durable = durable
+        while let first = waiting.first, first.commit <= durable {
+            waiting.removeFirst()
+            first.action()
+        }
+    }
+
+    /// From here on commits are synced on a thread of their own (`run`).
+    func startThread(context: Context) throws {
+        let endpoint = "inproc://commit-sync-\(UInt(bitPattern: ObjectIdentifier(self).hashValue))"
+        let wake = try Socket(context, .pair)
+        _ = try wake.bind(endpoint)
+        self.wake = wake
+        syncer = try Syncer(file: LogFile(walPath: walPath, databasePath: databasePath), context: context, endpoint: endpoint,
+                            durable: committed, beforeSync: beforeSync, logger: logger)
+    }
+
+    /// Syncs what is left, ends the thread, runs every waiting action, and syncs inline again.
+    func stopThread() {
+        syncer?.stop()
+        runDurable()
+        syncer = nil
+        wake?.close()
+        wake = nil
+    }
+
+    /// The thread that syncs: waits for a request, syncs everything written so far, reports it.
+    private final class Syncer: @unchecked Sendable {
+        // Shared with the loop thread, under `condition`.
+        private let condition = NSCondition()
+        private var requested: UInt64
+        private var synced: UInt64
+        private var stopping = false
+        private let finished = DispatchGroup()
+        /// Set by the thread before it signals that it started.
+        private var startError: Error?
+
+        init(file: LogFile, context: Context, endpoint: String, durable: UInt64, beforeSync: (@Sendable () -> Void)?,
+             logger: Logger) throws {
+            requested = durable
+            synced = durable
+            // The thread's own end of the wake pair, made and closed on that thread (zguide: one thread per socket).
+            let connected = DispatchSemaphore(value: 0)
+            finished.enter()
+            let thread = Thread { [self] in
+                defer { finished.leave() }
+                let socket: Socket
+                do {
+                    socket = try Socket(context, .pair)
+                    try socket.connect(endpoint)
+                } catch {
+                    startError = error
+                    connected.signal()
+                    return
+                }
+                connected.signal()
+                serve(file, socket, beforeSync, logger)
+                socket.close()
+            }
+            thread.name = "commit-sync"
+            thread.start()
+            connected.wait()
+            if let startError { throw startError }
+        }
+
+        var durable: UInt64 { condition.withLock { synced } }
+
+        func request(_ commit: UInt64) {
+            condition.withLock {
+                requested = commit
+                condition.signal()
+            }
+        }
+
+        func stop() {
+            condition.withLock {
+                stopping = true
+                condition.signal()
+            }
+            finished.wait()
+        }
+
+        private func serve(_ file: LogFile, _ wake: Socket, _ beforeSync: (@Sendable () -> Void)?, _ logger: Logger) {
+            condition.lock()
+            while true {
+                while requested == synced && !stopping { condition.wait() }
+                if requested == synced { break }
+                // One sync covers every commit requested so far, however many arrived meanwhile.
+                let target = requested
+                condition.unlock()
+                beforeSync?()
+                file.syncOrExit(logger)
+                condition.lock()
+                synced = target
+                _ = try? wake.send("", dontWait: true)
+            }
+            condition.unlock()
+        }
+    }
+
+    /// The log file, reopened when SQLite made a new one (a sync of a removed file would sync nothing).
+    private final class LogFile: @unchecked Sendable {
+        let walPath: String
+        let databasePath: String
+        private var descriptor: Int32 = -1
+
+        init(walPath: String, databasePath: String) {
+            self.walPath = walPath
+            self.databasePath = databasePath
+        }
+
+        deinit { if descriptor >= 0 { close(descriptor) } }
+
+        /// Exits the process when the sync fails (see CommitSync's comment).
+        func syncOrExit(_ logger: Logger) {
+            guard let failure = sync() else { return }
+            logger.critical("syncing the database to disk failed; exiting so that SQLite recovers it from the file",
+                            metadata: ["file": "\(walPath)", "error": "\(failure)"])
+            exit(74)  // EX_IOERR
+        }
+
+        /// nil when synced, else what failed.
+        private func sync() -> String? {
+            var open = stat(), current = stat()
+            if descriptor >= 0, fstat(descriptor, &open) == 0, stat(walPath, &current) == 0,
+               open.st_ino == current.st_ino, open.st_dev == current.st_dev {
+                return fdatasync(descriptor) == 0 ? nil : "fdatasync: \(String(cString: strerror(errno)))"
+            }
+            if descriptor >= 0 { close(descriptor) }
+            descriptor = Foundation.open(walPath, O_RDONLY | O_CLOEXEC)
+            if descriptor >= 0 { return fdatasync(descriptor) == 0 ? nil : "fdatasync: \(String(cString: strerror(errno)))" }
+            // No log file: nothing is in one, so the database file holds every commit.
+            let database = Foundation.open(databasePath, O_RDONLY | O_CLOEXEC)
+            guard database >= 0 else { return "open: \(String(cString: strerror(errno)))" }
+            defer { close(database) }
+            return fdatasync(database) == 0 ? nil : "fdatasync: \(String(cString: strerror(errno)))"
+        }
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import LHTClient
+import LHTSchema
+import Logging
+import Synchronization
+import Testing
+import ZeroMQ
+@testable import ServiceHost
+
+/// While the loop runs, commits reach the disk on a thread of their own (`CommitSync`): a reply or
+/// event waits for the sync of every commit before it, and `health` does not.
+@Suite struct CommitSyncTests {
+    /// Holds the syncer thread before each sync while closed.
+    final class Gate: Sendable {
+        private let isOpen = Mutex(false)
+        func open() { isOpen.withLock { $0 = true } }
+        func pass() { while !isOpen.withLock({ $0 }) { Thread.sleep(forTimeInterval: 0.002) } }
+    }
+
+    @Test func repliesAndEventsWaitForTheDiskAndHealthDoesNot() throws {
+        let context = try Context()
+        let gate = Gate()
+        let shutdown = ShutdownSignal()
+        let endpoints = Mutex<(api: String, events: String)?>(nil)
+        let stopped = DispatchSemaphore(value: 0)
+        // The host lives on its thread, as a service's does (its sockets belong to that thread).
+        Thread.detachNewThread {
+            defer { stopped.signal() }
+            let tests = ServiceHostTests()
+            guard let host = try? ServiceHost(service: .noalcStreak, apiEndpoint: "tcp://127.0.0.1:*", eventsEndpoint: "tcp://127.0.0.1:*",
+                                              dataDirectory: tests.directory, migrations: { _ in }, logger: Logger(label: "test"),
+                                              context: context)
+            else { return endpoints.withLock { $0 = ("", "") } }
+            host.handle(Ops.streakGet) { _, tx in
+                _ = try tests.append(tx, 7)
+                return ServiceHostTests.note(7)
+            }
+            host.commits.beforeSync = { gate.pass() }
+            endpoints.withLock { $0 = (host.apiEndpoint, host.eventsEndpoint) }
+            host.run(until: shutdown)
+            _ = host.closeForExit(lingerMilliseconds: 0)
+            try? FileManager.default.removeItem(at: tests.directory)
+        }
+        var bound: (api: String, events: String)?
+        for _ in 0..<500 where bound == nil {
+            bound = endpoints.withLock { $0 }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        let (api, events) = try #require(bound)
+        try #require(!api.isEmpty)
+        defer {
+            gate.open()
+            shutdown.request()
+            stopped.wait()
+        }
+        let subscriber = try Socket(context, .sub)
+        try subscriber.subscribe(Events.streakUpdated.name)
+        try subscriber.connect(events)
+        let writer = try Socket(context, .dealer)
+        try writer.connect(api)
+        let health = ServiceClient(context: context, endpoint: api)
+        // The subscription reaches the publisher asynchronously.
+        Thread.sleep(forTimeInterval: 0.2)
+
+        try writer.send(multipart: [Data(), ServiceClient.requestFrame(Ops.streakGet, StreakGetRequest(userId: UserID("u1")!))])
+        // The write is committed, its sync held: no reply, no event, and health still answers at once
+        // with the seq that is on disk.
+        #expect(try !Poller.readable([writer], timeoutMilliseconds: 300)[0], "a reply left before its commit was on disk")
+        let started = Date()
+        let during = try health.call(Ops.health, NoFields(), timeoutMilliseconds: 1000)
+        #expect(Date().timeIntervalSince(started) < 0.1)
+        #expect(during.lastSeq == 0)
+        #expect(try !Poller.readable([subscriber], timeoutMilliseconds: 50)[0], "an event left before its commit was on disk")
+
+        gate.open()
+        #expect(try Poller.readable([writer], timeoutMilliseconds: 2000)[0])
+        let reply = try #require(try writer.receiveMultipart()?.last)
+        #expect(try JSONDecoder().decode(ReplyFrame<StreakState>.self, from: reply).data?.streakDays == 7)
+        #expect(try Poller.readable([subscriber], timeoutMilliseconds: 2000)[0])
+        #expect(try health.call(Ops.health, NoFields(), timeoutMilliseconds: 1000).lastSeq == 1)
+        subscriber.close()
+        writer.close()
+    }
+}
+
+/// While the loop waits for another thread (the checkpointer copying the log back before it
+/// rewinds), it answers `health` and holds every other request for its next turn.
+@Suite struct HealthWhileWaitingTests {
+    @Test func healthIsAnsweredAndOtherRequestsWaitTheirTurn() throws {
+        let tests = ServiceHostTests()
+        defer { try? FileManager.default.removeItem(at: tests.directory) }
+        let host = try tests.makeHost()
+        tests.handleStreakGetRefusingBad(host)
+        let writer = try Socket(host.context, .dealer), monitor = try Socket(host.context, .dealer)
+        defer { writer.close(); monitor.close() }
+        try writer.connect(host.apiEndpoint)
+        try monitor.connect(host.apiEndpoint)
+        for day in 1...3 {
+            try writer.send(multipart: [Data(), Data(#"{"v":1,"op":"streak.get","data":{"userId":"u1","asOf":"2026-01-0\#(day)"}}"#.utf8)])
+        }
+        try monitor.send(multipart: [Data(), ServiceClient.requestFrame(Ops.health, NoFields())])
+
+        var turns = 0
+        host.answerHealthOnly(until: {
+            turns += 1
+            return (try? Poller.readable([monitor], timeoutMilliseconds: 0)[0]) == true || turns > 2_000
+        })
+        let health = try #require(try monitor.receiveMultipart(dontWait: true)?.last)
+        #expect(try JSONDecoder().decode(ReplyFrame<HealthReply>.self, from: health).ok)
+        #expect(try !Poller.readable([writer], timeoutMilliseconds: 50)[0], "a held request was answered while the loop waited")
+        #expect(host.eventLog.lastSeq == 0)
+
+        try host.serveWaitingRequests()
+        var days: [Int] = []
+        while days.count < 3, try Poller.readable([writer], timeoutMilliseconds: 2000)[0], let reply = try writer.receiveMultipart()?.last {
+            days.append(try #require(try JSONDecoder().decode(ReplyFrame<StreakState>.self, from: reply).data?.streakDays))
+        }
+        #expect(days == [1, 2, 3], "held requests are served in the order they came")
+        #expect(host.held.isEmpty)
+    }
+}
