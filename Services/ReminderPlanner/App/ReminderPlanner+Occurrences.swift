@@ -56,14 +56,17 @@ extension ReminderPlanner {
         }
     }
 
-    /// After a put or a zone change: announce what is newly covered, withdraw what no longer is.
-    func reevaluate(_ reminder: Reminder, zone: ZoneID, in tx: Transaction) throws {
+    /// After a put or a zone change: announce what is newly covered, withdraw what no longer is
+    /// (a new reminder has nothing announced to withdraw).
+    func reevaluate(_ reminder: Reminder, isNew: Bool = false, zone: ZoneID, in tx: Transaction) throws {
         let candidates = coverableOccurrences(of: reminder, zone: zone)
-        let current = Set(candidates.map(\.at.millisecondsSince1970))
-        // Beyond the horizon nothing was re-examined, so what was announced there stands.
-        let horizon = reminder.enabled ? coverageHorizon(of: reminder).millisecondsSince1970 : .max
-        for at in try PlannerStore.announced(of: reminder.id, tx.db).keys where !current.contains(at) && at <= horizon {
-            try PlannerStore.withdrawAnnouncement(reminder.id, at: at, tx.db)
+        if !isNew {
+            let current = Set(candidates.map(\.at.millisecondsSince1970))
+            // Beyond the horizon nothing was re-examined, so what was announced there stands.
+            let horizon = reminder.enabled ? coverageHorizon(of: reminder).millisecondsSince1970 : .max
+            for at in try PlannerStore.announced(of: reminder.id, tx.db).keys where !current.contains(at) && at <= horizon {
+                try PlannerStore.withdrawAnnouncement(reminder.id, at: at, tx.db)
+            }
         }
         try announceCancellations(reminder, candidates, in: tx)
     }

@@ -79,7 +79,7 @@ extension ReminderPlanner {
             createdAt: existing?.createdAt ?? tx.now)
         try PlannerStore.save(reminder, tx.db)
         try tx.append(Events.reminderChanged, userId: reminder.userId, activity: reminder.activity, data: .put(reminder))
-        try reevaluate(reminder, zone: user(reminder.userId).timeZone, in: tx)
+        try reevaluate(reminder, isNew: existing == nil, zone: user(reminder.userId).timeZone, in: tx)
         try persistDecidedThrough(tx)
         replaceReminder(reminder.id, with: reminder, in: tx)
         return ReminderPutReply(reminder: reminder, warnings: warnings)
