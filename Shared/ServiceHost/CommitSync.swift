@@ -182,7 +182,8 @@ final class CommitSync {
             guard let failure = sync() else { return }
             logger.critical("syncing the database to disk failed; exiting so that SQLite recovers it from the file",
                             metadata: ["file": "\(walPath)", "error": "\(failure)"])
-            exit(74)  // EX_IOERR
+            // At once, from whichever thread: `exit` would run teardown while the loop still runs.
+            _exit(74)  // EX_IOERR
         }
 
         /// nil when synced, else what failed.

@@ -128,7 +128,7 @@ extension ServiceHost {
         var batch: [(envelope: ArraySlice<Data>, request: IncomingRequest)] = []
         var bytes = 0
         while batch.count < Self.batchLimit, bytes < Self.batchBytes,
-              let (frames, userId) = try held.isEmpty ? api.receiveMultipart(dontWait: true, property: "User-Id") : held.removeFirst() {
+              let (frames, userId) = try nextRequest() {
             let frame = frames.last ?? Data()
             bytes += frame.count
             batch.append((frames.dropLast(), IncomingRequest(frame: frame, caller: caller(userId: userId))))
@@ -150,19 +150,32 @@ extension ServiceHost {
         }
     }
 
+    /// A held request first, then what waits on the socket.
+    private func nextRequest() throws -> (frames: [Data], property: String?)? {
+        guard let first = held.popFirst() else { return try api.receiveMultipart(dontWait: true, property: "User-Id") }
+        heldBytes -= first.frames.last?.count ?? 0
+        return first
+    }
+
     /// Answers `health` requests on the api until `isDone`, and holds the others for the next turn
-    /// (`held`, bounded like a batch: past that they wait in the socket). For a loop that must wait
-    /// for another thread without going silent.
+    /// (`held`, bounded as a batch is: past that, requests and `health` too wait in the socket).
+    /// For a loop that must wait for another thread without going silent. A `health` reply may
+    /// overtake the replies to a client's earlier requests, as any reply answered later may.
     func answerHealthOnly(until isDone: () -> Bool) {
         while !isDone() {
-            guard held.count < Self.batchLimit, (try? Poller.readable([api], timeoutMilliseconds: 2))?[0] == true else {
-                if held.count >= Self.batchLimit { Thread.sleep(forTimeInterval: 0.002) }
+            // Replies whose commits reached the disk meanwhile need not wait for `isDone`.
+            commits.runDurable()
+            guard held.count < Self.batchLimit, heldBytes < Self.batchBytes else {
+                Thread.sleep(forTimeInterval: 0.002)
                 continue
             }
-            while held.count < Self.batchLimit, let message = try? api.receiveMultipart(dontWait: true, property: "User-Id") {
+            guard (try? Poller.readable([api], timeoutMilliseconds: 2))?[0] == true else { continue }
+            while held.count < Self.batchLimit, heldBytes < Self.batchBytes,
+                  let message = try? api.receiveMultipart(dontWait: true, property: "User-Id") {
                 let frame = message.frames.last ?? Data()
                 guard (try? RequestHead(frame: frame))?.op == Ops.health.name else {
                     held.append(message)
+                    heldBytes += frame.count
                     continue
                 }
                 let reply = process([IncomingRequest(frame: frame, caller: caller(userId: message.property))])[0]

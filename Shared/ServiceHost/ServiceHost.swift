@@ -1,3 +1,4 @@
+import DequeModule
 import Foundation
 import GRDB
 import LHTClient
@@ -67,7 +68,8 @@ public final class ServiceHost {
     /// Whether `run` is serving: the loop thread is the caller, and requests can be answered meanwhile.
     private var isServing = false
     /// Requests read while the loop answered only `health`, served first on the next turn.
-    var held: [(frames: [Data], property: String?)] = []
+    var held = Deque<(frames: [Data], property: String?)>()
+    var heldBytes = 0
 
     public init(service: ServiceName, apiEndpoint: String, eventsEndpoint: String, dataDirectory: URL,
                 migrations: (inout DatabaseMigrator) -> Void, logger: Logger, time: TimeSource = SystemTime(),
@@ -102,8 +104,11 @@ public final class ServiceHost {
         migrations(&migrator)
         try migrator.migrate(database)
         eventLog = try EventLog(source: service.rawValue, database: database)
-        checkpointer = try WALCheckpointer(path: path, limit: walLimit)
+        // The migrations committed without a sync (synchronous=NORMAL): the log's identity, for one,
+        // must be on disk before `health` announces it.
         commits = CommitSync(databasePath: path, logger: logger)
+        commits.didCommit()
+        checkpointer = try WALCheckpointer(path: path, limit: walLimit)
 
         // The ZAP handler first: a CURVE server bound before it would let anyone in.
         self.security = try security.map { try SocketSecurity($0, context: context, logger: logger) }
@@ -311,13 +316,10 @@ public final class ServiceHost {
             recordError("the commit sync thread did not start", ["error": "\(error)"])
         }
         isServing = true
-        defer {
-            isServing = false
-            commits.stopThread()
-        }
+        defer { commits.stopThread() }
         let sockets = [api] + watched.map(\.socket) + (commits.wake.map { [$0] } ?? [])
         while !shutdown.isRequested {
-            var timeout = 100
+            var timeout = held.isEmpty ? 100 : 0
             if let deadline = nextDeadline?() {
                 timeout = max(0, min(timeout, Int(deadline.milliseconds(since: time.now()))))
             }
@@ -326,7 +328,7 @@ public final class ServiceHost {
             if let deadline = exchanges.millisecondsToNextDeadline() { timeout = min(timeout, deadline) }
             do {
                 let readable = try Poller.readable(sockets + upstream, timeoutMilliseconds: timeout)
-                if readable[0] { try serveAPI() }
+                if readable[0] || !held.isEmpty { try serveAPI() }
                 for (index, entry) in watched.enumerated() where readable[index + 1] { entry.onReadable() }
                 commits.runDurable()
                 exchanges.serve(readable: readable[sockets.count...])
@@ -339,7 +341,10 @@ public final class ServiceHost {
                 recordError("loop error", ["error": "\(error)"])
             }
         }
-        // Calls in flight end as unavailable, so deferred requests still get their reply.
+        // Requests read and held are answered; calls in flight end as unavailable, so deferred
+        // requests still get their reply. Nothing more is held meanwhile.
+        isServing = false
+        while !held.isEmpty, (try? serveAPI()) != nil {}
         exchanges.cancelAll()
         logger.info("stopping")
     }

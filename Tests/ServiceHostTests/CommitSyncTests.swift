@@ -7,6 +7,48 @@ import Testing
 import ZeroMQ
 @testable import ServiceHost
 
+/// A host built and run by its loop on a thread of its own, as a service's is (its sockets belong
+/// to that thread); `configure` registers its ops there before the loop starts.
+final class LoopThread: Sendable {
+    let context: Context
+    let api: String
+    let events: String
+    private let shutdown = ShutdownSignal()
+    private let stopped = DispatchSemaphore(value: 0)
+
+    init(_ configure: @escaping @Sendable (ServiceHost, ServiceHostTests) -> Void) throws {
+        let context = try Context()
+        let endpoints = Mutex<(api: String, events: String)?>(nil)
+        let shutdown = shutdown, stopped = stopped
+        Thread.detachNewThread {
+            defer { stopped.signal() }
+            let tests = ServiceHostTests()
+            defer { try? FileManager.default.removeItem(at: tests.directory) }
+            guard let host = try? ServiceHost(service: .noalcStreak, apiEndpoint: "tcp://127.0.0.1:*", eventsEndpoint: "tcp://127.0.0.1:*",
+                                              dataDirectory: tests.directory, migrations: { _ in }, logger: Logger(label: "test"),
+                                              context: context)
+            else { return endpoints.withLock { $0 = ("", "") } }
+            configure(host, tests)
+            endpoints.withLock { $0 = (host.apiEndpoint, host.eventsEndpoint) }
+            host.run(until: shutdown)
+            _ = host.closeForExit(lingerMilliseconds: 0)
+        }
+        var bound: (api: String, events: String)?
+        for _ in 0..<500 where bound == nil {
+            bound = endpoints.withLock { $0 }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        guard let bound, !bound.api.isEmpty else { throw WireError(.internal, "the host did not start") }
+        self.context = context
+        (api, events) = bound
+    }
+
+    func stop() {
+        shutdown.request()
+        stopped.wait()
+    }
+}
+
 /// While the loop runs, commits reach the disk on a thread of their own (`CommitSync`): a reply or
 /// event waits for the sync of every commit before it, and `health` does not.
 @Suite struct CommitSyncTests {
@@ -18,47 +60,24 @@ import ZeroMQ
     }
 
     @Test func repliesAndEventsWaitForTheDiskAndHealthDoesNot() throws {
-        let context = try Context()
         let gate = Gate()
-        let shutdown = ShutdownSignal()
-        let endpoints = Mutex<(api: String, events: String)?>(nil)
-        let stopped = DispatchSemaphore(value: 0)
-        // The host lives on its thread, as a service's does (its sockets belong to that thread).
-        Thread.detachNewThread {
-            defer { stopped.signal() }
-            let tests = ServiceHostTests()
-            guard let host = try? ServiceHost(service: .noalcStreak, apiEndpoint: "tcp://127.0.0.1:*", eventsEndpoint: "tcp://127.0.0.1:*",
-                                              dataDirectory: tests.directory, migrations: { _ in }, logger: Logger(label: "test"),
-                                              context: context)
-            else { return endpoints.withLock { $0 = ("", "") } }
+        let service = try LoopThread { host, tests in
             host.handle(Ops.streakGet) { _, tx in
                 _ = try tests.append(tx, 7)
                 return ServiceHostTests.note(7)
             }
             host.commits.beforeSync = { gate.pass() }
-            endpoints.withLock { $0 = (host.apiEndpoint, host.eventsEndpoint) }
-            host.run(until: shutdown)
-            _ = host.closeForExit(lingerMilliseconds: 0)
-            try? FileManager.default.removeItem(at: tests.directory)
         }
-        var bound: (api: String, events: String)?
-        for _ in 0..<500 where bound == nil {
-            bound = endpoints.withLock { $0 }
-            Thread.sleep(forTimeInterval: 0.01)
-        }
-        let (api, events) = try #require(bound)
-        try #require(!api.isEmpty)
         defer {
             gate.open()
-            shutdown.request()
-            stopped.wait()
+            service.stop()
         }
-        let subscriber = try Socket(context, .sub)
+        let subscriber = try Socket(service.context, .sub), writer = try Socket(service.context, .dealer)
+        defer { subscriber.close(); writer.close() }
         try subscriber.subscribe(Events.streakUpdated.name)
-        try subscriber.connect(events)
-        let writer = try Socket(context, .dealer)
-        try writer.connect(api)
-        let health = ServiceClient(context: context, endpoint: api)
+        try subscriber.connect(service.events)
+        try writer.connect(service.api)
+        let health = ServiceClient(context: service.context, endpoint: service.api)
         // The subscription reaches the publisher asynchronously.
         Thread.sleep(forTimeInterval: 0.2)
 
@@ -78,8 +97,6 @@ import ZeroMQ
         #expect(try JSONDecoder().decode(ReplyFrame<StreakState>.self, from: reply).data?.streakDays == 7)
         #expect(try Poller.readable([subscriber], timeoutMilliseconds: 2000)[0])
         #expect(try health.call(Ops.health, NoFields(), timeoutMilliseconds: 1000).lastSeq == 1)
-        subscriber.close()
-        writer.close()
     }
 }
 
@@ -117,5 +134,31 @@ import ZeroMQ
         }
         #expect(days == [1, 2, 3], "held requests are served in the order they came")
         #expect(host.held.isEmpty)
+    }
+
+    /// Under the running loop: a request held while an op waited is answered on the next turn,
+    /// though nothing more arrives on the socket to wake the loop.
+    @Test func aHeldRequestIsAnsweredWithoutAnotherArriving() throws {
+        let service = try LoopThread { host, tests in
+            tests.handleStreakGetRefusingBad(host)
+            host.handleOutside(Ops.calendarGet) { _ in
+                let until = Date().addingTimeInterval(0.3)
+                host.answerHealthOnly(until: { Date() >= until })
+                return CalendarReply(days: [])
+            }
+        }
+        defer { service.stop() }
+        let waiting = try Socket(service.context, .dealer)
+        defer { waiting.close() }
+        try waiting.connect(service.api)
+        try waiting.send(multipart: [Data(), ServiceClient.requestFrame(Ops.calendarGet, CalendarGetRequest(userId: UserID("u1")!, month: "2026-01")!)])
+        Thread.sleep(forTimeInterval: 0.1)
+        let client = ServiceClient(context: service.context, endpoint: service.api)
+        let started = Date()
+        let reply = try client.call(Ops.streakGet, StreakGetRequest(userId: UserID("u1")!, asOf: LocalDay(year: 2026, month: 1, day: 2)!),
+                                    timeoutMilliseconds: 3000)
+        #expect(reply.streakDays == 2)
+        #expect(Date().timeIntervalSince(started) < 1.5)
+        #expect(try Poller.readable([waiting], timeoutMilliseconds: 1000)[0])
     }
 }
