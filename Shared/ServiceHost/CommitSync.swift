@@ -12,8 +12,8 @@ import ZeroMQ
 /// reply, a published event — waits in `afterDurable` for the sync that covers it. So an ack still
 /// means "on disk" exactly as with `synchronous = FULL`; a `kill -9` loses nothing acked, since the
 /// kernel holds the written frames; and the loop decodes and stores the next batch, and answers
-/// `health`, while the disk syncs the last one. (With FULL the loop waited: a clock step's sync
-/// competing with a checkpoint's held `health` for 250 ms.)
+/// `health`, while the disk syncs the last one. (With FULL the loop waited for every sync: a clock
+/// step's commit took as long again as its work.)
 ///
 /// Outside `run` (start-up, tests calling `write`) a commit is synced before `write` returns.
 /// A sync that fails cannot be retried (the kernel may have dropped the pages it could not write),

@@ -24,9 +24,9 @@ public final class WALCheckpointer {
     private let database: DatabaseQueue
     private let rewind = Flag()
 
-    /// In the last eighth before the limit, a checkpoint every 20 ms: the writer's own checkpoint
-    /// before the log rewinds then copies a few milliseconds of its writes. It runs on the service's
-    /// loop: copying 200 ms of a clock advance's writes there held `health` for 190 ms. Only near the
+    /// In the last eighth before the limit, a checkpoint every 20 ms: `checkpointNow` before the log
+    /// rewinds then copies a few milliseconds of writes, and the writer pauses only that long (copying
+    /// 200 ms of a clock advance's writes held it for 190 ms). Only near the
     /// limit: each checkpoint rewrites every page it copies and syncs the file (at 1,000 requests/s,
     /// a checkpoint every 20 ms all the time wrote 15 KB per logged record, every 200 ms 9.6 KB; once
     /// a second, 8.1 KB, but its larger syncs stalled a busy writer's commits for up to 480 ms).
