@@ -20,8 +20,8 @@ import ZeroMQ
 /// and readers have seen the commit already: the process exits, and SQLite recovers the log from
 /// the file when it starts again.
 final class CommitSync {
-    private let walPath: String
-    private let databasePath: String
+    /// Synced on the loop's thread outside `run`, on the syncer's while it runs: never both at once.
+    private let file: LogFile
     private let logger: Logger
     /// Commits so far; the loop's side.
     private var committed: UInt64 = 0
@@ -34,8 +34,7 @@ final class CommitSync {
     var beforeSync: (@Sendable () -> Void)?
 
     init(databasePath: String, logger: Logger) {
-        self.databasePath = databasePath
-        walPath = databasePath + "-wal"
+        file = LogFile(databasePath: databasePath)
         self.logger = logger
     }
 
@@ -48,7 +47,7 @@ final class CommitSync {
         if let syncer {
             syncer.request(committed)
         } else {
-            LogFile(walPath: walPath, databasePath: databasePath).syncOrExit(logger)
+            file.syncOrExit(logger)
         }
     }
 
@@ -77,8 +76,7 @@ final class CommitSync {
         let wake = try Socket(context, .pair)
         _ = try wake.bind(endpoint)
         self.wake = wake
-        syncer = try Syncer(file: LogFile(walPath: walPath, databasePath: databasePath), context: context, endpoint: endpoint,
-                            durable: committed, beforeSync: beforeSync, logger: logger)
+        syncer = try Syncer(file: file, context: context, endpoint: endpoint, durable: committed, beforeSync: beforeSync, logger: logger)
     }
 
     /// Syncs what is left, ends the thread, runs every waiting action, and syncs inline again.
@@ -170,9 +168,9 @@ final class CommitSync {
         let databasePath: String
         private var descriptor: Int32 = -1
 
-        init(walPath: String, databasePath: String) {
-            self.walPath = walPath
+        init(databasePath: String) {
             self.databasePath = databasePath
+            walPath = databasePath + "-wal"
         }
 
         deinit { if descriptor >= 0 { close(descriptor) } }
