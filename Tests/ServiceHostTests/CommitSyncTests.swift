@@ -4,49 +4,32 @@ import LHTSchema
 import Logging
 import Synchronization
 import Testing
+import TestSupport
 import ZeroMQ
 @testable import ServiceHost
 
-/// A host built and run by its loop on a thread of its own, as a service's is (its sockets belong
-/// to that thread); `configure` registers its ops there before the loop starts.
-final class LoopThread: Sendable {
-    let context: Context
-    let api: String
-    let events: String
-    private let shutdown = ShutdownSignal()
-    private let stopped = DispatchSemaphore(value: 0)
+/// A bare host as an in-process service (`startService`: built and run on a thread of its own);
+/// `configure` registers its ops there before the loop starts. `stop` also removes its data.
+final class BareService: Service {
+    let host: ServiceHost
 
-    init(_ configure: @escaping @Sendable (ServiceHost, ServiceHostTests) -> Void) throws {
+    static func start(_ configure: @escaping @Sendable (ServiceHost, ServiceHostTests) -> Void)
+        throws -> (service: InProcessService, context: Context, stop: () -> Void) {
         let context = try Context()
-        let endpoints = Mutex<(api: String, events: String)?>(nil)
-        let shutdown = shutdown, stopped = stopped
-        Thread.detachNewThread {
-            defer { stopped.signal() }
-            let tests = ServiceHostTests()
-            defer { try? FileManager.default.removeItem(at: tests.directory) }
-            guard let host = try? ServiceHost(service: .noalcStreak, apiEndpoint: "tcp://127.0.0.1:*", eventsEndpoint: "tcp://127.0.0.1:*",
-                                              dataDirectory: tests.directory, migrations: { _ in }, logger: Logger(label: "test"),
-                                              context: context)
-            else { return endpoints.withLock { $0 = ("", "") } }
+        let tests = ServiceHostTests()
+        let service = try startService(context: context) { context in
+            let host = try ServiceHost(service: .noalcStreak, apiEndpoint: "tcp://127.0.0.1:*", eventsEndpoint: "tcp://127.0.0.1:*",
+                                       dataDirectory: tests.directory, migrations: { _ in }, logger: Logger(label: "test"), context: context)
             configure(host, tests)
-            endpoints.withLock { $0 = (host.apiEndpoint, host.eventsEndpoint) }
-            host.run(until: shutdown)
-            _ = host.closeForExit(lingerMilliseconds: 0)
+            return BareService(host: host)
         }
-        var bound: (api: String, events: String)?
-        for _ in 0..<500 where bound == nil {
-            bound = endpoints.withLock { $0 }
-            Thread.sleep(forTimeInterval: 0.01)
-        }
-        guard let bound, !bound.api.isEmpty else { throw WireError(.internal, "the host did not start") }
-        self.context = context
-        (api, events) = bound
+        return (service, context, {
+            service.stop()
+            try? FileManager.default.removeItem(at: tests.directory)
+        })
     }
 
-    func stop() {
-        shutdown.request()
-        stopped.wait()
-    }
+    private init(host: ServiceHost) { self.host = host }
 }
 
 /// While the loop runs, commits reach the disk on a thread of their own (`CommitSync`): a reply or
@@ -61,7 +44,7 @@ final class LoopThread: Sendable {
 
     @Test func repliesAndEventsWaitForTheDiskAndHealthDoesNot() throws {
         let gate = Gate()
-        let service = try LoopThread { host, tests in
+        let (service, context, stop) = try BareService.start { host, tests in
             host.handle(Ops.streakGet) { _, tx in
                 _ = try tests.append(tx, 7)
                 return ServiceHostTests.note(7)
@@ -70,14 +53,14 @@ final class LoopThread: Sendable {
         }
         defer {
             gate.open()
-            service.stop()
+            stop()
         }
-        let subscriber = try Socket(service.context, .sub), writer = try Socket(service.context, .dealer)
+        let subscriber = try Socket(context, .sub), writer = try Socket(context, .dealer)
         defer { subscriber.close(); writer.close() }
         try subscriber.subscribe(Events.streakUpdated.name)
         try subscriber.connect(service.events)
         try writer.connect(service.api)
-        let health = ServiceClient(context: service.context, endpoint: service.api)
+        let health = ServiceClient(context: context, endpoint: service.api)
         // The subscription reaches the publisher asynchronously.
         Thread.sleep(forTimeInterval: 0.2)
 
@@ -139,7 +122,7 @@ final class LoopThread: Sendable {
     /// Under the running loop: a request held while an op waited is answered on the next turn,
     /// though nothing more arrives on the socket to wake the loop.
     @Test func aHeldRequestIsAnsweredWithoutAnotherArriving() throws {
-        let service = try LoopThread { host, tests in
+        let (service, context, stop) = try BareService.start { host, tests in
             tests.handleStreakGetRefusingBad(host)
             host.handleOutside(Ops.calendarGet) { _ in
                 let until = Date().addingTimeInterval(0.3)
@@ -147,13 +130,13 @@ final class LoopThread: Sendable {
                 return CalendarReply(days: [])
             }
         }
-        defer { service.stop() }
-        let waiting = try Socket(service.context, .dealer)
+        defer { stop() }
+        let waiting = try Socket(context, .dealer)
         defer { waiting.close() }
         try waiting.connect(service.api)
         try waiting.send(multipart: [Data(), ServiceClient.requestFrame(Ops.calendarGet, CalendarGetRequest(userId: UserID("u1")!, month: "2026-01")!)])
         Thread.sleep(forTimeInterval: 0.1)
-        let client = ServiceClient(context: service.context, endpoint: service.api)
+        let client = ServiceClient(context: context, endpoint: service.api)
         let started = Date()
         let reply = try client.call(Ops.streakGet, StreakGetRequest(userId: UserID("u1")!, asOf: LocalDay(year: 2026, month: 1, day: 2)!),
                                     timeoutMilliseconds: 3000)
