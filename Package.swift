@@ -42,6 +42,7 @@ let package = Package(
             dependencies: [
                 "ZeroMQ", "LHTSchema", "LHTClient", "LHTSecurity",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -62,8 +63,7 @@ let package = Package(
         .executableTarget(name: "SessionLoggerMain", dependencies: ["SessionLogger"], path: "Services/SessionLogger/Main"),
         .target(
             name: "ReminderPlanner",
-            dependencies: ["ServiceHost", "ReminderPlanning", .product(name: "HeapModule", package: "swift-collections"),
-                           .product(name: "GRDBSQLite", package: "GRDB.swift")],
+            dependencies: ["ServiceHost", "ReminderPlanning", .product(name: "HeapModule", package: "swift-collections")],
             path: "Services/ReminderPlanner/App"),
         .executableTarget(name: "ReminderPlannerMain", dependencies: ["ReminderPlanner"], path: "Services/ReminderPlanner/Main"),
         .target(name: "Notifier", dependencies: ["ServiceHost", "NotificationRendering"], path: "Services/Notifier/App"),

@@ -84,32 +84,38 @@ public struct Instant: Hashable, Comparable, Sendable, CustomStringConvertible {
 
     /// Written digit by digit into one buffer: this runs for every instant of every event.
     private func text(withMilliseconds: Bool) -> String {
+        String(unsafeUninitializedCapacity: Instant.longestText) { write(into: $0, withMilliseconds: withMilliseconds) }
+    }
+
+    /// The length of the longest `description`.
+    public static let longestText = 24
+
+    /// Writes `description` (or `secondsText`) into `buffer`, at least `longestText` long, and
+    /// returns how many bytes it wrote.
+    public func write(into buffer: UnsafeMutableBufferPointer<UInt8>, withMilliseconds: Bool = true) -> Int {
         let seconds = secondsSince1970
         let millis = Int(millisecondsSince1970 - seconds * 1000)
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondOfDay = Int(seconds - days * 86_400)
         let (year, month, day) = LocalDay(ordinal: Int(days)).components
-        let showMillis = withMilliseconds && millis != 0
-        return String(unsafeUninitializedCapacity: showMillis ? 24 : 20) { buffer in
-            var index = 0
-            func put(_ value: Int, _ width: Int) {
-                var remaining = value
-                for offset in stride(from: width - 1, through: 0, by: -1) {
-                    buffer[index + offset] = UInt8(ascii: "0") + UInt8(remaining % 10)
-                    remaining /= 10
-                }
-                index += width
+        var index = 0
+        func put(_ value: Int, _ width: Int) {
+            var remaining = value
+            for offset in stride(from: width - 1, through: 0, by: -1) {
+                buffer[index + offset] = UInt8(ascii: "0") + UInt8(remaining % 10)
+                remaining /= 10
             }
-            func put(_ byte: Unicode.Scalar) {
-                buffer[index] = UInt8(ascii: byte)
-                index += 1
-            }
-            put(year, 4); put("-"); put(month, 2); put("-"); put(day, 2); put("T")
-            put(secondOfDay / 3600, 2); put(":"); put(secondOfDay / 60 % 60, 2); put(":"); put(secondOfDay % 60, 2)
-            if showMillis { put("."); put(millis, 3) }
-            put("Z")
-            return index
+            index += width
         }
+        func put(_ byte: Unicode.Scalar) {
+            buffer[index] = UInt8(ascii: byte)
+            index += 1
+        }
+        put(year, 4); put("-"); put(month, 2); put("-"); put(day, 2); put("T")
+        put(secondOfDay / 3600, 2); put(":"); put(secondOfDay / 60 % 60, 2); put(":"); put(secondOfDay % 60, 2)
+        if withMilliseconds && millis != 0 { put("."); put(millis, 3) }
+        put("Z")
+        return index
     }
 }
 

@@ -87,12 +87,13 @@ private final class JSONStream {
 
     /// Writes a value whose slot (key or array position) is already written.
     func encodeValue<T: Encodable>(_ value: T, depth: Int, codingPath: [CodingKey]) throws {
-        // Metatype comparisons, not `as?` casts: failed dynamic casts cost more than the encoding.
-        if T.self == String.self { return appendString(value as! String) }
-        if T.self == Int.self { return appendInteger(value as! Int) }
-        if T.self == Int64.self { return appendInteger(value as! Int64) }
-        if T.self == Bool.self { return appendLiteral((value as! Bool) ? "true" : "false") }
-        if T.self == Double.self { return try appendDouble(value as! Double, codingPath) }
+        // Metatype comparisons, not `as?` casts: failed dynamic casts cost more than the encoding,
+        // and so does `as!` in code not specialized for T.
+        if T.self == String.self { return appendString(unsafeBitCast(value, to: String.self)) }
+        if T.self == Int.self { return appendInteger(unsafeBitCast(value, to: Int.self)) }
+        if T.self == Int64.self { return appendInteger(unsafeBitCast(value, to: Int64.self)) }
+        if T.self == Bool.self { return appendLiteral(unsafeBitCast(value, to: Bool.self) ? "true" : "false") }
+        if T.self == Double.self { return try appendDouble(unsafeBitCast(value, to: Double.self), codingPath) }
         if let text = Self.scalarText(value) { return appendString(text) }
         if T.self == Data.self || T.self == Date.self || T.self == URL.self || T.self == Decimal.self {
             unsupported = true  // Foundation encodes these with strategies of its own

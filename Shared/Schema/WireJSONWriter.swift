@@ -12,9 +12,10 @@ public struct JSONObjectWriter {
     private(set) var bytes: [UInt8]
     private var empty = true
 
-    public init() {
+    /// `capacity`: the bytes it will likely take, so that they are allocated once.
+    public init(capacity: Int = 512) {
         bytes = [UInt8(ascii: "{")]
-        bytes.reserveCapacity(512)
+        bytes.reserveCapacity(capacity)
     }
 
     private mutating func key(_ key: StaticString) {
@@ -22,7 +23,30 @@ public struct JSONObjectWriter {
         empty = false
         bytes.append(UInt8(ascii: "\""))
         key.withUTF8Buffer { bytes.append(contentsOf: $0) }
-        bytes.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(UInt8(ascii: ":"))
+    }
+
+    /// A string written by `write` into a buffer of `capacity` bytes, quoted; for values whose
+    /// text needs no escape, written without making a `String` first.
+    private mutating func quoted(capacity: Int, _ write: (UnsafeMutableBufferPointer<UInt8>) -> Int) {
+        bytes.append(UInt8(ascii: "\""))
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { buffer in
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[..<write(buffer)]))
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// As `field(name, id.description)`.
+    public mutating func field(_ name: StaticString, _ id: RecordID) {
+        key(name)
+        quoted(capacity: RecordID.textLength) { id.write(into: $0) }
+    }
+
+    /// As `field(name, instant.description)`.
+    public mutating func field(_ name: StaticString, _ instant: Instant) {
+        key(name)
+        quoted(capacity: Instant.longestText) { instant.write(into: $0) }
     }
 
     public mutating func field(_ name: StaticString, _ value: String) {
@@ -108,12 +132,12 @@ extension EventEnvelope {
     /// The envelope frame around `data` that is JSON already: what the outbox stores and publishes.
     public static func frame(type: String, seq: Int64, id: RecordID = RecordID(), time: Instant, source: String,
                              topic: String, encodedData: Data) -> Data {
-        var object = JSONObjectWriter()
+        var object = JSONObjectWriter(capacity: 256 + topic.utf8.count + encodedData.count)
         object.field("v", Int64(wireVersion))
         object.field("type", type)
         object.field("seq", seq)
-        object.field("id", id.description)
-        object.field("time", time.description)
+        object.field("id", id)
+        object.field("time", time)
         object.field("source", source)
         object.field("topic", topic)
         object.field("data", json: encodedData)
@@ -123,10 +147,10 @@ extension EventEnvelope {
 
 extension Occurrence: WireJSONWritable {
     public func writeFields(to object: inout JSONObjectWriter) {
-        object.field("reminderId", reminderId.description)
+        object.field("reminderId", reminderId)
         object.field("userId", userId.rawValue)
         object.field("activity", activity.rawValue)
-        object.field("at", at.description)
+        object.field("at", at)
         object.field("localTime", localTime.description)
         object.field("day", day.description)
         object.field("weekday", weekday.rawValue)
@@ -151,31 +175,31 @@ extension DueOccurrence: WireJSONWritable {
 
 extension StoredSession: WireJSONWritable {
     public func writeFields(to object: inout JSONObjectWriter) {
-        object.field("id", id.description)
+        object.field("id", id)
         object.field("userId", userId.rawValue)
         object.field("activity", activity.rawValue)
-        object.field("start", start.description)
-        object.field("end", end.description)
+        object.field("start", start)
+        object.field("end", end)
         object.field("source", source)
-        object.field("loggedAt", loggedAt.description)
+        object.field("loggedAt", loggedAt)
     }
 }
 
 extension StoredNoAlcEntry: WireJSONWritable {
     public func writeFields(to object: inout JSONObjectWriter) {
-        object.field("id", id.description)
+        object.field("id", id)
         object.field("userId", userId.rawValue)
         object.field("day", day.description)
         object.field("level", level.rawValue)
         object.field("drinks", Int64(drinks))
         object.field("source", source)
-        object.field("loggedAt", loggedAt.description)
+        object.field("loggedAt", loggedAt)
     }
 }
 
 extension LogReceipt: WireJSONWritable {
     public func writeFields(to object: inout JSONObjectWriter) {
-        object.field("id", id.description)
+        object.field("id", id)
         object.field("seq", seq)
         object.field("duplicate", duplicate)
     }
@@ -199,7 +223,7 @@ extension StreakState: WireJSONWritable {
 
 extension Reminder: WireJSONWritable {
     public func writeFields(to object: inout JSONObjectWriter) {
-        object.field("id", id.description)
+        object.field("id", id)
         object.field("userId", userId.rawValue)
         object.field("activity", activity.rawValue)
         object.field("time", time.description)
@@ -208,7 +232,7 @@ extension Reminder: WireJSONWritable {
         object.field("enabled", enabled)
         object.field("title", title)
         object.field("body", body)
-        object.field("createdAt", createdAt.description)
+        object.field("createdAt", createdAt)
     }
 }
 
@@ -221,7 +245,7 @@ extension ReminderPutReply: WireJSONWritable {
 
 extension ReminderDeleted: WireJSONWritable {
     public func writeFields(to object: inout JSONObjectWriter) {
-        object.field("id", id.description)
+        object.field("id", id)
         object.fieldIfPresent("userId", userId?.rawValue)
         object.fieldIfPresent("activity", activity?.rawValue)
         object.field("deleted", deleted)

@@ -112,7 +112,7 @@ public final class Transaction {
         let seq = nextSeq
         let bytes = EventEnvelope<Payload>.frame(type: type.name, seq: seq, time: now, source: eventLog.source, topic: topic,
                                                  encodedData: try wireEncoder().encode(data))
-        try db.run("INSERT INTO outbox (seq, topic, envelope) VALUES (?, ?, ?)", arguments: [seq, topic, bytes])
+        try RawStatement.execute("INSERT INTO outbox (seq, topic, envelope) VALUES (?, ?, ?)", db, [.integer(seq), .text(topic), .blob(bytes)])
         events.append(PendingEvent(type: type.name, seq: seq, topic: topic, envelope: bytes))
         return seq
     }

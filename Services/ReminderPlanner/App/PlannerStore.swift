@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import LHTSchema
 import ReminderPlanning
+import ServiceHost
 
 /// The planner's tables. Coverage is derived from the sessions and NoAlc days copied from the
 /// session logger; decisions are keyed by occurrence, so one can never be taken twice.
@@ -108,12 +109,13 @@ enum PlannerStore {
     }
 
     static func save(_ reminder: Reminder, _ db: Database) throws {
-        try db.run("""
+        try RawStatement.execute("""
             INSERT OR REPLACE INTO reminder (id, user_id, activity, time, weekdays, lookback_hours, enabled, title, body, created_at_ms)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [reminder.id.description, reminder.userId.rawValue, reminder.activity.rawValue, reminder.time.description,
-                             reminder.weekdays.map(\.rawValue).joined(separator: ","), reminder.lookbackHours, reminder.enabled,
-                             reminder.title, reminder.body, reminder.createdAt.millisecondsSince1970])
+            """, db, [.text(reminder.id.description), .text(reminder.userId.rawValue), .text(reminder.activity.rawValue),
+                      .text(reminder.time.description), .text(reminder.weekdays.map(\.rawValue).joined(separator: ",")),
+                      .integer(Int64(reminder.lookbackHours)), .integer(reminder.enabled ? 1 : 0), .text(reminder.title), .text(reminder.body),
+                      .integer(reminder.createdAt.millisecondsSince1970)])
     }
 
     static func delete(reminder id: RecordID, _ db: Database) throws {
@@ -126,10 +128,9 @@ enum PlannerStore {
 
     /// Returns false when the session was known already (a repeated event).
     static func insert(session: StoredSession, seq: Int64, _ db: Database) throws -> Bool {
-        try db.run("INSERT OR IGNORE INTO session (id, user_id, activity, start_ms, end_ms, seq) VALUES (?, ?, ?, ?, ?, ?)",
-                       arguments: [session.id.description, session.userId.rawValue, session.activity.rawValue,
-                                   session.start.millisecondsSince1970, session.end.millisecondsSince1970, seq])
-        return db.changesCount > 0
+        try RawStatement.execute("INSERT OR IGNORE INTO session (id, user_id, activity, start_ms, end_ms, seq) VALUES (?, ?, ?, ?, ?, ?)", db,
+                                 [.text(session.id.description), .text(session.userId.rawValue), .text(session.activity.rawValue),
+                                  .integer(session.start.millisecondsSince1970), .integer(session.end.millisecondsSince1970), .integer(seq)]) > 0
     }
 
     /// Records that the day has an entry; the first entry stays the day's cause. False if known.

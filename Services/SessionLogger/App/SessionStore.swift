@@ -30,12 +30,13 @@ enum SessionStore {
     static func log(_ input: SessionLogRequest, in tx: Transaction, unreadable: UnreadableRows) throws -> LogReceipt {
         let session = StoredSession(id: input.id ?? RecordID(), userId: input.userId, activity: input.activity, start: input.start,
                                     end: input.end, source: input.source, loggedAt: tx.now)
-        try tx.db.run("""
+        let inserted = try RawStatement.execute("""
             INSERT INTO session (id, user_id, activity, start_ms, end_ms, source, logged_at_ms, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (id) DO NOTHING
-            """, arguments: [session.id.description, session.userId.rawValue, session.activity.rawValue, session.start.millisecondsSince1970,
-                             session.end.millisecondsSince1970, session.source, session.loggedAt.millisecondsSince1970, tx.nextSeq])
-        guard tx.db.changesCount > 0 else { return try repeated(input, id: session.id, in: tx, unreadable: unreadable) }
+            """, tx.db, [.text(session.id.description), .text(session.userId.rawValue), .text(session.activity.rawValue),
+                         .integer(session.start.millisecondsSince1970), .integer(session.end.millisecondsSince1970), .text(session.source),
+                         .integer(session.loggedAt.millisecondsSince1970), .integer(tx.nextSeq)])
+        guard inserted > 0 else { return try repeated(input, id: session.id, in: tx, unreadable: unreadable) }
         let seq = try tx.append(Events.sessionLogged, userId: session.userId, activity: session.activity, data: session)
         return LogReceipt(id: session.id, seq: seq, duplicate: false)
     }
@@ -55,12 +56,12 @@ enum SessionStore {
     static func log(_ input: NoAlcLogRequest, in tx: Transaction, unreadable: UnreadableRows) throws -> LogReceipt {
         let entry = StoredNoAlcEntry(id: input.id ?? RecordID(), userId: input.userId, day: input.day, level: input.level,
                                      source: input.source, loggedAt: tx.now)
-        try tx.db.run("""
+        let inserted = try RawStatement.execute("""
             INSERT INTO noalc_entry (id, user_id, day, level, source, logged_at_ms, seq) VALUES (?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (id) DO NOTHING
-            """, arguments: [entry.id.description, entry.userId.rawValue, entry.day.description, entry.level.rawValue,
-                             entry.source, entry.loggedAt.millisecondsSince1970, tx.nextSeq])
-        guard tx.db.changesCount > 0 else { return try repeated(input, id: entry.id, in: tx, unreadable: unreadable) }
+            """, tx.db, [.text(entry.id.description), .text(entry.userId.rawValue), .text(entry.day.description), .text(entry.level.rawValue),
+                         .text(entry.source), .integer(entry.loggedAt.millisecondsSince1970), .integer(tx.nextSeq)])
+        guard inserted > 0 else { return try repeated(input, id: entry.id, in: tx, unreadable: unreadable) }
         let seq = try tx.append(Events.noalcLogged, userId: entry.userId, activity: .noalc, data: entry)
         return LogReceipt(id: entry.id, seq: seq, duplicate: false)
     }

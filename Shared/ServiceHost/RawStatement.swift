@@ -1,36 +1,42 @@
+import Foundation
 import GRDB
 import GRDBSQLite
 
-/// A cached statement bound, stepped and read through SQLite's own calls: on the deciding path
-/// GRDB's argument arrays, row cursors and a `String` per column cost more than the queries
-/// themselves. The statement is reset and unbound afterwards, as GRDB leaves its cached ones.
-enum RawStatement {
-    enum Value {
+/// A cached statement bound, stepped and read through SQLite's own calls: on the hot paths (the
+/// planner's decisions, every stored record and event) GRDB's argument arrays, row cursors and a
+/// `String` per column cost more than the queries themselves. The statement is reset and unbound
+/// afterwards, as GRDB leaves its cached ones.
+public enum RawStatement {
+    public enum Value {
         case integer(Int64)
         case text(String)
+        case blob(Data)
         case null
+
+        /// Text, or NULL for nil.
+        public static func text(_ value: String?) -> Value { value.map { .text($0) } ?? .null }
     }
 
     /// The current row, valid only inside the `run` body.
-    struct Row {
+    public struct Row {
         fileprivate let handle: SQLiteStatement
 
-        func integer(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+        public func integer(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
 
         /// The column's UTF-8 bytes in place (empty for NULL).
-        func bytes(_ column: Int32) -> UnsafeBufferPointer<UInt8> {
+        public func bytes(_ column: Int32) -> UnsafeBufferPointer<UInt8> {
             guard let text = sqlite3_column_text(handle, column) else { return UnsafeBufferPointer(start: nil, count: 0) }
             return UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(handle, column)))
         }
 
-        func string(_ column: Int32) -> String { String(decoding: bytes(column), as: UTF8.self) }
+        public func string(_ column: Int32) -> String { String(decoding: bytes(column), as: UTF8.self) }
 
-        func optionalString(_ column: Int32) -> String? { sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : string(column) }
+        public func optionalString(_ column: Int32) -> String? { sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : string(column) }
     }
 
     /// Runs `sql` with `arguments` and returns what `read` makes of each row (nil rows are skipped).
     @discardableResult
-    static func run<Element>(_ sql: String, _ db: Database, _ arguments: [Value], read: (Row) throws -> Element?) throws -> [Element] {
+    public static func run<Element>(_ sql: String, _ db: Database, _ arguments: [Value], read: (Row) throws -> Element?) throws -> [Element] {
         let handle = try db.cachedStatement(sql: sql).sqliteStatement
         defer {
             sqlite3_reset(handle)
@@ -40,7 +46,10 @@ enum RawStatement {
             let index = Int32(offset + 1)
             let code = switch argument {
             case .integer(let value): sqlite3_bind_int64(handle, index, value)
-            case .text(let value): sqlite3_bind_text(handle, index, value, -1, transient)
+            // The length in bytes, not -1: text may hold U+0000. withCString copies no native string.
+            case .text(let value): value.withCString { sqlite3_bind_text(handle, index, $0, Int32(value.utf8.count), transient) }
+            case .blob(let value) where value.isEmpty: sqlite3_bind_zeroblob(handle, index, 0)  // a nil pointer would bind NULL
+            case .blob(let value): value.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), transient) }
             case .null: sqlite3_bind_null(handle, index)
             }
             try check(code, db)
@@ -52,6 +61,13 @@ enum RawStatement {
             guard code == SQLITE_ROW else { throw error(code, db) }
             if let element = try read(Row(handle: handle)) { result.append(element) }
         }
+    }
+
+    /// Runs `sql`, which returns no rows, and returns how many rows it changed.
+    @discardableResult
+    public static func execute(_ sql: String, _ db: Database, _ arguments: [Value]) throws -> Int {
+        try run(sql, db, arguments) { _ -> Never? in nil }
+        return Int(sqlite3_changes(db.sqliteConnection))
     }
 
     static func error(_ code: Int32, _ db: Database) -> DatabaseError {
