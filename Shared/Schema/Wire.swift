@@ -91,23 +91,27 @@ public struct RequestHead: Sendable {
     /// One strict pass over the bytes finds the three members; only their values are decoded.
     public init(frame: Data) throws(WireError) {
         guard let members = JSONSyntax.object(frame) else { throw WireError(.badJSON, "the request must be a UTF-8 JSON object") }
-        func bytes(_ range: Range<Int>) -> Data { frame[(frame.startIndex + range.lowerBound)..<(frame.startIndex + range.upperBound)] }
-        func value<T: Decodable>(_ range: Range<Int>?, as type: T.Type) -> T? {
-            range.flatMap { try? JSONDecoder().decode(T.self, from: Data(bytes($0))) }
+        // The usual spellings are read in place; anything else (1.0, escapes) goes through JSONDecoder.
+        let (versionIsOne, plainOp, dataIsNull) = frame.withUnsafeBytes { raw in
+            let bytes = raw.assumingMemoryBound(to: UInt8.self)
+            func value(_ range: Range<Int>) -> UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: bytes[range]) }
+            let plainOp = members.op.map(value).flatMap { text -> String? in
+                guard text.first == UInt8(ascii: "\""), !text.contains(UInt8(ascii: "\\")) else { return nil }
+                return String(decoding: text.dropFirst().dropLast(), as: UTF8.self)
+            }
+            return (members.version.map { value($0).elementsEqual("1".utf8) } ?? false, plainOp,
+                    members.data.map { value($0).elementsEqual("null".utf8) } ?? true)
         }
-        // The usual spellings are read directly; anything else (1.0, escapes) goes through JSONDecoder.
-        let version = members.version.map(bytes)
-        guard version == Data("1".utf8) || value(members.version, as: Double.self) == Double(wireVersion) else {
+        func decoded<T: Decodable>(_ range: Range<Int>?, as type: T.Type) -> T? {
+            range.flatMap { try? JSONDecoder().decode(T.self, from: Data(frame[(frame.startIndex + $0.lowerBound)..<(frame.startIndex + $0.upperBound)])) }
+        }
+        guard versionIsOne || decoded(members.version, as: Double.self) == Double(wireVersion) else {
             throw WireError(.unsupportedVersion, "v must be \(wireVersion)", field: "v")
         }
-        let plainOp = members.op.map(bytes).flatMap { text -> String? in
-            guard text.first == UInt8(ascii: "\""), !text.contains(UInt8(ascii: "\\")) else { return nil }
-            return String(decoding: text.dropFirst().dropLast(), as: UTF8.self)
-        }
-        guard let op = plainOp ?? value(members.op, as: String.self) else { throw WireError.invalid("op", "op is required and must be a string") }
+        guard let op = plainOp ?? decoded(members.op, as: String.self) else { throw WireError.invalid("op", "op is required and must be a string") }
         guard FreeText.isAllowed(op) else { throw WireError.invalid("op", "op must not contain U+0000") }
         self.op = op
-        hasData = members.data.map { bytes($0) != Data("null".utf8) } ?? false
+        hasData = !dataIsNull
         dataRange = members.data
     }
 }

@@ -53,7 +53,9 @@ extension ServiceHost {
                                               _ handler: @escaping (Input, DeferredReply<Output>) throws -> Void) {
         precondition(op.info.service == nil || op.info.service == service, "\(op.name) is not an op of \(name)")
         precondition((op.info.access == .ownRecord) == (owner != nil), "\(op.name): an owner exactly for .ownRecord ops")
-        operations[op.name] = Operation(info: op.info, placement: .deferred, run: { _, _, _, _ in
+        operations[op.name] = Operation(info: op.info, placement: .deferred, decode: { frame, head in
+            try decodeRequestData(Input.self, from: frame, head: head)
+        }, apply: { _, _, _ in
             throw WireError(.internal, "\(op.name) is answered later")
         }, start: { [unowned self] frame, head, caller, send in
             let input = try decodeRequestData(Input.self, from: frame, head: head)

@@ -24,9 +24,19 @@ public enum Placement: Sendable {
 struct Operation {
     let info: OpInfo
     let placement: Placement
-    let run: (_ frame: Data, _ head: RequestHead, _ tx: Transaction?, _ caller: Caller) throws -> Data
+    /// Decodes the request's `data` into the handler's input. It reads nothing but its arguments,
+    /// so it may run on another thread (`DecodeAhead`).
+    let decode: @Sendable (_ frame: Data, _ head: RequestHead) throws -> Any
+    /// Checks the caller and runs the handler on a decoded input.
+    let apply: (_ input: Any, _ tx: Transaction?, _ caller: Caller) throws -> Data
     /// For `.deferred` ops: decodes, authorizes and starts the handler, which answers through the closure.
     var start: ((_ frame: Data, _ head: RequestHead, _ caller: Caller, _ answer: @escaping (Outcome) -> Void) throws -> Void)?
+
+    /// Decodes `request` (unless `decoded` has its input already) and runs it.
+    func run(_ request: IncomingRequest, _ head: RequestHead, _ tx: Transaction?, decoded: Result<Any, Error>? = nil) throws -> Data {
+        let input = try decoded?.get() ?? decode(request.frame, head)
+        return try apply(input, tx, request.caller)
+    }
 }
 
 /// One request as the loop read it.
@@ -85,12 +95,14 @@ extension ServiceHost {
                                          _ handler: @escaping (Input, Transaction?, Caller) throws -> Data) {
         precondition(op.info.service == nil || op.info.service == service, "\(op.name) is not an op of \(name)")
         precondition((op.info.access == .ownRecord) == (owner != nil), "\(op.name): an owner exactly for .ownRecord ops")
-        operations[op.name] = Operation(info: op.info, placement: placement) { frame, head, tx, caller in
-            // Decoded first: a malformed request gets invalid_argument whoever sends it.
-            let input = try decodeRequestData(Input.self, from: frame, head: head)
+        // Decoded first: a malformed request gets invalid_argument whoever sends it.
+        operations[op.name] = Operation(info: op.info, placement: placement, decode: { frame, head in
+            try decodeRequestData(Input.self, from: frame, head: head)
+        }, apply: { input, tx, caller in
+            let input = input as! Input
             try Self.authorize(op.info, input, caller, owner: owner)
             return try handler(input, tx, caller)
-        }
+        })
     }
 
     /// The ops this service answers, for checks against the catalog.
@@ -222,12 +234,13 @@ extension ServiceHost {
 
         func runBatch() {
             guard !batch.isEmpty else { return }
+            let ahead = DecodeAhead(batch.map { (requests[$0.index].frame, $0.head, $0.operation.decode) })
             var outcomes: [Outcome]
             do {
                 // A full disk may have rolled the whole transaction back: nothing more can be stored in it.
                 outcomes = try write { tx in
-                    try tx.eachIsolated(batch, isFatal: { Self.diskFull($0) != nil }) { entry in
-                        try entry.operation.run(requests[entry.index].frame, entry.head, tx, requests[entry.index].caller)
+                    try tx.eachIsolated(Array(batch.enumerated()), isFatal: { Self.diskFull($0) != nil }) { position, entry in
+                        try entry.operation.run(requests[entry.index], entry.head, tx, decoded: ahead?.input(position))
                     }
                 }.enumerated().map { offset, result in
                     let entry = batch[offset]
@@ -263,7 +276,7 @@ extension ServiceHost {
                 batch.append((index, head, operation, started))
             case .outside:
                 runBatch()
-                finished(index, op: head.op, outcome(head.op, request) { try operation.run(request.frame, head, nil, request.caller) }, since: started)
+                finished(index, op: head.op, outcome(head.op, request) { try operation.run(request, head, nil) }, since: started)
             case .deferred:
                 runBatch()
                 let send = later(index)

@@ -128,6 +128,25 @@ import Testing
         #expect(host.eventLog.lastSeq == 3)
     }
 
+    /// From `DecodeAhead.smallestBatch` requests on, a batch's data is decoded on another thread
+    /// while the loop stores the requests before: the replies, those whose data does not decode
+    /// included, are byte for byte the ones the same requests get one at a time.
+    @Test func aBatchDecodedAheadIsAnsweredAsRequestsDecodedOnTheLoop() throws {
+        let days = ["2026-01-01", "2026-13-01", "2026-01-03", "2026-01-04", "x", "2026-01-06"]
+        #expect(days.count >= DecodeAhead.smallestBatch)
+        func requests() -> [IncomingRequest] {
+            days.map { IncomingRequest(frame: Data(#"{"v":1,"op":"streak.get","data":{"userId":"u1","asOf":"\#($0)"}}"#.utf8)) }
+        }
+        let host = try makeHost()
+        handleStreakGetRefusingBad(host)
+        let together = host.process(requests())
+        let replies = try together.map { try JSONDecoder().decode(ReplyFrame<StreakState>.self, from: $0) }
+        #expect(replies.map(\.ok) == [true, false, true, true, false, true])
+        #expect(replies.compactMap(\.error?.field) == ["data.asOf", "data.asOf"])
+        #expect(notes(try since(host, after: 0, limit: 10)) == [1, 3, 4, 6])
+        #expect(together == requests().map { host.process([$0])[0] })
+    }
+
     /// Memory a handler changes at once goes back when its request fails (its savepoint) or its whole
     /// transaction does, newest change first; a later request of the same batch sees what stayed.
     @Test func undoActionsRunWhenTheirSavepointOrTransactionRollsBack() throws {

@@ -87,9 +87,10 @@ import TestSupport
         var second: ClockReply?
         while outcome.withLock({ $0 == nil }) {
             if try watcher.call(Ops.clockGet, NoFields()).now > start {
+                // Answered only after the first move replied: it goes on from where the first ended
+                // (below). Whether the mover's thread has stored that reply by now is the scheduler's
+                // business, so it is not asked (on a busy machine it sometimes had not).
                 second = try watcher.call(Ops.clockAdvance, ClockAdvanceRequest(seconds: 60))
-                // Answered only after the first move replied.
-                #expect(outcome.withLock { $0 != nil })
                 break
             }
             Thread.sleep(forTimeInterval: 0.005)

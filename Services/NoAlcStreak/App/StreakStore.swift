@@ -117,11 +117,10 @@ enum StreakStore {
     /// Stores a day's level unless a newer upstream entry already set it (latest by seq wins).
     /// False when nothing changed.
     static func record(user: UserID, day: LocalDay, level: NoAlcLevel, seq: Int64, in db: Database) throws -> Bool {
-        try db.run("""
+        try RawStatement.execute("""
             INSERT INTO noalc_level (user_id, day, level, seq) VALUES (?, ?, ?, ?)
             ON CONFLICT (user_id, day) DO UPDATE SET level = excluded.level, seq = excluded.seq WHERE excluded.seq > noalc_level.seq
-            """, arguments: [user.rawValue, day.description, level.rawValue, seq])
-        return db.changesCount > 0
+            """, db, [.text(user.rawValue), .text(day.description), .text(level.rawValue), .integer(seq)]) > 0
     }
 
     /// Every user's history, read once at start. A row that does not read back (a user id, day or
