@@ -6,13 +6,12 @@ import LHTSchema
 ///
 /// Decoding a request's `data` was a fifth of a `session.log`'s work on the loop, and needs nothing
 /// but the frame and the op's decoder (`Operation.decode`), so a second core can do it. The loop
-/// waits only for the first input; each later one is decoded before the loop, busy storing the one
-/// before it, asks for it. A small batch is decoded on the loop: handing it over costs more than
-/// it saves, and a lone request would wait for another thread to wake.
+/// decodes the first request itself, so it never waits for the other thread to wake; each later
+/// one is decoded before the loop, busy storing the one before it, asks for it. A small batch is
+/// all decoded on the loop: handing it over costs more than it saves.
 final class DecodeAhead: @unchecked Sendable {
     /// From this many requests on, a batch is decoded ahead.
     static let smallestBatch = 4
-    private static let worker = DispatchQueue(label: "decode-ahead", qos: .userInitiated)
 
     typealias Decoder = @Sendable (_ frame: Data, _ head: RequestHead) throws -> Any
 
@@ -22,12 +21,14 @@ final class DecodeAhead: @unchecked Sendable {
     private var ready = 0
     private var loopWaits = false
 
-    /// Starts decoding `requests` in order; nil for a batch too small to hand over.
+    /// Starts decoding `requests` after the first, in order; nil for a batch too small to hand over.
     init?(_ requests: [(frame: Data, head: RequestHead, decode: Decoder)]) {
         guard requests.count >= Self.smallestBatch else { return nil }
         inputs = Array(repeating: nil, count: requests.count)
-        Self.worker.async { [self] in
-            for (index, request) in requests.enumerated() {
+        ready = 1
+        // A global queue, not one of our own: two hosts in a process must not wait on each other's batches.
+        DispatchQueue.global(qos: .userInitiated).async { [self] in
+            for (index, request) in requests.enumerated().dropFirst() {
                 let input = Result { try request.decode(request.frame, request.head) }
                 condition.withLock {
                     inputs[index] = input
@@ -38,15 +39,17 @@ final class DecodeAhead: @unchecked Sendable {
         }
     }
 
-    /// The decoded input of the batch's `index`th request, once it is there.
-    func input(_ index: Int) -> Result<Any, Error> {
-        condition.withLock {
+    /// The decoded input of the batch's `index`th request, once it is there; nil for the first,
+    /// which the loop decodes.
+    func input(_ index: Int) -> Result<Any, Error>? {
+        guard index > 0 else { return nil }
+        return condition.withLock {
             while ready <= index {
                 loopWaits = true
                 condition.wait()
             }
             loopWaits = false
-            return inputs[index]!
+            return inputs[index]
         }
     }
 }
