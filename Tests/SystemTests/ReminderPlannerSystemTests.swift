@@ -131,6 +131,24 @@ import Testing
         #expect(try rig.events.of("reminder.suppressed", reminder: reminder).first?["data"]?["cause"]?.stringValue == session)
     }
 
+    /// A reminder put after what covers several of its occurrences announces each of them with its
+    /// own cause: entries for two days, a month of NoAlc occurrences looked at together (the store
+    /// reads their candidates in one query; `Coverage.cause` decides each).
+    @Test func aReminderPutAfterSeveralCoveringEntriesAnnouncesEachWithItsOwnCause() throws {
+        let rig = try PlannerRig(clock: Self.mondayMorning)
+        try rig.user("weeks")
+        let monday = try rig.noalc("weeks", day: "2026-11-16")
+        let wednesday = try rig.noalc("weeks", day: "2026-11-18")
+        for _ in 0..<250 where try rig.plannerClient.ok("health")["counters"]?["noalcDaysApplied"]?.intValue != 2 {
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        let reminder = try rig.reminder("weeks", "noalc", "09:00")
+        // 09:00 asks about the day before: Tuesday's about Monday, Thursday's about Wednesday.
+        let cancelled = try rig.events.of("reminder.cancelled", reminder: reminder, count: 3, timeout: 1)
+        #expect(cancelled.map { $0["data"]?["day"]?.stringValue } == ["2026-11-17", "2026-11-19"])
+        #expect(cancelled.map { $0["data"]?["cause"]?.stringValue } == [monday, wednesday])
+    }
+
     @Test func severalActivitiesInADayAnnounceOnceAndNameTheFirst() throws {
         let rig = try PlannerRig(clock: Self.mondayMorning)
         try rig.user("busy")

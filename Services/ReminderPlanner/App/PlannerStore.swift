@@ -140,26 +140,28 @@ enum PlannerStore {
         return db.changesCount > 0
     }
 
-    /// What could cover occurrence `planned` of `reminder`, for `Coverage.cause` to decide: a few
-    /// rows narrowed on an index, never all of a user's sessions or days.
-    static func coverageCandidates(of reminder: Reminder, _ planned: PlannedOccurrence, _ db: Database) throws -> [CoverageCandidate] {
+    /// What could cover the occurrences of `reminder` from `first` through `last` (one, or several
+    /// in time order), for `Coverage.cause` to decide: it takes any superset, so one query serves
+    /// them all. A few rows narrowed on an index, never all of a user's sessions or days.
+    static func coverageCandidates(of reminder: Reminder, from first: PlannedOccurrence, through last: PlannedOccurrence,
+                                   _ db: Database) throws -> [CoverageCandidate] {
         reminder.activity == .noalc
-            ? try noalcCandidates(user: reminder.userId, ruleDay: planned.day, db)
-            : try sessionCandidates(user: reminder.userId, activity: reminder.activity, at: planned.at,
+            ? try noalcCandidates(user: reminder.userId, ruleDays: first.day...last.day, db)
+            : try sessionCandidates(user: reminder.userId, activity: reminder.activity, from: first.at, through: last.at,
                                     lookbackHours: reminder.lookbackHours, db)
     }
 
-    /// The user's sessions of the activity that start no later than T and no earlier than a day
-    /// before the window opens — sessions last at most 24 h, so one starting earlier ends before the
-    /// window: a range of `session_by_user_start`. `seq` (the session log's) is their logging order.
-    static func sessionCandidates(user: UserID, activity: Activity, at: Instant, lookbackHours: Int,
+    /// The user's sessions of the activity that start no later than the last T and no earlier than a
+    /// day before the first window opens — sessions last at most 24 h, so one starting earlier ends
+    /// before the window: a range of `session_by_user_start`. `seq` (the session log's) is their logging order.
+    static func sessionCandidates(user: UserID, activity: Activity, from first: Instant, through last: Instant, lookbackHours: Int,
                                   _ db: Database) throws -> [CoverageCandidate] {
-        let windowStart = Coverage.windowStart(of: at, lookbackHours: lookbackHours)
+        let windowStart = Coverage.windowStart(of: first, lookbackHours: lookbackHours)
         let earliestStart = windowStart.adding(seconds: -SessionLogRequest.longestSessionSeconds)
         return try RawStatement.run("""
             SELECT id, user_id, activity, start_ms, end_ms, seq FROM session
             WHERE user_id = ? AND activity = ? AND start_ms BETWEEN ? AND ?
-            """, db, [.text(user.rawValue), .text(activity.rawValue), .integer(earliestStart.millisecondsSince1970), .integer(at.millisecondsSince1970)]
+            """, db, [.text(user.rawValue), .text(activity.rawValue), .integer(earliestStart.millisecondsSince1970), .integer(last.millisecondsSince1970)]
         ) { row in
             guard let id = RecordID(utf8: row.bytes(0)), let user = UserID(row.string(1)), let activity = Activity(rawValue: row.string(2))
             else { return nil }
@@ -168,12 +170,12 @@ enum PlannerStore {
         }
     }
 
-    /// The user's NoAlc days an occurrence on rule day D can ask about — D − 1 (morning rules) and D
-    /// (evening rules): a range of the primary key. A row is the day's first entry (`insert(noalcDay:)`
-    /// keeps it), and its rowid the order the planner stored it in.
-    static func noalcCandidates(user: UserID, ruleDay: LocalDay, _ db: Database) throws -> [CoverageCandidate] {
+    /// The user's NoAlc days occurrences on rule days D can ask about — each D − 1 (morning rules)
+    /// and D (evening rules): a range of the primary key. A row is the day's first entry
+    /// (`insert(noalcDay:)` keeps it), and its rowid the order the planner stored it in.
+    static func noalcCandidates(user: UserID, ruleDays: ClosedRange<LocalDay>, _ db: Database) throws -> [CoverageCandidate] {
         try RawStatement.run("SELECT entry_id, user_id, day, rowid FROM noalc_day WHERE user_id = ? AND day BETWEEN ? AND ?", db,
-                             [.text(user.rawValue), .text(ruleDay.adding(days: -1).description), .text(ruleDay.description)]) { row in
+                             [.text(user.rawValue), .text(ruleDays.lowerBound.adding(days: -1).description), .text(ruleDays.upperBound.description)]) { row in
             guard let id = RecordID(utf8: row.bytes(0)), let user = UserID(row.string(1)), let day = LocalDay(row.string(2)) else { return nil }
             return .noalcEntry(id: id, userId: user, day: day, loggedOrder: row.integer(3))
         }
@@ -243,8 +245,8 @@ enum PlannerStore {
     }
 
     static func setValue(_ key: String, _ value: Int64, _ db: Database) throws {
-        try db.run("INSERT INTO planner_state (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                       arguments: [key, value])
+        try RawStatement.execute("INSERT INTO planner_state (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                                 db, [.text(key), .integer(value)])
     }
 }
 

@@ -19,7 +19,7 @@ extension ReminderPlanner {
     /// What covers the occurrence, if anything: a session overlapping its window, or an entry for its
     /// target day. The store only narrows the candidates; `Coverage.cause` decides (SEMANTICS §2).
     func cause(covering planned: PlannedOccurrence, of reminder: Reminder, _ db: Database) throws -> RecordID? {
-        Coverage.cause(of: planned, of: reminder, candidates: try PlannerStore.coverageCandidates(of: reminder, planned, db))
+        Coverage.cause(of: planned, of: reminder, candidates: try PlannerStore.coverageCandidates(of: reminder, from: planned, through: planned, db))
     }
 
     /// Undecided occurrences of `reminder` that something already logged could cover: sessions
@@ -47,9 +47,14 @@ extension ReminderPlanner {
     /// Announcements come before T: one whose T has passed (the planner was down) is decided instead.
     func announceCancellations(_ reminder: Reminder, _ candidates: [PlannedOccurrence], in tx: Transaction) throws {
         let pending = firstPending(reminder), now = host.time.now()
-        for planned in candidates where planned.at >= pending && planned.at > now {
-            guard !restored.contains(OccurrenceKey(reminder: reminder.id, at: planned.at)),
-                  let cause = try cause(covering: planned, of: reminder, tx.db),
+        let undecided = candidates.filter {
+            $0.at >= pending && $0.at > now && !restored.contains(OccurrenceKey(reminder: reminder.id, at: $0.at))
+        }
+        guard let first = undecided.min(by: { $0.at < $1.at }), let last = undecided.max(by: { $0.at < $1.at }) else { return }
+        // One query for them all (a NoAlc reminder has a month of them): `Coverage.cause` takes any superset.
+        let covering = try PlannerStore.coverageCandidates(of: reminder, from: first, through: last, tx.db)
+        for planned in undecided {
+            guard let cause = Coverage.cause(of: planned, of: reminder, candidates: covering),
                   try PlannerStore.announce(reminder.id, at: planned.at, cause: cause, tx.db) else { continue }
             try tx.append(Events.reminderCancelled, userId: reminder.userId, activity: reminder.activity,
                           data: makeOccurrence(reminder, planned, status: .cancelled, cause: cause))
