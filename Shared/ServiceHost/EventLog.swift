@@ -108,10 +108,17 @@ public final class Transaction {
     /// Stores an event in the outbox and returns its seq.
     @discardableResult
     public func append<Payload>(_ type: EventType<Payload>, userId: UserID, activity: Activity, data: Payload) throws -> Int64 {
+        try append(type, userId: userId, activity: activity, encodedData: wireEncoder().encode(data))
+    }
+
+    /// As `append(data:)`, with `data` encoded already (`wireEncoder().encode` of a `Payload`): for a
+    /// handler that replies with the same JSON and encodes it once.
+    @discardableResult
+    public func append<Payload>(_ type: EventType<Payload>, userId: UserID, activity: Activity, encodedData: Data) throws -> Int64 {
         let topic = type.topic(userId: userId, activity: activity).description
         let seq = nextSeq
         let bytes = EventEnvelope<Payload>.frame(type: type.name, seq: seq, time: now, source: eventLog.source, topic: topic,
-                                                 encodedData: try wireEncoder().encode(data))
+                                                 encodedData: encodedData)
         try RawStatement.execute("INSERT INTO outbox (seq, topic, envelope) VALUES (?, ?, ?)", db, [.integer(seq), .text(topic), .blob(bytes)])
         events.append(PendingEvent(type: type.name, seq: seq, topic: topic, envelope: bytes))
         return seq

@@ -51,6 +51,8 @@ struct WireEncodingTests {
         try same(ReminderPutReply(reminder: reminder, warnings: ["w"]))
         try same(ReminderPutReply(reminder: reminder, warnings: nil))
         try same(ReminderChange.put(reminder))
+        // The planner replies to a put without warnings with its `reminder.changed` data, encoded once.
+        #expect(try wireEncoder().encode(ReminderPutReply(reminder: reminder, warnings: nil)) == wireEncoder().encode(ReminderChange.put(reminder)))
         try same(ReminderChange.deleted(ReminderDeleted(id: reminder.id, userId: reminder.userId, activity: .noalc)))
         try same(ReminderChange.deleted(ReminderDeleted(id: reminder.id, userId: nil, activity: nil)))
         try same(ReminderListReply(reminders: [reminder, reminder]))

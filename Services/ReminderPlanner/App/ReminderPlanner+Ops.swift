@@ -18,7 +18,7 @@ extension ReminderPlanner {
             return user
         }
         host.handle(Ops.userGet) { [unowned self] query, _ in user(query.userId) }
-        host.handle(Ops.reminderPut) { [unowned self] input, tx in try putReminder(input, tx) }
+        host.handleEncoded(Ops.reminderPut) { [unowned self] input, tx in try putReminder(input, tx) }
         // A reminder belongs to its user: the host answers another user's id as an unknown one.
         let ownerOfReminder = { [unowned self] (id: RecordID) in reminders[id]?.userId }
         host.handle(Ops.reminderGet, owner: { ownerOfReminder($0.id) }) { [unowned self] query, _ in try reminder(query.id, query) }
@@ -63,7 +63,8 @@ extension ReminderPlanner {
         return reminder
     }
 
-    private func putReminder(_ input: ReminderPutRequest, _ tx: Transaction) throws -> ReminderPutReply {
+    /// The reply's `data` encoded: without warnings it is the `reminder.changed` event's data.
+    private func putReminder(_ input: ReminderPutRequest, _ tx: Transaction) throws -> Data {
         let existing = input.id.flatMap { reminders[$0] }
         if let existing, existing.userId != input.userId {
             throw WireError(.conflict, "reminder \(existing.id) belongs to another user", field: "data.userId")
@@ -78,11 +79,12 @@ extension ReminderPlanner {
             enabled: weekdays.isEmpty ? false : input.enabled ?? true, title: input.title, body: input.body,
             createdAt: existing?.createdAt ?? tx.now)
         try PlannerStore.save(reminder, tx.db)
-        try tx.append(Events.reminderChanged, userId: reminder.userId, activity: reminder.activity, data: .put(reminder))
+        let change = try wireEncoder().encode(ReminderChange.put(reminder))
+        try tx.append(Events.reminderChanged, userId: reminder.userId, activity: reminder.activity, encodedData: change)
         try reevaluate(reminder, isNew: existing == nil, zone: user(reminder.userId).timeZone, in: tx)
         try persistDecidedThrough(tx)
         replaceReminder(reminder.id, with: reminder, in: tx)
-        return ReminderPutReply(reminder: reminder, warnings: warnings)
+        return warnings == nil ? change : try wireEncoder().encode(ReminderPutReply(reminder: reminder, warnings: warnings))
     }
 
     private func restore(_ input: RestoreRequest, _ tx: Transaction) throws -> Occurrence {
