@@ -57,10 +57,9 @@ extension ServiceHost {
             try decodeRequestData(Input.self, from: frame, head: head)
         }, apply: { _, _, _ in
             throw WireError(.internal, "\(op.name) is answered later")
-        }, start: { [unowned self] frame, head, caller, send in
-            let input = try decodeRequestData(Input.self, from: frame, head: head)
-            try Self.authorize(op.info, input, caller, owner: owner)
-            let request = IncomingRequest(frame: frame, caller: caller)
+        }, start: { [unowned self] input, request, send in
+            let input = input as! Input
+            try Self.authorize(op.info, input, request.caller, owner: owner)
             let reply = DeferredReply<Output>(outcome: { [unowned self] body in outcome(op.name, request, body) }, send: send)
             do {
                 try handler(input, reply)
@@ -83,7 +82,7 @@ extension ServiceHost {
             if slot.returned { later?(outcome) } else { slot.now = outcome }
         }
         let failed = outcome(head.op, request) {
-            try operation.start!(request.frame, head, request.caller, body)
+            try operation.start!(operation.decode(request.frame, head), request, body)
             return Data()
         }
         slot.returned = true

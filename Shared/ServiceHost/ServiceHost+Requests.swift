@@ -29,8 +29,8 @@ struct Operation {
     let decode: @Sendable (_ frame: Data, _ head: RequestHead) throws -> Any
     /// Checks the caller and runs the handler on a decoded input.
     let apply: (_ input: Any, _ tx: Transaction?, _ caller: Caller) throws -> Data
-    /// For `.deferred` ops: decodes, authorizes and starts the handler, which answers through the closure.
-    var start: ((_ frame: Data, _ head: RequestHead, _ caller: Caller, _ answer: @escaping (Outcome) -> Void) throws -> Void)?
+    /// For `.deferred` ops: authorizes and starts the handler on a decoded input; it answers through the closure.
+    var start: ((_ input: Any, _ request: IncomingRequest, _ answer: @escaping (Outcome) -> Void) throws -> Void)?
 
     /// Decodes `request` (unless `decoded` has its input already) and runs it.
     func run(_ request: IncomingRequest, _ head: RequestHead, _ tx: Transaction?, decoded: Result<Any, Error>? = nil) throws -> Data {
