@@ -401,6 +401,9 @@ struct IdentifierTests {
         // Foundation's UUID(uuidString:) on Linux skips white space inside groups (and then misreads them).
         "\t3f2b8c1e-abcd-4000-8000-0000000000f", "3f2b8c1e- bcd-4000-8000-0000000000ff", "3f2b8c1e-abcd- 400-8000-0000000000ff",
         "3f2b8c1e-abcd-4000-8000- 000000000ff",
+        // Bytes next to the digits' and letters' ranges, and a dash where a digit belongs.
+        "3f2b8c1e-abcd-4000-8000-0000000000f:", "3f2b8c1e-abcd-4000-8000-0000000000f@", "3f2b8c1e-abcd-4000-8000-0000000000f`",
+        "3f2b8c1e-abcd-4000-8000-0000000000fG", "3f2b8c1e-abcd-4000-8000-00000000-0ff",
     ])
     func invalidRecordIDs(text: String) {
         #expect(RecordID(text) == nil, "\(text.debugDescription) was accepted")

@@ -128,3 +128,50 @@ import TestSupport
         withExtendedLifetime(rig) {}
     }
 }
+
+/// A planner starting over stored reminders streams them from SQLite on another thread, in batches,
+/// into its table and its schedule (`PlannerStore.streamReminders`).
+@Suite struct PlannerLoadingTests {
+    /// More reminders than the loader keeps in flight (eight batches of 1024), users interleaved
+    /// row by row and in four zones, some disabled, some on a few weekdays, some with a title: the
+    /// restarted planner holds and schedules exactly what the one that stored them did.
+    @Test func aRestartedPlannerHoldsAndSchedulesWhatWasStored() throws {
+        let rig = try ServiceRig(.inproc)
+        let first = try PlannerMemoryTests.planner(rig)
+        let users = (0..<40).map { UserID("load\($0)")! }
+        let zones = ["Europe/Berlin", "America/New_York", "Asia/Kolkata", "UTC"].map { ZoneID($0)! }
+        var requests = try users.enumerated().map { index, user in
+            try PlannerMemoryTests.frame(Ops.userPut, UserPutRequest(userId: user, timeZone: zones[index % zones.count], locale: .en))
+        }
+        for index in 0..<9_000 {
+            requests.append(try PlannerMemoryTests.frame(Ops.reminderPut, ReminderPutRequest(
+                userId: users[index % users.count], activity: [Activity.workout, .mindfulness, .noalc][index % 3],
+                // Odd minutes: no occurrence falls on the clock's instant, which a start-up decides.
+                time: LocalTime(hour: index / 30 % 24, minute: index % 30 * 2 + 1)!,
+                weekdays: index % 4 == 0 ? Weekday.allCases.filter { ($0.index + index) % 3 == 0 } : nil,
+                enabled: index % 7 != 0, title: index % 5 == 0 ? "Nr. \(index)" : nil)))
+        }
+        for chunk in stride(from: 0, to: requests.count, by: 500) {
+            for reply in first.host.process(Array(requests[chunk..<min(chunk + 500, requests.count)])) {
+                #expect(reply.starts(with: Data(#"{"v":1,"ok":true"#.utf8)))
+            }
+        }
+
+        let restarted = try PlannerMemoryTests.planner(rig)
+        #expect(restarted.reminders.count == 9_000)
+        for user in users { #expect(Set(restarted.reminders.owned(by: user)) == Set(first.reminders.owned(by: user))) }
+        // Each scheduled reminder's next occurrence, popped from copies of both schedules.
+        func nextOccurrences(_ scheduler: Scheduler) -> [String] {
+            var scheduler = scheduler
+            var popped: [String] = []
+            while let (id, next) = scheduler.popNext(through: PlannerSchedulerTests.start.adding(seconds: 8 * 86_400)) {
+                popped.append("\(id) \(next.at) \(next.day) \(next.localTime)")
+            }
+            return popped
+        }
+        let expected = nextOccurrences(first.scheduler)
+        #expect(expected.count == (0..<9_000).count { $0 % 7 != 0 })
+        #expect(nextOccurrences(restarted.scheduler) == expected)
+        withExtendedLifetime(rig) {}
+    }
+}

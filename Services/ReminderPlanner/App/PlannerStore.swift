@@ -30,11 +30,12 @@ enum PlannerStore {
 
     // MARK: Users and reminders
 
+    /// Every user's settings, read in place (a GRDB row per user was a tenth of a million-reminder start).
     static func users(_ db: Database) throws -> [UserSettings] {
-        try db.fetchRows("SELECT * FROM user").compactMap { row in
-            guard let id = UserID(row["user_id"]), let zone = ZoneID(row["time_zone"]),
-                  let locale = NotificationLocale(rawValue: row["locale"]) else { return nil }
-            return UserSettings(userId: id, timeZone: zone, locale: locale, paused: row["paused"])
+        try RawStatement.run("SELECT user_id, time_zone, locale, paused FROM user", db, []) { row in
+            guard let id = UserID(row.string(0)), let zone = ZoneID(row.string(1)),
+                  let locale = NotificationLocale(rawValue: row.string(2)) else { return nil }
+            return UserSettings(userId: id, timeZone: zone, locale: locale, paused: row.integer(3) != 0)
         }
     }
 
@@ -49,21 +50,6 @@ enum PlannerStore {
         try db.fetchValue(Int.self, "SELECT COUNT(*) FROM reminder") ?? 0
     }
 
-    /// Loads every stored reminder into `table`, reading each column in place from SQLite (GRDB's
-    /// rows and a `String` per column were most of loading a million). Rows that do not parse are skipped.
-    static func loadReminders(into table: inout ReminderTable, _ db: Database) throws {
-        try RawStatement.run("""
-            SELECT id, user_id, activity, time, weekdays, lookback_hours, enabled, title, body, created_at_ms FROM reminder
-            """, db, []) { row -> Void? in
-            guard let id = RecordID(utf8: row.bytes(0)), let user = UserID(row.string(1)), let activity = Activity(rawValue: row.string(2)),
-                  let time = localTime(row.bytes(3)) else { return nil }
-            table.insert(ReminderTable.Fields(id: id, userId: user, activity: activity, time: time, weekdays: weekdayMask(row.bytes(4)),
-                                              lookbackHours: Int(row.integer(5)), enabled: row.integer(6) != 0, createdAt: row.integer(9)),
-                         title: row.optionalString(7), body: row.optionalString(8))
-            return nil
-        }
-    }
-
     /// Exactly `HH:mm`, as `LocalTime(_:)` reads it, from bytes.
     static func localTime(_ text: UnsafeBufferPointer<UInt8>) -> LocalTime? {
         func digit(_ index: Int) -> Int? {
@@ -76,8 +62,18 @@ enum PlannerStore {
     }
 
     /// Reads the stored `mon,tue,…` list by its three-letter names, each name packed into an integer
-    /// as it is read (no strings per reminder); unknown names are ignored.
-    static func weekdayMask(_ text: some Sequence<UInt8>) -> WeekdayMask {
+    /// as it is read (no strings per reminder); unknown names are ignored. The list as `save` writes
+    /// it, names and commas in turn, is read four bytes a step.
+    static func weekdayMask(_ text: UnsafeBufferPointer<UInt8>) -> WeekdayMask {
+        var bits: UInt8 = 0, offset = 0
+        while offset + 3 <= text.count, offset + 3 == text.count || text[offset + 3] == UInt8(ascii: ",") {
+            bits |= weekdayBit(packedName: UInt32(text[offset]) << 16 | UInt32(text[offset + 1]) << 8 | UInt32(text[offset + 2]))
+            offset += 4
+        }
+        return offset >= text.count ? WeekdayMask(bits: bits) : anyWeekdayMask(text)
+    }
+
+    private static func anyWeekdayMask(_ text: some Sequence<UInt8>) -> WeekdayMask {
         var bits: UInt8 = 0
         var name: UInt32 = 0, length = 0
         for byte in text {

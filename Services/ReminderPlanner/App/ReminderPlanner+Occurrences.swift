@@ -39,7 +39,9 @@ extension ReminderPlanner {
     /// decided, or its creation instant if that is later (an occurrence exactly then exists too).
     func firstPending(_ reminder: Reminder) -> Instant { firstPending(createdAt: reminder.createdAt) }
 
-    func firstPending(createdAt: Instant) -> Instant {
+    func firstPending(createdAt: Instant) -> Instant { Self.firstPending(createdAt: createdAt, decidedThrough: decidedThrough) }
+
+    static func firstPending(createdAt: Instant, decidedThrough: Instant) -> Instant {
         createdAt >= decidedThrough ? createdAt : decidedThrough.adding(milliseconds: 1)
     }
 

@@ -51,12 +51,9 @@ public final class ReminderPlanner: Service {
         // A fresh planner has nothing to catch up on: occurrences exist from now on.
         decidedThrough = stored.decidedThrough.map(Instant.init(millisecondsSince1970:)) ?? time.now()
         restored = stored.restored
+        users.reserveCapacity(stored.users.count)
         for user in stored.users { users[user.userId] = user }
-        // Streamed from SQLite into the table (sized up front), then scheduled: a million reminders
-        // never exist as one intermediate array.
-        reminders.reserveCapacity(stored.reminderCount)
-        try host.read { db in try PlannerStore.loadReminders(into: &reminders, db) }
-        rebuildSchedule()
+        try loadReminders(expecting: stored.reminderCount)
 
         feed = try UpstreamFeed(upstream: .sessionLogger, host: host, eventsEndpoint: settings.sessionLoggerEvents,
                                 apiEndpoint: settings.sessionLoggerAPI) { [unowned self] event, tx in
@@ -122,6 +119,28 @@ public final class ReminderPlanner: Service {
         for reminder in reminders.owned(by: id) {
             scheduler.schedule(reminder, zone: zone, from: firstPending(reminder))
         }
+    }
+
+    /// Streams the stored reminders into the table (sized up front) and the schedule as they are
+    /// read: a million reminders never exist as one intermediate array. Both are filled as local
+    /// values, which spares a million checks of exclusive access to the planner's properties.
+    private func loadReminders(expecting count: Int) throws {
+        var table = ReminderTable(), schedule = Scheduler()
+        table.reserveCapacity(count)
+        let decidedThrough = decidedThrough
+        // A user's reminders mostly come one after another: their zone is looked up once for them.
+        var zone: (user: UserID, zone: ZoneID)?
+        try schedule.scheduleAll(expecting: count) { add in
+            try PlannerStore.streamReminders(from: host.database) { stored in
+                let fields = stored.fields
+                table.insert(fields, title: stored.title, body: stored.body)
+                if zone?.user != fields.userId { zone = (fields.userId, user(fields.userId).timeZone) }
+                add(Scheduler.Rule(id: fields.id, time: fields.time, weekdays: fields.weekdays, enabled: fields.enabled), zone!.zone,
+                    Self.firstPending(createdAt: Instant(millisecondsSince1970: fields.createdAt), decidedThrough: decidedThrough))
+            }
+        }
+        reminders = table
+        scheduler = schedule
     }
 
     func rebuildSchedule() {

@@ -54,7 +54,7 @@ struct ReminderTable {
     }
 
     /// A reminder's fields as stored, for loading without building a `Reminder` each.
-    struct Fields {
+    struct Fields: Sendable {
         let id: RecordID
         let userId: UserID
         let activity: Activity

@@ -109,26 +109,32 @@ struct Scheduler {
     /// Start-up: schedules every reminder `forEachRule` hands over into an empty scheduler, the heap
     /// built in one linear pass instead of a push each. Reminders with the same zone, time, weekdays
     /// and start (most of them, after a restart) share one occurrence computation.
-    mutating func scheduleAll(expecting count: Int, _ forEachRule: (_ schedule: (Rule, ZoneID, Instant) -> Void) -> Void) {
+    mutating func scheduleAll(expecting count: Int, _ forEachRule: (_ schedule: (Rule, ZoneID, Instant) -> Void) throws -> Void) rethrows {
         precondition(live.isEmpty && heap.isEmpty, "scheduleAll fills an empty scheduler")
-        struct Shared: Hashable {
-            let zone: ObjectIdentifier, minutes: Int, weekdays: WeekdayMask, from: Int64
-        }
-        var computed: [Shared: PlannedOccurrence?] = [:]
+        // Occurrences computed so far, by zone and start, then by time and weekdays. Rules mostly
+        // come user by user, so consecutive ones share a zone and a start: the group in hand is
+        // kept aside, and a rule costs one lookup by a single integer.
+        struct Group: Hashable { let zone: ObjectIdentifier, from: Int64 }
+        var computed: [Group: [Int: PlannedOccurrence?]] = [:]
+        var current: (zone: ZoneID, offsets: ZoneOffsets, group: Group, occurrences: [Int: PlannedOccurrence?])?
         var entries: [Entry] = []
         entries.reserveCapacity(count)
         live.reserveCapacity(count)
-        forEachRule { rule, zone, from in
+        try forEachRule { rule, zone, from in
             guard rule.enabled else { return }
-            let offsets = offsets(of: zone)
-            let key = Shared(zone: ObjectIdentifier(offsets), minutes: rule.time.minutesSinceMidnight, weekdays: rule.weekdays,
-                             from: from.millisecondsSince1970)
+            if current == nil || current!.zone.identifier != zone.identifier || current!.group.from != from.millisecondsSince1970 {
+                if let current { computed[current.group] = current.occurrences }
+                let offsets = offsets(of: zone)
+                let group = Group(zone: ObjectIdentifier(offsets), from: from.millisecondsSince1970)
+                current = (zone, offsets, group, computed[group] ?? [:])
+            }
+            let key = rule.time.minutesSinceMidnight << 7 | Int(rule.weekdays.bits)
             let next: PlannedOccurrence?
-            if let known = computed[key] {
+            if let known = current!.occurrences[key] {
                 next = known
             } else {
-                next = OccurrenceCalendar.next(at: rule.time, on: rule.weekdays, in: offsets, from: from)
-                computed[key] = next
+                next = OccurrenceCalendar.next(at: rule.time, on: rule.weekdays, in: current!.offsets, from: from)
+                current!.occurrences[key] = next
             }
             guard let next else { return }
             lastTicket += 1

@@ -1,0 +1,113 @@
+import Foundation
+import GRDB
+import LHTSchema
+import ServiceHost
+
+/// A stored reminder as loading reads it: its fields without building a `Reminder`, and its texts.
+struct StoredReminder: Sendable {
+    let fields: ReminderTable.Fields
+    let title: String?
+    let body: String?
+}
+
+extension PlannerStore {
+    /// Hands every stored reminder to `body`, on this thread, while another thread reads and parses
+    /// the rows: stepping SQLite through a million rows took as long as filling the table and the
+    /// schedule with them, so the two overlap. Rows that do not parse are skipped.
+    static func streamReminders(from database: DatabaseQueue, _ body: (StoredReminder) -> Void) throws {
+        let pipe = BatchPipe<StoredReminder>()
+        DispatchQueue.global(qos: .userInitiated).async {
+            pipe.finish(Result {
+                try database.read { db in
+                    var batch: [StoredReminder] = []
+                    batch.reserveCapacity(BatchPipe<StoredReminder>.batchSize)
+                    var lastUser: UserID?
+                    try RawStatement.run("""
+                        SELECT id, user_id, activity, time, weekdays, lookback_hours, enabled, title, body, created_at_ms FROM reminder
+                        """, db, []) { row -> Void? in
+                        guard let reminder = storedReminder(row, lastUser: &lastUser) else { return nil }
+                        batch.append(reminder)
+                        if batch.count == BatchPipe<StoredReminder>.batchSize {
+                            pipe.put(batch)
+                            batch.removeAll(keepingCapacity: true)
+                        }
+                        return nil
+                    }
+                    pipe.put(batch)
+                }
+            })
+        }
+        while let batch = try pipe.take() {
+            // By index: a for-in loop copies each element out (retaining its strings) and destroys it after.
+            for index in batch.indices { body(batch[index]) }
+        }
+    }
+
+    /// A user's reminders mostly come one after another: `lastUser` is reused while the bytes match.
+    private static func storedReminder(_ row: RawStatement.Row, lastUser: inout UserID?) -> StoredReminder? {
+        if let last = lastUser, !last.hasUTF8(row.bytes(1)) { lastUser = nil }
+        if lastUser == nil { lastUser = UserID(row.string(1)) }
+        guard let id = RecordID(utf8: row.bytes(0)), let user = lastUser, let activity = activity(row.bytes(2)),
+              let time = localTime(row.bytes(3)) else { return nil }
+        return StoredReminder(
+            fields: ReminderTable.Fields(id: id, userId: user, activity: activity, time: time, weekdays: weekdayMask(row.bytes(4)),
+                                         lookbackHours: Int(row.integer(5)), enabled: row.integer(6) != 0, createdAt: row.integer(9)),
+            title: row.optionalString(7), body: row.optionalString(8))
+    }
+
+    /// `Activity(rawValue:)` without making a `String`.
+    private static func activity(_ bytes: UnsafeBufferPointer<UInt8>) -> Activity? {
+        activityNames.first { $0.name.count == bytes.count && memcmp($0.name, bytes.baseAddress!, bytes.count) == 0 }?.activity
+    }
+
+    private static let activityNames = Activity.allCases.map { (activity: $0, name: Array($0.rawValue.utf8)) }
+}
+
+private extension UserID {
+    func hasUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var text = rawValue
+        return text.withUTF8 { $0.count == bytes.count && ($0.isEmpty || memcmp($0.baseAddress!, bytes.baseAddress!, $0.count) == 0) }
+    }
+}
+
+/// Batches from one producer thread to one consumer, a few at most waiting, so memory stays small
+/// whichever side is faster.
+private final class BatchPipe<Element: Sendable>: @unchecked Sendable {
+    static var batchSize: Int { 1024 }
+    private static var waitingLimit: Int { 8 }
+
+    private let condition = NSCondition()
+    // Under `condition`.
+    private var waiting: [[Element]] = []
+    private var end: Result<Void, Error>?
+
+    /// Blocks while the consumer is `waitingLimit` batches behind.
+    func put(_ batch: [Element]) {
+        guard !batch.isEmpty else { return }
+        condition.withLock {
+            while waiting.count >= Self.waitingLimit { condition.wait() }
+            waiting.append(batch)
+            condition.broadcast()
+        }
+    }
+
+    func finish(_ result: Result<Void, Error>) {
+        condition.withLock {
+            end = result
+            condition.broadcast()
+        }
+    }
+
+    /// The next batch; nil once the producer finished and everything was taken; its error if it failed.
+    func take() throws -> [Element]? {
+        try condition.withLock {
+            while waiting.isEmpty && end == nil { condition.wait() }
+            if !waiting.isEmpty {
+                condition.broadcast()
+                return waiting.removeFirst()
+            }
+            try end?.get()
+            return nil
+        }
+    }
+}
