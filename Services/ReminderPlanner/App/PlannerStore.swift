@@ -62,18 +62,8 @@ enum PlannerStore {
     }
 
     /// Reads the stored `mon,tue,…` list by its three-letter names, each name packed into an integer
-    /// as it is read (no strings per reminder); unknown names are ignored. The list as `save` writes
-    /// it, names and commas in turn, is read four bytes a step.
-    static func weekdayMask(_ text: UnsafeBufferPointer<UInt8>) -> WeekdayMask {
-        var bits: UInt8 = 0, offset = 0
-        while offset + 3 <= text.count, offset + 3 == text.count || text[offset + 3] == UInt8(ascii: ",") {
-            bits |= weekdayBit(packedName: UInt32(text[offset]) << 16 | UInt32(text[offset + 1]) << 8 | UInt32(text[offset + 2]))
-            offset += 4
-        }
-        return offset >= text.count ? WeekdayMask(bits: bits) : anyWeekdayMask(text)
-    }
-
-    private static func anyWeekdayMask(_ text: some Sequence<UInt8>) -> WeekdayMask {
+    /// as it is read (no strings per reminder); unknown names are ignored.
+    static func weekdayMask(_ text: some Sequence<UInt8>) -> WeekdayMask {
         var bits: UInt8 = 0
         var name: UInt32 = 0, length = 0
         for byte in text {
