@@ -57,7 +57,7 @@ extension PlannerStore {
 
     /// `Activity(rawValue:)` without making a `String`.
     private static func activity(_ bytes: UnsafeBufferPointer<UInt8>) -> Activity? {
-        activityNames.first { $0.name.count == bytes.count && memcmp($0.name, bytes.baseAddress!, bytes.count) == 0 }?.activity
+        activityNames.first { $0.name.withUnsafeBufferPointer { sameBytes($0, bytes) } }?.activity
     }
 
     private static let activityNames = Activity.allCases.map { (activity: $0, name: Array($0.rawValue.utf8)) }
@@ -66,8 +66,12 @@ extension PlannerStore {
 private extension UserID {
     func hasUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         var text = rawValue
-        return text.withUTF8 { $0.count == bytes.count && ($0.isEmpty || memcmp($0.baseAddress!, bytes.baseAddress!, $0.count) == 0) }
+        return text.withUTF8 { sameBytes($0, bytes) }
     }
+}
+
+private func sameBytes(_ first: UnsafeBufferPointer<UInt8>, _ second: UnsafeBufferPointer<UInt8>) -> Bool {
+    first.count == second.count && (first.isEmpty || memcmp(first.baseAddress!, second.baseAddress!, first.count) == 0)
 }
 
 /// Batches from one producer thread to one consumer, a few at most waiting, so memory stays small
