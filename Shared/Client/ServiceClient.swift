@@ -58,17 +58,23 @@ public final class ServiceClient {
     /// Calls `op` and decodes its reply; a refusal is the service's `WireError`, no answer is `unavailable`.
     public func call<Input, Output>(_ op: Op<Input, Output>, _ request: Input, timeoutMilliseconds: Int,
                                     tries: Int = 1) throws(WireError) -> Output {
-        try callWithData(op, request, timeoutMilliseconds: timeoutMilliseconds, tries: tries).value
+        try Self.decodeReply(op, exchange(op, request, timeoutMilliseconds: timeoutMilliseconds, tries: tries), from: endpoint)
     }
 
     /// As `call`, with the reply's `data` bytes exactly as the service sent them (for `--json` output).
     public func callWithData<Input, Output>(_ op: Op<Input, Output>, _ request: Input, timeoutMilliseconds: Int,
                                             tries: Int = 1) throws(WireError) -> (value: Output, data: Data) {
-        let frame = try Self.requestFrame(op, request)
-        guard let reply = exchange(frame, timeoutMilliseconds: timeoutMilliseconds, tries: tries) else {
+        let reply = try exchange(op, request, timeoutMilliseconds: timeoutMilliseconds, tries: tries)
+        let value = try Self.decodeReply(op, reply, from: endpoint)
+        return (value, Reply.dataBytes(of: reply) ?? ((try? wireEncoder().encode(value)) ?? Data("null".utf8)))
+    }
+
+    private func exchange<Input, Output>(_ op: Op<Input, Output>, _ request: Input, timeoutMilliseconds: Int,
+                                         tries: Int) throws(WireError) -> Data {
+        guard let reply = exchange(try Self.requestFrame(op, request), timeoutMilliseconds: timeoutMilliseconds, tries: tries) else {
             throw WireError(.unavailable, "\(endpoint) did not answer \(op.name) within \(tries) × \(timeoutMilliseconds) ms")
         }
-        return try Self.decodeReply(op, reply, from: endpoint)
+        return reply
     }
 
     /// The request frame of `op` with `request` as its data.
@@ -80,10 +86,9 @@ public final class ServiceClient {
         }
     }
 
-    /// A reply frame to `op` from `endpoint`, decoded: its value and its `data` bytes as sent, or the
-    /// service's refusal.
+    /// A reply frame to `op` from `endpoint`, decoded: its value, or the service's refusal.
     public static func decodeReply<Input, Output>(_ op: Op<Input, Output>, _ reply: Data,
-                                                  from endpoint: String) throws(WireError) -> (value: Output, data: Data) {
+                                                  from endpoint: String) throws(WireError) -> Output {
         let decoded: ReplyFrame<Output>
         do {
             decoded = try WireJSON.decode(ReplyFrame<Output>.self, from: reply)
@@ -93,7 +98,7 @@ public final class ServiceClient {
         guard decoded.ok, let value = decoded.data else {
             throw decoded.error ?? WireError(.internal, "\(endpoint) replied to \(op.name) without data")
         }
-        return (value, Reply.dataBytes(of: reply) ?? ((try? wireEncoder().encode(value)) ?? Data("null".utf8)))
+        return value
     }
 }
 

@@ -61,6 +61,29 @@ public struct LocalDay: Hashable, Comparable, Sendable, CustomStringConvertible 
         return Digits.text([(y, 4), (m, 2), (d, 2)], separator: UInt8(ascii: "-"))
     }
 
+    /// The most bytes `description` takes: a year of up to 20 digits and a sign, then `-MM-DD`.
+    public static let longestText = 27
+
+    /// Writes `description`'s bytes into `buffer` (at least `longestText` long) and returns how many.
+    public func write(into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
+        let (y, m, d) = components
+        guard (0...9999).contains(y) else {
+            // Out of range: the rare text `description` makes.
+            return buffer.initialize(from: description.utf8).1
+        }
+        func put(_ twoDigits: Int, at offset: Int) {
+            buffer[offset] = UInt8(ascii: "0") + UInt8(twoDigits / 10)
+            buffer[offset + 1] = UInt8(ascii: "0") + UInt8(twoDigits % 10)
+        }
+        put(y / 100, at: 0)
+        put(y % 100, at: 2)
+        put(m, at: 5)
+        put(d, at: 8)
+        buffer[4] = UInt8(ascii: "-")
+        buffer[7] = UInt8(ascii: "-")
+        return 10
+    }
+
     public static func < (lhs: LocalDay, rhs: LocalDay) -> Bool { lhs.ordinal < rhs.ordinal }
 
     static func daysIn(month: Int, year: Int) -> Int {

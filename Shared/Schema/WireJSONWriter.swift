@@ -8,33 +8,88 @@ public protocol WireJSONWritable: Encodable {
 }
 
 /// Writes one JSON object's members, in order, with strings escaped as the encoder does.
-public struct JSONObjectWriter {
-    private(set) var bytes: [UInt8]
+///
+/// It writes into one malloc'd buffer that becomes the `Data` it returns, without a copy; an
+/// `Array` paid a uniqueness and capacity check per byte run, several per member. Noncopyable, so
+/// the buffer has exactly one owner.
+public struct JSONObjectWriter: ~Copyable {
+    private var start: UnsafeMutablePointer<UInt8>
+    private var count = 0
+    private var capacity: Int
     private var empty = true
 
     /// `capacity`: the bytes it will likely take, so that they are allocated once.
     public init(capacity: Int = 512) {
-        bytes = [UInt8(ascii: "{")]
-        bytes.reserveCapacity(capacity)
+        self.capacity = max(capacity, 16)
+        start = malloc(self.capacity)!.assumingMemoryBound(to: UInt8.self)
+        start[0] = UInt8(ascii: "{")
+        count = 1
+    }
+
+    deinit { free(start) }
+
+    /// Lets `write` put at most `length` bytes at the end; it returns how many it wrote.
+    private mutating func append(upTo length: Int, _ write: (UnsafeMutablePointer<UInt8>) -> Int) {
+        if count + length > capacity {
+            capacity = max(capacity * 2, count + length)
+            start = realloc(start, capacity)!.assumingMemoryBound(to: UInt8.self)
+        }
+        count += write(start + count)
+    }
+
+    private mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        guard let source = bytes.baseAddress else { return }
+        append(upTo: bytes.count) { destination in
+            memcpy(destination, source, bytes.count)
+            return bytes.count
+        }
     }
 
     private mutating func key(_ key: StaticString) {
-        if !empty { bytes.append(UInt8(ascii: ",")) }
+        let comma = !empty
         empty = false
-        bytes.append(UInt8(ascii: "\""))
-        key.withUTF8Buffer { bytes.append(contentsOf: $0) }
-        bytes.append(UInt8(ascii: "\""))
-        bytes.append(UInt8(ascii: ":"))
+        key.withUTF8Buffer { name in
+            append(upTo: name.count + 4) { out in
+                var index = 0
+                if comma { out[0] = UInt8(ascii: ","); index = 1 }
+                out[index] = UInt8(ascii: "\"")
+                if let base = name.baseAddress { memcpy(out + index + 1, base, name.count) }
+                out[index + 1 + name.count] = UInt8(ascii: "\"")
+                out[index + 2 + name.count] = UInt8(ascii: ":")
+                return index + 3 + name.count
+            }
+        }
     }
 
-    /// A string written by `write` into a buffer of `capacity` bytes, quoted; for values whose
-    /// text needs no escape, written without making a `String` first.
+    /// A string written by `write` into at most `capacity` bytes, quoted; for values whose text
+    /// needs no escape, written without making a `String` first.
     private mutating func quoted(capacity: Int, _ write: (UnsafeMutableBufferPointer<UInt8>) -> Int) {
-        bytes.append(UInt8(ascii: "\""))
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { buffer in
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[..<write(buffer)]))
+        append(upTo: capacity + 2) { out in
+            out[0] = UInt8(ascii: "\"")
+            let length = write(UnsafeMutableBufferPointer(start: out + 1, count: capacity))
+            out[length + 1] = UInt8(ascii: "\"")
+            return length + 2
         }
-        bytes.append(UInt8(ascii: "\""))
+    }
+
+    private mutating func string(_ value: String) {
+        var utf8 = value
+        utf8.withUTF8 { text in
+            if text.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+                quoted(capacity: text.count) { out in
+                    if let base = text.baseAddress { memcpy(out.baseAddress!, base, text.count) }
+                    return text.count
+                }
+            } else {
+                var escaped: [UInt8] = []
+                JSONText.appendString(value, to: &escaped)
+                escaped.withUnsafeBytes { append($0) }
+            }
+        }
+    }
+
+    private mutating func literal(_ text: StaticString) {
+        text.withUTF8Buffer { append(UnsafeRawBufferPointer($0)) }
     }
 
     /// As `field(name, id.description)`.
@@ -49,15 +104,26 @@ public struct JSONObjectWriter {
         quoted(capacity: Instant.longestText) { instant.write(into: $0) }
     }
 
+    /// As `field(name, day.description)`.
+    public mutating func field(_ name: StaticString, _ day: LocalDay) {
+        key(name)
+        quoted(capacity: LocalDay.longestText) { day.write(into: $0) }
+    }
+
+    /// nil is written as null.
+    public mutating func field(_ name: StaticString, _ day: LocalDay?) {
+        if let day { field(name, day) } else { field(name, nil as String?) }
+    }
+
     public mutating func field(_ name: StaticString, _ value: String) {
         key(name)
-        JSONText.appendString(value, to: &bytes)
+        string(value)
     }
 
     /// nil is written as null.
     public mutating func field(_ name: StaticString, _ value: String?) {
         key(name)
-        if let value { JSONText.appendString(value, to: &bytes) } else { bytes.append(contentsOf: "null".utf8) }
+        if let value { string(value) } else { literal("null") }
     }
 
     /// nil leaves the member out, as `encodeIfPresent` does.
@@ -67,33 +133,49 @@ public struct JSONObjectWriter {
 
     public mutating func field(_ name: StaticString, _ value: Int64) {
         key(name)
-        bytes.append(contentsOf: String(value).utf8)
+        append(upTo: 20) { out in
+            var length = value < 0 ? 1 : 0
+            var rest = value.magnitude
+            repeat { length += 1; rest /= 10 } while rest > 0
+            var index = length
+            rest = value.magnitude
+            repeat {
+                index -= 1
+                out[index] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            } while rest > 0
+            if value < 0 { out[0] = UInt8(ascii: "-") }
+            return length
+        }
     }
 
     public mutating func field(_ name: StaticString, _ value: Bool) {
         key(name)
-        bytes.append(contentsOf: (value ? "true" : "false").utf8)
+        literal(value ? "true" : "false")
     }
 
     public mutating func field(_ name: StaticString, strings: [String]) {
         key(name)
-        bytes.append(UInt8(ascii: "["))
+        literal("[")
         for (index, string) in strings.enumerated() {
-            if index > 0 { bytes.append(UInt8(ascii: ",")) }
-            JSONText.appendString(string, to: &bytes)
+            if index > 0 { literal(",") }
+            self.string(string)
         }
-        bytes.append(UInt8(ascii: "]"))
+        literal("]")
     }
 
     /// A member whose value is JSON already.
     public mutating func field(_ name: StaticString, json: Data) {
         key(name)
-        bytes.append(contentsOf: json)
+        json.withUnsafeBytes { append($0) }
     }
 
+    /// The object's bytes; the buffer becomes the `Data`'s, freed with it.
     public consuming func finished() -> Data {
-        bytes.append(UInt8(ascii: "}"))
-        return Data(bytes)
+        literal("}")
+        let data = Data(bytesNoCopy: start, count: count, deallocator: .free)
+        discard self
+        return data
     }
 }
 
@@ -152,7 +234,7 @@ extension Occurrence: WireJSONWritable {
         object.field("activity", activity.rawValue)
         object.field("at", at)
         object.field("localTime", localTime.description)
-        object.field("day", day.description)
+        object.field("day", day)
         object.field("weekday", weekday.rawValue)
         object.fieldIfPresent("windowStart", windowStart?.description)
         object.field("status", status.rawValue)
@@ -189,7 +271,7 @@ extension StoredNoAlcEntry: WireJSONWritable {
     public func writeFields(to object: inout JSONObjectWriter) {
         object.field("id", id)
         object.field("userId", userId.rawValue)
-        object.field("day", day.description)
+        object.field("day", day)
         object.field("level", level.rawValue)
         object.field("drinks", Int64(drinks))
         object.field("source", source)
@@ -209,14 +291,14 @@ extension LogReceipt: WireJSONWritable {
 extension StreakState: WireJSONWritable {
     public func writeFields(to object: inout JSONObjectWriter) {
         object.field("userId", userId.rawValue)
-        object.field("asOf", asOf.description)
+        object.field("asOf", asOf)
         object.field("policy", policy)
         object.field("streakDays", Int64(streakDays))
         object.field("rewardsEarned", Int64(rewardsEarned))
         object.field("rewardsUsed", Int64(rewardsUsed))
         object.field("rewardsLost", Int64(rewardsLost))
         object.field("rewardsAvailable", Int64(rewardsAvailable))
-        object.field("lastLoggedDay", lastLoggedDay?.description)
+        object.field("lastLoggedDay", lastLoggedDay)
         object.field("todayLogged", todayLogged)
     }
 }

@@ -35,31 +35,56 @@ public enum RawStatement {
     }
 
     /// Runs `sql` with `arguments` and returns what `read` makes of each row (nil rows are skipped).
+    ///
+    /// Text and blobs are copied into one scratch buffer and bound in place (SQLITE_STATIC):
+    /// letting SQLite copy each one (SQLITE_TRANSIENT) cost a malloc, a copy and a free per value.
     @discardableResult
     public static func run<Element>(_ sql: String, _ db: Database, _ arguments: [Value], read: (Row) throws -> Element?) throws -> [Element] {
         let handle = try db.cachedStatement(sql: sql).sqliteStatement
-        defer {
-            sqlite3_reset(handle)
-            sqlite3_clear_bindings(handle)
-        }
-        for (offset, argument) in arguments.enumerated() {
-            let index = Int32(offset + 1)
-            let code = switch argument {
-            case .integer(let value): sqlite3_bind_int64(handle, index, value)
-            // The length in bytes, not -1: text may hold U+0000. withCString copies no native string.
-            case .text(let value): value.withCString { sqlite3_bind_text(handle, index, $0, Int32(value.utf8.count), transient) }
-            case .blob(let value) where value.isEmpty: sqlite3_bind_zeroblob(handle, index, 0)  // a nil pointer would bind NULL
-            case .blob(let value): value.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress, Int32($0.count), transient) }
-            case .null: sqlite3_bind_null(handle, index)
+        let byteCount = arguments.reduce(0) { total, argument in
+            switch argument {
+            case .text(let value): total + value.utf8.count
+            case .blob(let value): total + value.count
+            case .integer, .null: total
             }
-            try check(code, db)
         }
-        var result: [Element] = []
-        while true {
-            let code = sqlite3_step(handle)
-            if code == SQLITE_DONE { return result }
-            guard code == SQLITE_ROW else { throw error(code, db) }
-            if let element = try read(Row(handle: handle)) { result.append(element) }
+        return try withUnsafeTemporaryAllocation(byteCount: max(byteCount, 1), alignment: 1) { scratch in
+            // Unbound while the scratch is still there: SQLite never holds a dangling pointer.
+            defer {
+                sqlite3_reset(handle)
+                sqlite3_clear_bindings(handle)
+            }
+            var used = 0
+            /// `bytes` copied to the scratch; where they went.
+            func place(_ bytes: UnsafeRawBufferPointer) -> UnsafeMutableRawPointer {
+                let start = scratch.baseAddress! + used
+                if let source = bytes.baseAddress { memcpy(start, source, bytes.count) }
+                used += bytes.count
+                return start
+            }
+            for (offset, argument) in arguments.enumerated() {
+                let index = Int32(offset + 1)
+                let code = switch argument {
+                case .integer(let value): sqlite3_bind_int64(handle, index, value)
+                // The length in bytes, not -1: text may hold U+0000.
+                case .text(var value):
+                    value.withUTF8 { utf8 in
+                        sqlite3_bind_text(handle, index, place(UnsafeRawBufferPointer(utf8)).assumingMemoryBound(to: CChar.self),
+                                          Int32(utf8.count), nil)
+                    }
+                case .blob(let value) where value.isEmpty: sqlite3_bind_zeroblob(handle, index, 0)  // a nil pointer would bind NULL
+                case .blob(let value): value.withUnsafeBytes { sqlite3_bind_blob(handle, index, place($0), Int32($0.count), nil) }
+                case .null: sqlite3_bind_null(handle, index)
+                }
+                try check(code, db)
+            }
+            var result: [Element] = []
+            while true {
+                let code = sqlite3_step(handle)
+                if code == SQLITE_DONE { return result }
+                guard code == SQLITE_ROW else { throw error(code, db) }
+                if let element = try read(Row(handle: handle)) { result.append(element) }
+            }
         }
     }
 
@@ -77,7 +102,4 @@ public enum RawStatement {
     private static func check(_ code: Int32, _ db: Database) throws {
         if code != SQLITE_OK { throw error(code, db) }
     }
-
-    /// SQLITE_TRANSIENT: SQLite copies the bound text (the macro does not reach Swift).
-    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 }

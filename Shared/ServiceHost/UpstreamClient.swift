@@ -20,7 +20,7 @@ import ZeroMQ
 public final class UpstreamClient {
     public let endpoint: String
     private unowned let host: ServiceHost
-    private let credentials: CurveCredentials?
+    let credentials: CurveCredentials?
     /// Sockets whose last exchange ended with a reply: connected, nothing in flight on them.
     private var idle: [Socket] = []
 
@@ -48,7 +48,7 @@ public final class UpstreamClient {
                 then(.failure(WireError(.unavailable, "\(endpoint) did not answer \(op.name) within \(max(1, tries)) × \(timeoutMilliseconds) ms")))
                 return
             }
-            then(Result { () throws(WireError) in try ServiceClient.decodeReply(op, reply, from: endpoint).value })
+            then(Result { () throws(WireError) in try ServiceClient.decodeReply(op, reply, from: endpoint) })
         })
     }
 

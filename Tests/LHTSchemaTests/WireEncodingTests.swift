@@ -123,6 +123,32 @@ struct WireEncodingTests {
         #expect(try JSONDecoder().decode(JSONValue.self, from: frame) == JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(envelope)))
     }
 
+    /// The object writer at its edges: integers at their limits, days outside four-digit years (the
+    /// rare text `description` makes), strings that need escapes, and more bytes than its first buffer.
+    @Test func theObjectWriterMatchesTheTextFormsAtTheirEdges() throws {
+        let escapes = "say \"hi\"\\ \u{1}\n" + String(repeating: "é", count: 40)
+        var object = JSONObjectWriter(capacity: 16)
+        let days = [LocalDay(ordinal: -1_000_000), LocalDay(ordinal: 3_000_000), LocalDay("0001-01-01")!, LocalDay("9999-12-31")!]
+        // Names are static strings: one field each.
+        object.field("d0", days[0])
+        object.field("d1", days[1])
+        object.field("d2", days[2])
+        object.field("d3", days[3])
+        object.field("none", nil as LocalDay?)
+        object.field("min", Int64.min)
+        object.field("max", Int64.max)
+        object.field("zero", Int64(0))
+        object.field("minusOne", Int64(-1))
+        object.field("text", escapes)
+        object.field("yes", true)
+        let written = String(decoding: object.finished(), as: UTF8.self)
+        let expected = "{" + days.enumerated().map { #""d\#($0.offset)":"\#($0.element.description)""# }.joined(separator: ",")
+            + #","none":null,"min":-9223372036854775808,"max":9223372036854775807,"zero":0,"minusOne":-1,"#
+            + #""text":"say \"hi\"\\ \u0001\n"# + String(repeating: "é", count: 40) + #"","yes":true}"#
+        #expect(written == expected)
+        #expect(days[0].description.hasPrefix("-") && days[1].description.count > 10)
+    }
+
     @Test func newIdsAreVersion4AndDistinct() {
         let ids = (0..<10_000).map { _ in RecordID() }
         #expect(Set(ids).count == ids.count)

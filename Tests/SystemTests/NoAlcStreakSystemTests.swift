@@ -180,10 +180,11 @@ import ZeroMQ
     @Test func entriesLoggedBeforeStartAreCaughtUpBeforeReady() throws {
         let context = try Context()
         let logger = try ServiceProcess("session-logger")
-        // More than one events.since page (1000), so the catch-up has to page.
+        // Six events.since pages (1000 each): more than the catch-up's reader keeps waiting (4), so
+        // it has to wait for the applying side as well as page.
         var requests: [[String: Any]] = []
         for user in 0..<12 {
-            for (index, day) in days(from: "2026-01-01", count: 100).enumerated() {
+            for (index, day) in days(from: "2025-01-01", count: 500).enumerated() {
                 requests.append(["userId": "early\(user)", "day": day, "level": index == 50 && user % 2 == 0 ? "wild" : "steady"])
             }
         }
@@ -192,12 +193,12 @@ import ZeroMQ
         let streak = try startStreak(following: logger)
         let client = try WireClient(streak.api, context: context)
         // No waiting: the ready line comes only after the catch-up.
-        #expect(try client.ok("streak.get", ["userId": "early1", "asOf": "2026-04-10"])["streakDays"]?.intValue == 100)
-        let broken = try client.ok("streak.get", ["userId": "early0", "asOf": "2026-04-10"])
-        #expect(broken["streakDays"]?.intValue == 49)
+        #expect(try client.ok("streak.get", ["userId": "early1", "asOf": "2026-05-15"])["streakDays"]?.intValue == 500)
+        let broken = try client.ok("streak.get", ["userId": "early0", "asOf": "2026-05-15"])
+        #expect(broken["streakDays"]?.intValue == 449)
         #expect(broken["rewardsLost"]?.intValue == 1)
         // One streak.updated per entry here: every entry changes its user's state.
-        #expect(try client.ok("health")["lastSeq"]?.intValue == 1200)
+        #expect(try client.ok("health")["lastSeq"]?.intValue == 6000)
     }
 
     @Test func sigkillLosesNothingAndAppliesNothingTwice() throws {

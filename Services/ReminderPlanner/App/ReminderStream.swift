@@ -15,25 +15,25 @@ extension PlannerStore {
     /// the rows: stepping SQLite through a million rows took as long as filling the table and the
     /// schedule with them, so the two overlap. Rows that do not parse are skipped.
     static func streamReminders(from database: DatabaseQueue, _ body: (StoredReminder) -> Void) throws {
-        let pipe = BatchPipe<StoredReminder>()
+        let pipe = HandOff<[StoredReminder]>(waitingLimit: 8)
         DispatchQueue.global(qos: .userInitiated).async {
             pipe.finish(Result {
                 try database.read { db in
                     var batch: [StoredReminder] = []
-                    batch.reserveCapacity(BatchPipe<StoredReminder>.batchSize)
+                    batch.reserveCapacity(batchSize)
                     var lastUser: UserID?
                     try RawStatement.run("""
                         SELECT id, user_id, activity, time, weekdays, lookback_hours, enabled, title, body, created_at_ms FROM reminder
                         """, db, []) { row -> Void? in
                         guard let reminder = storedReminder(row, lastUser: &lastUser) else { return nil }
                         batch.append(reminder)
-                        if batch.count == BatchPipe<StoredReminder>.batchSize {
+                        if batch.count == batchSize {
                             pipe.put(batch)
                             batch.removeAll(keepingCapacity: true)
                         }
                         return nil
                     }
-                    pipe.put(batch)
+                    if !batch.isEmpty { pipe.put(batch) }
                 }
             })
         }
@@ -42,6 +42,8 @@ extension PlannerStore {
             for index in batch.indices { body(batch[index]) }
         }
     }
+
+    private static let batchSize = 1024
 
     /// A user's reminders mostly come one after another: `lastUser` is reused while the bytes match.
     private static func storedReminder(_ row: RawStatement.Row, lastUser: inout UserID?) -> StoredReminder? {
@@ -72,46 +74,4 @@ private extension UserID {
 
 private func sameBytes(_ first: UnsafeBufferPointer<UInt8>, _ second: UnsafeBufferPointer<UInt8>) -> Bool {
     first.count == second.count && (first.isEmpty || memcmp(first.baseAddress!, second.baseAddress!, first.count) == 0)
-}
-
-/// Batches from one producer thread to one consumer, a few at most waiting, so memory stays small
-/// whichever side is faster.
-private final class BatchPipe<Element: Sendable>: @unchecked Sendable {
-    static var batchSize: Int { 1024 }
-    private static var waitingLimit: Int { 8 }
-
-    private let condition = NSCondition()
-    // Under `condition`.
-    private var waiting: [[Element]] = []
-    private var end: Result<Void, Error>?
-
-    /// Blocks while the consumer is `waitingLimit` batches behind.
-    func put(_ batch: [Element]) {
-        guard !batch.isEmpty else { return }
-        condition.withLock {
-            while waiting.count >= Self.waitingLimit { condition.wait() }
-            waiting.append(batch)
-            condition.broadcast()
-        }
-    }
-
-    func finish(_ result: Result<Void, Error>) {
-        condition.withLock {
-            end = result
-            condition.broadcast()
-        }
-    }
-
-    /// The next batch; nil once the producer finished and everything was taken; its error if it failed.
-    func take() throws -> [Element]? {
-        try condition.withLock {
-            while waiting.isEmpty && end == nil { condition.wait() }
-            if !waiting.isEmpty {
-                condition.broadcast()
-                return waiting.removeFirst()
-            }
-            try end?.get()
-            return nil
-        }
-    }
 }
