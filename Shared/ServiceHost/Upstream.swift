@@ -89,7 +89,8 @@ public final class UpstreamFeed {
         while true {
             let page: EventsSinceReply
             do {
-                // Nil: the reader stopped where this side did not (a page it did not apply): not caught up.
+                // Nil: the reader ended before this side saw a page reach the upstream's newest seq
+                // (one of its pages was not applied): not caught up; the loop tries again later.
                 guard let next = try pages.take() else { return false }
                 page = next
             } catch {
