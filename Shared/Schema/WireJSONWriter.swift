@@ -73,8 +73,8 @@ public struct JSONObjectWriter: ~Copyable {
     }
 
     private mutating func string(_ value: String) {
-        var utf8 = value
-        utf8.withUTF8 { text in
+        var contiguous = value  // withUTF8 may make the string native, so it takes a var
+        contiguous.withUTF8 { text in
             if text.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
                 quoted(capacity: text.count) { out in
                     if let base = text.baseAddress { memcpy(out.baseAddress!, base, text.count) }

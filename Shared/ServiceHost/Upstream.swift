@@ -113,7 +113,7 @@ public final class UpstreamFeed {
     private func readAhead(after seq: Int64, timeoutMilliseconds: Int) -> HandOff<EventsSinceReply> {
         let pages = HandOff<EventsSinceReply>(waitingLimit: 4)
         let (context, endpoint, credentials) = (host.context, follower.client.endpoint, client.credentials)
-        Thread {
+        let reader = Thread {
             let client = ServiceClient(context: context, endpoint: endpoint, credentials: credentials)
             var after = seq
             pages.finish(Result { () throws(WireError) in
@@ -124,7 +124,9 @@ public final class UpstreamFeed {
                     after = last
                 }
             })
-        }.start()
+        }
+        reader.name = "events-since-reader"
+        reader.start()
         return pages
     }
 
