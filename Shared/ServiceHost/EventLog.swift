@@ -54,21 +54,26 @@ public final class EventLog {
     /// `user`, only the events whose topic names that user (`<type>.<user>.` of a type `publisher`
     /// publishes), filtered before the limit applies.
     func since(_ request: EventsSinceRequest, for user: UserID?, publisher: ServiceName, in db: Database) throws -> Data {
-        let rows: [Row]
+        let sql: String
+        let arguments: [RawStatement.Value]
         if let user {
             // GLOB, not LIKE: `_` (allowed in a userId) is a LIKE wildcard. A userId has no GLOB metacharacters.
             let prefixes = Events.published(by: publisher).map { $0.prefix(userId: user) + "*" }
             let matches = Array(repeating: "topic GLOB ?", count: prefixes.count).joined(separator: " OR ")
-            rows = try db.fetchRows("SELECT envelope FROM outbox WHERE seq > ? AND (\(matches)) ORDER BY seq LIMIT ?",
-                                    arguments: StatementArguments([request.after] + prefixes + [request.limit]))
+            sql = "SELECT envelope FROM outbox WHERE seq > ? AND (\(matches)) ORDER BY seq LIMIT ?"
+            arguments = [.integer(request.after)] + prefixes.map { .text($0) } + [.integer(Int64(request.limit))]
         } else {
-            rows = try db.fetchRows("SELECT envelope FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?",
-                                    arguments: [request.after, request.limit])
+            sql = "SELECT envelope FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?"
+            arguments = [.integer(request.after), .integer(Int64(request.limit))]
         }
         var payload = Data(#"{"events":["#.utf8)
-        for (index, row) in rows.enumerated() {
-            if index > 0 { payload.append(UInt8(ascii: ",")) }
-            payload.append(row["envelope"] as Data)
+        // Each envelope copied once, from SQLite's page into the reply: a page is up to 1000 of them.
+        var first = true
+        try RawStatement.run(sql, db, arguments) { row -> Never? in
+            if !first { payload.append(UInt8(ascii: ",")) }
+            first = false
+            payload.append(contentsOf: row.blob(0))
+            return nil
         }
         payload.append(contentsOf: Array(#"],"lastSeq":\#(lastSeq),"logId":"\#(identity)"}"#.utf8))
         return payload

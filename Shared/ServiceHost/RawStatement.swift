@@ -29,6 +29,11 @@ public enum RawStatement {
             return UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(handle, column)))
         }
 
+        /// The column's bytes as a blob, in place (empty for NULL or an empty blob).
+        public func blob(_ column: Int32) -> UnsafeRawBufferPointer {
+            UnsafeRawBufferPointer(start: sqlite3_column_blob(handle, column), count: Int(sqlite3_column_bytes(handle, column)))
+        }
+
         public func string(_ column: Int32) -> String { String(decoding: bytes(column), as: UTF8.self) }
 
         public func optionalString(_ column: Int32) -> String? { sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : string(column) }
