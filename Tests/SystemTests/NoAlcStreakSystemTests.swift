@@ -194,6 +194,8 @@ import ZeroMQ
         let client = try WireClient(streak.api, context: context)
         // No waiting: the ready line comes only after the catch-up.
         #expect(try client.ok("streak.get", ["userId": "early1", "asOf": "2026-05-15"])["streakDays"]?.intValue == 500)
+        // The last user's entries are the last page.
+        #expect(try client.ok("streak.get", ["userId": "early11", "asOf": "2026-05-15"])["streakDays"]?.intValue == 500)
         let broken = try client.ok("streak.get", ["userId": "early0", "asOf": "2026-05-15"])
         #expect(broken["streakDays"]?.intValue == 449)
         #expect(broken["rewardsLost"]?.intValue == 1)
