@@ -52,6 +52,8 @@ public final class UpstreamFeed {
     /// not answer, so a service whose upstream is down does not stall its own loop every turn.
     private var retryInterval: TimeInterval = minimumRetry
     private static let minimumRetry: TimeInterval = 2
+    /// Events per `events.since` page: the most PROTOCOL allows.
+    private static let pageSize = 1000
 
     /// Subscribes to everything the upstream publishes: filtering by type happens in `apply`, since a
     /// topic filter would turn every other type's seq into a false gap.
@@ -118,7 +120,7 @@ public final class UpstreamFeed {
             var after = seq
             pages.finish(Result { () throws(WireError) in
                 while true {
-                    let page = try client.call(Ops.eventsSince, EventsSinceRequest(after: after, limit: 1000),
+                    let page = try client.call(Ops.eventsSince, EventsSinceRequest(after: after, limit: Self.pageSize),
                                                timeoutMilliseconds: timeoutMilliseconds)
                     guard pages.put(page), let last = page.events.last?.seq, last < page.lastSeq else { return }
                     after = last
@@ -168,7 +170,7 @@ public final class UpstreamFeed {
 
     private func fetchPage(timeoutMilliseconds: Int) {
         let after = appliedSeq
-        client.call(Ops.eventsSince, EventsSinceRequest(after: after, limit: 1000), timeoutMilliseconds: timeoutMilliseconds) { [unowned self] result in
+        client.call(Ops.eventsSince, EventsSinceRequest(after: after, limit: Self.pageSize), timeoutMilliseconds: timeoutMilliseconds) { [unowned self] result in
             let page: EventsSinceReply
             switch result {
             case .failure(let error):
