@@ -176,10 +176,9 @@ enum PlannerStore {
 
     /// Stores a decision; false if the occurrence was decided before (it never is decided twice).
     static func decide(_ reminder: RecordID, at: Instant, status: OccurrenceStatus, cause: RecordID?, _ db: Database) throws -> Bool {
-        try RawStatement.run("INSERT OR IGNORE INTO decision (reminder_id, at_ms, status, cause) VALUES (?, ?, ?, ?)", db,
-                             [.text(reminder.description), .integer(at.millisecondsSince1970), .text(status.rawValue),
-                              cause.map { .text($0.description) } ?? .null]) { _ in () }
-        return db.changesCount > 0
+        try RawStatement.execute("INSERT OR IGNORE INTO decision (reminder_id, at_ms, status, cause) VALUES (?, ?, ?, ?)", db,
+                                 [.text(reminder.description), .integer(at.millisecondsSince1970), .text(status.rawValue),
+                                  cause.map { .text($0.description) } ?? .null]) > 0
     }
 
     static func decisions(of reminder: RecordID, from: Instant, through: Instant, _ db: Database) throws -> [Int64: Recorded] {
