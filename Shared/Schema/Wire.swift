@@ -137,11 +137,14 @@ public func wireEncoder() -> WireEncoder { WireEncoder() }
 
 /// Reply frames. Success embeds the payload's JSON bytes as they are, so stored JSON is never re-encoded.
 public enum Reply {
+    /// Written into one buffer: growing a `Data` made from the prefix's UTF-8 view cost a runtime
+    /// cast and a reallocation per reply.
     public static func success(rawData: Data) -> Data {
-        var frame = Data(#"{"v":1,"ok":true,"data":"#.utf8)
-        frame.append(rawData)
-        frame.append(UInt8(ascii: "}"))
-        return frame
+        var frame = JSONObjectWriter(capacity: 32 + rawData.count)
+        frame.field("v", Int64(wireVersion))
+        frame.field("ok", true)
+        frame.field("data", json: rawData)
+        return frame.finished()
     }
 
     public static func success<Payload: Encodable>(_ payload: Payload) throws -> Data {

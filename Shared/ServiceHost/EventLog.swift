@@ -116,6 +116,12 @@ public final class Transaction {
         try append(type, userId: userId, activity: activity, encodedData: wireEncoder().encode(data))
     }
 
+    /// As `append(data:)`, for payloads that write their own JSON (every event the hot paths store).
+    @discardableResult
+    public func append<Payload: WireJSONWritable>(_ type: EventType<Payload>, userId: UserID, activity: Activity, data: Payload) throws -> Int64 {
+        try append(type, userId: userId, activity: activity, encodedData: WireJSON.encode(writable: data))
+    }
+
     /// As `append(data:)`, with `data` encoded already (`wireEncoder().encode` of a `Payload`): for a
     /// handler that replies with the same JSON and encodes it once.
     @discardableResult

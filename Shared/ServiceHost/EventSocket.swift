@@ -22,8 +22,9 @@ final class EventSocket {
 
     func bind(_ endpoint: String) throws { self.endpoint = try socket.bind(endpoint) }
 
+    /// Dropped, as a multipart send would be, when the subscribers' queues are full.
     func send(topic: String, _ envelope: Data) throws {
-        try socket.send(multipart: [Data(topic.utf8), envelope], dontWait: true)
+        if try socket.send(topic, more: true, dontWait: true) { try socket.send(envelope, dontWait: true) }
         lastSent = Date()
     }
 

@@ -5,8 +5,7 @@ import Foundation
 /// bootstraps a backend (Prometheus); without one they cost next to nothing. Metric objects are
 /// made once per label set and kept, since looking one up in the factory takes a lock.
 final class HostMetrics {
-    private var requests: [String: [String: Counter]] = [:]
-    private var durations: [String: CoreMetrics.Timer] = [:]
+    private var requests: [String: RequestMetrics] = [:]
     private var published: [String: Counter] = [:]
     private var counted: [String: Counter] = [:]
     private var lags: [String: Gauge] = [:]
@@ -16,20 +15,44 @@ final class HostMetrics {
     /// client cannot grow the label set; `outcome` is "ok" or the error code.
     func request(op: String, outcome: String, nanoseconds: UInt64) {
         // By op, then outcome: two lookups, no key built per request.
-        if let counter = requests[op]?[outcome] {
-            counter.increment()
+        let metrics: RequestMetrics
+        if let known = requests[op] {
+            metrics = known
         } else {
+            metrics = RequestMetrics(op: op)
+            requests[op] = metrics
+        }
+        metrics.count(outcome)
+        metrics.duration.recordNanoseconds(Int64(clamping: nanoseconds))
+    }
+
+    /// One op's series: its duration, and its count by outcome.
+    private final class RequestMetrics {
+        let op: String
+        let duration: CoreMetrics.Timer
+        private var counters: [String: Counter] = [:]
+
+        init(op: String) {
+            self.op = op
+            duration = CoreMetrics.Timer(label: "lht_request_duration_seconds", dimensions: [("op", op)])
+        }
+
+        func count(_ outcome: String) {
+            if let counter = counters[outcome] { return counter.increment() }
             let counter = Counter(label: "lht_requests_total", dimensions: [("op", op), ("outcome", outcome)])
-            requests[op, default: [:]][outcome] = counter
+            counters[outcome] = counter
             counter.increment()
         }
-        if durations[op] == nil { durations[op] = CoreMetrics.Timer(label: "lht_request_duration_seconds", dimensions: [("op", op)]) }
-        durations[op]!.recordNanoseconds(Int64(clamping: nanoseconds))
     }
 
     func published(type: String, seq: Int64) {
-        if published[type] == nil { published[type] = Counter(label: "lht_events_published_total", dimensions: [("type", type)]) }
-        published[type]!.increment()
+        if let counter = published[type] {
+            counter.increment()
+        } else {
+            let counter = Counter(label: "lht_events_published_total", dimensions: [("type", type)])
+            published[type] = counter
+            counter.increment()
+        }
         lastSeq.record(seq)
     }
 

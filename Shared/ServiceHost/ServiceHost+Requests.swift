@@ -20,8 +20,9 @@ public enum Placement: Sendable {
 }
 
 /// A registered op: decodes its request, checks the caller against the catalog's rule, runs, and
-/// returns the reply's `data` bytes.
-struct Operation {
+/// returns the reply's `data` bytes. A class: a batch holds one per request, and copying a struct
+/// of closures retained each of them.
+final class Operation {
     let info: OpInfo
     let placement: Placement
     /// Decodes the request's `data` into the handler's input. It reads nothing but its arguments,
@@ -30,7 +31,17 @@ struct Operation {
     /// Checks the caller and runs the handler on a decoded input.
     let apply: (_ input: Any, _ tx: Transaction?, _ caller: Caller) throws -> Data
     /// For `.deferred` ops: authorizes and starts the handler on a decoded input; it answers through the closure.
-    var start: ((_ input: Any, _ request: IncomingRequest, _ answer: @escaping (Outcome) -> Void) throws -> Void)?
+    let start: ((_ input: Any, _ request: IncomingRequest, _ answer: @escaping (Outcome) -> Void) throws -> Void)?
+
+    init(info: OpInfo, placement: Placement, decode: @escaping @Sendable (_ frame: Data, _ head: RequestHead) throws -> Any,
+         apply: @escaping (_ input: Any, _ tx: Transaction?, _ caller: Caller) throws -> Data,
+         start: ((_ input: Any, _ request: IncomingRequest, _ answer: @escaping (Outcome) -> Void) throws -> Void)? = nil) {
+        self.info = info
+        self.placement = placement
+        self.decode = decode
+        self.apply = apply
+        self.start = start
+    }
 
     /// Decodes `request` (unless `decoded` has its input already) and runs it.
     func run(_ request: IncomingRequest, _ head: RequestHead, _ tx: Transaction?, decoded: Result<Any, Error>? = nil) throws -> Data {
@@ -75,6 +86,13 @@ extension ServiceHost {
                                       owner: ((Input) throws -> UserID?)? = nil,
                                       _ handler: @escaping (Input, Transaction) throws -> Output) {
         handleEncoded(op, placement, owner: owner) { input, tx in try wireEncoder().encode(handler(input, tx)) }
+    }
+
+    /// As `handle`, for replies that write their own JSON (`WireJSON.encode(writable:)`).
+    public func handle<Input, Output: WireJSONWritable>(_ op: Op<Input, Output>, _ placement: Placement = .batched,
+                                                        owner: ((Input) throws -> UserID?)? = nil,
+                                                        _ handler: @escaping (Input, Transaction) throws -> Output) {
+        handleEncoded(op, placement, owner: owner) { input, tx in try WireJSON.encode(writable: handler(input, tx)) }
     }
 
     /// Registers an op placed `.outside` any transaction.
@@ -137,28 +155,31 @@ extension ServiceHost {
     /// Reads every request waiting on the api (up to the batch limit), runs them in one
     /// transaction, then replies to each in order.
     func serveAPI() throws {
-        var batch: [(envelope: ArraySlice<Data>, request: IncomingRequest)] = []
+        // Side by side rather than as pairs: copying a pair of non-trivial values went through the
+        // runtime's generic tuple witnesses, several times per request.
+        var envelopes: [ArraySlice<Data>] = [], requests: [IncomingRequest] = []
         var bytes = 0
-        while batch.count < Self.batchLimit, bytes < Self.batchBytes,
+        while requests.count < Self.batchLimit, bytes < Self.batchBytes,
               let (frames, userId) = try nextRequest() {
             let frame = frames.last ?? Data()
             bytes += frame.count
-            batch.append((frames.dropLast(), IncomingRequest(frame: frame, caller: caller(userId: userId))))
+            envelopes.append(frames.dropLast())
+            requests.append(IncomingRequest(frame: frame, caller: caller(userId: userId)))
         }
-        guard !batch.isEmpty else { return }
+        guard !requests.isEmpty else { return }
         // A deferred request keeps its envelope until its answer comes (Deferred.swift). A reply
         // leaves once every commit before it is on disk (CommitSync): it may tell of any of them.
-        let replies = process(batch.map(\.request), allowedOps: nil) { [unowned self] index in
-            let envelope = batch[index].envelope
+        let replies = process(requests, allowedOps: nil) { [unowned self] index in
+            let envelope = envelopes[index]
             return { [unowned self] reply in commits.afterDurable { [unowned self] in sendReply(reply, to: envelope) } }
         }
-        var durableReplies: [(ArraySlice<Data>, Data)] = []
-        for (entry, reply) in zip(batch, replies) {
-            guard let reply else { continue }
-            if reply.atOnce { sendReply(reply.frame, to: entry.envelope) } else { durableReplies.append((entry.envelope, reply.frame)) }
+        var durable: [Int] = []
+        for index in replies.indices {
+            guard let reply = replies[index] else { continue }
+            if reply.atOnce { sendReply(reply.frame, to: envelopes[index]) } else { durable.append(index) }
         }
-        if !durableReplies.isEmpty {
-            commits.afterDurable { [unowned self] in for (envelope, frame) in durableReplies { sendReply(frame, to: envelope) } }
+        if !durable.isEmpty {
+            commits.afterDurable { [unowned self] in for index in durable { sendReply(replies[index]!.frame, to: envelopes[index]) } }
         }
     }
 
@@ -200,7 +221,7 @@ extension ServiceHost {
     /// One reply that cannot go (its client vanished) must not cost the others theirs.
     private func sendReply(_ reply: Data, to envelope: ArraySlice<Data>) {
         do {
-            try api.send(multipart: Array(envelope) + [reply], dontWait: true)
+            try api.send(multipart: envelope, then: reply, dontWait: true)
         } catch {
             logger.warning("reply not sent", metadata: ["error": "\(error)"])
         }

@@ -235,20 +235,29 @@ public final class Socket {
     /// Sends a UTF-8 string as one frame (its byte count, not its character count).
     @discardableResult
     public func send(_ text: String, more: Bool = false, dontWait: Bool = false) throws -> Bool {
-        try send(Array(text.utf8), more: more, dontWait: dontWait)
+        var text = text  // withUTF8 may make it native, so it takes a var
+        return try text.withUTF8 { try send(UnsafeRawBufferPointer($0), more: more, dontWait: dontWait) }
     }
 
     /// Sends every frame as one multipart message. Returns false only if the first frame would block.
     @inlinable @discardableResult
     public func send<Bytes: ContiguousBytes>(multipart frames: [Bytes], dontWait: Bool = false) throws -> Bool {
-        // Not `enumerated()`: unspecialized (called from another module), it builds the generic
-        // iterator and tuple metadata through the runtime's caches on every call.
-        for index in 0..<frames.count {
+        guard let last = frames.last else { return true }
+        return try send(multipart: frames.dropLast(), then: last, dontWait: dontWait)
+    }
+
+    /// As `send(multipart:)`, for `frames` followed by `last` (a routing envelope and a body),
+    /// without building one array of them.
+    @inlinable @discardableResult
+    public func send<Frames: Collection, Last: ContiguousBytes>(multipart frames: Frames, then last: Last,
+                                                                dontWait: Bool = false) throws -> Bool where Frames.Element: ContiguousBytes {
+        var isFirst = true
+        for frame in frames {
             // Once the first frame is queued libzmq accepts the rest atomically.
-            let sent = try send(frames[index], more: index < frames.count - 1, dontWait: dontWait)
-            if !sent && index == 0 { return false }
+            if try !send(frame, more: true, dontWait: dontWait), isFirst { return false }
+            isFirst = false
         }
-        return true
+        return try send(last, dontWait: dontWait) || !isFirst
     }
 
     // MARK: Receiving
@@ -301,8 +310,9 @@ public final class Socket {
     public func receiveMultipart(dontWait: Bool = false, property: String) throws -> (frames: [Data], property: String?)? {
         guard let first = try receiveFrame(dontWait: dontWait, property: property) else { return nil }
         var frames = [first.frame], value = first.property
-        // A ROUTER makes the routing-id frame itself, without the connection's metadata: ask every frame.
-        while hasMore, let next = try receiveFrame(dontWait: false, property: property) {
+        // A ROUTER makes the routing-id frame itself, without the connection's metadata: ask each
+        // frame until one has it.
+        while hasMore, let next = try receiveFrame(dontWait: false, property: value == nil ? property : nil) {
             frames.append(next.frame)
             value = value ?? next.property
         }
