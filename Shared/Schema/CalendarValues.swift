@@ -116,7 +116,22 @@ public struct LocalTime: Hashable, Comparable, Sendable, CustomStringConvertible
 
     public var minutesSinceMidnight: Int { hour * 60 + minute }
 
-    public var description: String { Digits.text([(hour, 2), (minute, 2)], separator: UInt8(ascii: ":")) }
+    public var description: String { String(unsafeUninitializedCapacity: Self.longestText) { write(into: $0) } }
+
+    /// The length of `description`.
+    public static let longestText = 5
+
+    /// Writes `description`'s bytes into `buffer` (at least `longestText` long) and returns how many.
+    public func write(into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
+        func put(_ twoDigits: Int, at offset: Int) {
+            buffer[offset] = UInt8(ascii: "0") + UInt8(twoDigits / 10)
+            buffer[offset + 1] = UInt8(ascii: "0") + UInt8(twoDigits % 10)
+        }
+        put(hour, at: 0)
+        buffer[2] = UInt8(ascii: ":")
+        put(minute, at: 3)
+        return Self.longestText
+    }
 
     public static func < (lhs: LocalTime, rhs: LocalTime) -> Bool {
         lhs.minutesSinceMidnight < rhs.minutesSinceMidnight

@@ -7,6 +7,27 @@ public protocol WireJSONWritable: Encodable {
     func writeFields(to object: inout JSONObjectWriter)
 }
 
+/// A value whose text form (its `description`) is written straight into a buffer, without making
+/// a `String`: ids, instants, days and times in every event.
+public protocol WritableText {
+    /// The most bytes `write(into:)` writes.
+    static var longestText: Int { get }
+    /// Writes `description`'s bytes into `buffer` (at least `longestText` long) and returns how many.
+    func write(into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int
+}
+
+extension RecordID: WritableText {
+    public static var longestText: Int { textLength }
+}
+
+extension Instant: WritableText {
+    public func write(into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int { write(into: buffer, withMilliseconds: true) }
+}
+
+extension LocalDay: WritableText {}
+
+extension LocalTime: WritableText {}
+
 /// Writes one JSON object's members, in order, with strings escaped as the encoder does.
 ///
 /// It writes into one malloc'd buffer that becomes the `Data` it returns, without a copy; an
@@ -92,27 +113,20 @@ public struct JSONObjectWriter: ~Copyable {
         text.withUTF8Buffer { append(UnsafeRawBufferPointer($0)) }
     }
 
-    /// As `field(name, id.description)`.
-    public mutating func field(_ name: StaticString, _ id: RecordID) {
+    /// As `field(name, value.description)`.
+    public mutating func field(_ name: StaticString, _ value: some WritableText) {
         key(name)
-        quoted(capacity: RecordID.textLength) { id.write(into: $0) }
-    }
-
-    /// As `field(name, instant.description)`.
-    public mutating func field(_ name: StaticString, _ instant: Instant) {
-        key(name)
-        quoted(capacity: Instant.longestText) { instant.write(into: $0) }
-    }
-
-    /// As `field(name, day.description)`.
-    public mutating func field(_ name: StaticString, _ day: LocalDay) {
-        key(name)
-        quoted(capacity: LocalDay.longestText) { day.write(into: $0) }
+        quoted(capacity: type(of: value).longestText) { value.write(into: $0) }
     }
 
     /// nil is written as null.
-    public mutating func field(_ name: StaticString, _ day: LocalDay?) {
-        if let day { field(name, day) } else { field(name, nil as String?) }
+    public mutating func field(_ name: StaticString, _ value: (some WritableText)?) {
+        if let value { field(name, value) } else { field(name, nil as String?) }
+    }
+
+    /// nil leaves the member out, as `encodeIfPresent` does.
+    public mutating func fieldIfPresent(_ name: StaticString, _ value: (some WritableText)?) {
+        if let value { field(name, value) }
     }
 
     public mutating func field(_ name: StaticString, _ value: String) {
@@ -233,13 +247,13 @@ extension Occurrence: WireJSONWritable {
         object.field("userId", userId.rawValue)
         object.field("activity", activity.rawValue)
         object.field("at", at)
-        object.field("localTime", localTime.description)
+        object.field("localTime", localTime)
         object.field("day", day)
         object.field("weekday", weekday.rawValue)
-        object.fieldIfPresent("windowStart", windowStart?.description)
+        object.fieldIfPresent("windowStart", windowStart)
         object.field("status", status.rawValue)
-        object.fieldIfPresent("cause", cause?.description)
-        object.fieldIfPresent("targetDay", targetDay?.description)
+        object.fieldIfPresent("cause", cause)
+        object.fieldIfPresent("targetDay", targetDay)
     }
 }
 
