@@ -22,8 +22,8 @@ public struct Topic: Hashable, Sendable, CustomStringConvertible {
         self.init(type: type, userId: userId, activity: activity)
     }
 
-    /// Copied byte by byte into one buffer: every stored event names its topic, and interpolating
-    /// the parts cost about four times as much.
+    /// The parts copied into one buffer: every stored event names its topic, and interpolating
+    /// them cost half as much again (about 1,500 instructions a topic against 1,000).
     public var description: String {
         var type = type, user = userId.rawValue, activity = activity.rawValue  // withUTF8 takes a var
         return type.withUTF8 { type in
