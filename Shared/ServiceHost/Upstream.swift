@@ -273,23 +273,27 @@ public final class UpstreamFeed {
     /// service cannot use is skipped, so it cannot block the feed behind it forever.
     private func applyInOrder(_ events: [ReceivedEvent]) {
         guard !halted else { return }
-        var contiguous: [ReceivedEvent] = []
-        for event in events.filter({ $0.seq > appliedSeq }).sorted(by: { $0.seq < $1.seq }) {
-            guard event.seq == (contiguous.last?.seq ?? appliedSeq) + 1 else { break }
-            contiguous.append(event)
-        }
-        guard let last = contiguous.last else { return }
+        // Pages and live batches come in seq order, usually all of them new: then nothing is copied
+        // (filtering, sorting and collecting them copied every event three times).
+        let inOrder = events.indices.dropFirst().allSatisfy { events[$0 - 1].seq < events[$0].seq }
+        let ordered = inOrder ? events : events.sorted { $0.seq < $1.seq }
+        guard let start = ordered.firstIndex(where: { $0.seq > appliedSeq }) else { return }
+        var end = start
+        while end < ordered.count, ordered[end].seq == appliedSeq + 1 + Int64(end - start) { end += 1 }
+        guard end > start else { return }
+        let contiguous = start == 0 && end == ordered.count ? ordered : Array(ordered[start..<end])
+        let lastSeq = contiguous[contiguous.count - 1].seq
         do {
             try host.write { tx in
                 let results = try tx.eachIsolated(contiguous, isFatal: { $0 is DatabaseError }) { try apply($0, tx) }
-                for (event, result) in zip(contiguous, results) {
+                for (index, result) in results.enumerated() {
                     if case .failure(let error) = result {
-                        host.recordError("upstream event skipped", ["upstream": "\(upstream)", "seq": "\(event.seq)", "error": "\(error)"])
+                        host.recordError("upstream event skipped", ["upstream": "\(upstream)", "seq": "\(contiguous[index].seq)", "error": "\(error)"])
                     }
                 }
-                try tx.setCursor(upstream.rawValue, last.seq, logId: followedLog)
+                try tx.setCursor(upstream.rawValue, lastSeq, logId: followedLog)
             }
-            appliedSeq = last.seq
+            appliedSeq = lastSeq
         } catch {
             host.recordError("applying upstream events failed", ["upstream": "\(upstream)", "error": "\(error)"])
         }
