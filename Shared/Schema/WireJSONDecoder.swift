@@ -29,7 +29,14 @@ enum JSONNode {
     case bool(Bool)
     case null
     case array([JSONNode])
-    case object([(key: String, value: JSONNode)])
+    case object([JSONMember])
+}
+
+/// An object's member. A struct, not a `(key:value:)` pair, which the runtime destroyed through its
+/// generic tuple witnesses (1.5 % of decoding a page of events).
+struct JSONMember {
+    let key: String
+    let value: JSONNode
 }
 
 /// A strict recursive-descent parser into `JSONNode`; nil for anything it does not take (invalid
@@ -68,7 +75,7 @@ enum JSONTree {
 
         mutating func object(depth: Int) -> JSONNode? {
             index += 1
-            var members: [(key: String, value: JSONNode)] = []
+            var members: [JSONMember] = []
             // Wire objects have about this many members: one allocation instead of four growing.
             members.reserveCapacity(8)
             skipWhitespace()
@@ -81,7 +88,7 @@ enum JSONTree {
                 index += 1
                 skipWhitespace()
                 guard let member = value(depth: depth + 1) else { return nil }
-                members.append((key, member))
+                members.append(JSONMember(key: key, value: member))
                 skipWhitespace()
                 switch peek {
                 case UInt8(ascii: ","): index += 1
@@ -218,7 +225,7 @@ private struct NodeDecoder: Decoder {
 }
 
 private struct KeyedNodes<Key: CodingKey>: KeyedDecodingContainerProtocol {
-    let members: [(key: String, value: JSONNode)]
+    let members: [JSONMember]
     var codingPath: [CodingKey] { [] }
     var allKeys: [Key] { members.compactMap { Key(stringValue: $0.key) } }
 
