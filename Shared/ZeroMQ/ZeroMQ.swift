@@ -267,8 +267,9 @@ public final class Socket {
         try receiveFrame(dontWait: dontWait, property: nil)?.frame
     }
 
-    /// One frame and, if asked, one of its message properties (read before the message is closed).
-    private func receiveFrame(dontWait: Bool, property: String?) throws -> (frame: Data, property: String?)? {
+    /// One frame, whether more frames of its message follow, and, if asked, one of its message
+    /// properties (all read before the message is closed).
+    private func receiveFrame(dontWait: Bool, property: String?) throws -> (frame: Data, more: Bool, property: String?)? {
         let handle = try open()
         try check(zmq_msg_init(message))
         defer { zmq_msg_close(message) }
@@ -282,38 +283,34 @@ public final class Socket {
         }
         // NULL (EINVAL) when the connection has no such property, e.g. no User-Id without ZAP.
         let value = property.flatMap { zmq_msg_gets(message, $0) }.map { String(cString: $0) }
+        // From the message while it is open, rather than asking the socket afterwards (ZMQ_RCVMORE).
+        let more = zmq_msg_more(message) != 0
         let size = zmq_msg_size(message)
-        guard size > 0, let bytes = zmq_msg_data(message) else { return (Data(), value) }
-        return (Data(bytes: bytes, count: size), value)
-    }
-
-    /// Whether the frame just received has more frames after it.
-    private var hasMore: Bool {
-        guard let handle else { return false }
-        var value: Int32 = 0
-        var size = MemoryLayout<Int32>.size
-        return zmq_getsockopt(handle, ZMQ_RCVMORE, &value, &size) == 0 && value != 0
+        guard size > 0, let bytes = zmq_msg_data(message) else { return (Data(), more, value) }
+        return (Data(bytes: bytes, count: size), more, value)
     }
 
     /// Receives a whole multipart message; nil when nothing arrived.
     public func receiveMultipart(dontWait: Bool = false) throws -> [Data]? {
-        guard let first = try receive(dontWait: dontWait) else { return nil }
-        var frames = [first]
-        // The rest of a multipart message is already here: libzmq delivers it atomically.
-        while hasMore, let next = try receive() { frames.append(next) }
-        return frames
+        try receiveMessage(dontWait: dontWait, property: nil)?.frames
     }
 
     /// Receives a whole multipart message with one property of its connection, e.g. "User-Id" (what the
     /// ZAP handler said for the peer: on a ROUTER per request, on an XPUB per subscription message) or
     /// "Peer-Address". The property is nil when the connection has none. nil when nothing arrived.
     public func receiveMultipart(dontWait: Bool = false, property: String) throws -> (frames: [Data], property: String?)? {
+        try receiveMessage(dontWait: dontWait, property: property)
+    }
+
+    private func receiveMessage(dontWait: Bool, property: String?) throws -> (frames: [Data], property: String?)? {
         guard let first = try receiveFrame(dontWait: dontWait, property: property) else { return nil }
-        var frames = [first.frame], value = first.property
-        // A ROUTER makes the routing-id frame itself, without the connection's metadata: ask each
-        // frame until one has it.
-        while hasMore, let next = try receiveFrame(dontWait: false, property: value == nil ? property : nil) {
+        var frames = [first.frame], more = first.more, value = first.property
+        // The rest of a multipart message is already here: libzmq delivers it atomically. A ROUTER
+        // makes the routing-id frame itself, without the connection's metadata: each frame is asked
+        // for the property until one has it.
+        while more, let next = try receiveFrame(dontWait: false, property: value == nil ? property : nil) {
             frames.append(next.frame)
+            more = next.more
             value = value ?? next.property
         }
         return (frames, value)
