@@ -15,13 +15,7 @@ final class HostMetrics {
     /// client cannot grow the label set; `outcome` is "ok" or the error code.
     func request(op: String, outcome: String, nanoseconds: UInt64) {
         // By op, then outcome: two lookups, no key built per request.
-        let metrics: RequestMetrics
-        if let known = requests[op] {
-            metrics = known
-        } else {
-            metrics = RequestMetrics(op: op)
-            requests[op] = metrics
-        }
+        let metrics = requests.value(for: op) { RequestMetrics(op: op) }
         metrics.count(outcome)
         metrics.duration.recordNanoseconds(Int64(clamping: nanoseconds))
     }
@@ -38,35 +32,24 @@ final class HostMetrics {
         }
 
         func count(_ outcome: String) {
-            if let counter = counters[outcome] { return counter.increment() }
-            let counter = Counter(label: "lht_requests_total", dimensions: [("op", op), ("outcome", outcome)])
-            counters[outcome] = counter
-            counter.increment()
+            counters.value(for: outcome) { Counter(label: "lht_requests_total", dimensions: [("op", op), ("outcome", outcome)]) }.increment()
         }
     }
 
     func published(type: String, seq: Int64) {
-        if let counter = published[type] {
-            counter.increment()
-        } else {
-            let counter = Counter(label: "lht_events_published_total", dimensions: [("type", type)])
-            published[type] = counter
-            counter.increment()
-        }
+        published.value(for: type) { Counter(label: "lht_events_published_total", dimensions: [("type", type)]) }.increment()
         lastSeq.record(seq)
     }
 
     func eventLog(lastSeq seq: Int64) { lastSeq.record(seq) }
 
     func upstreamLag(_ upstream: String, _ lag: Int64) {
-        if lags[upstream] == nil { lags[upstream] = Gauge(label: "lht_upstream_lag_events", dimensions: [("upstream", upstream)]) }
-        lags[upstream]!.record(lag)
+        lags.value(for: upstream) { Gauge(label: "lht_upstream_lag_events", dimensions: [("upstream", upstream)]) }.record(lag)
     }
 
     /// A service's own counter (`host.count`): `lht_<service counter in snake case>_total`.
     func count(_ name: String, by amount: Int64) {
-        if counted[name] == nil { counted[name] = Counter(label: "lht_" + Self.snakeCase(name) + "_total") }
-        counted[name]!.increment(by: amount)
+        counted.value(for: name) { Counter(label: "lht_" + Self.snakeCase(name) + "_total") }.increment(by: amount)
     }
 
     private var labelled: [String: Counter] = [:]
@@ -75,8 +58,7 @@ final class HostMetrics {
     /// `value` must come from a small fixed set (a kind, an outcome, an error code), never from a request.
     func count(family: String, label: String, value: String, by amount: Int64 = 1) {
         let key = family + "\u{0}" + label + "\u{0}" + value
-        if labelled[key] == nil { labelled[key] = Counter(label: "lht_" + family + "_total", dimensions: [(label, value)]) }
-        labelled[key]!.increment(by: amount)
+        labelled.value(for: key) { Counter(label: "lht_" + family + "_total", dimensions: [(label, value)]) }.increment(by: amount)
     }
 
     /// `lht_auth_refused_total{reason}`: `request` and `subscription` from the access rules, the ZAP
@@ -103,5 +85,15 @@ final class HostMetrics {
             if character.isUppercase { result += "_" + character.lowercased() } else { result.append(character) }
         }
         return result
+    }
+}
+
+private extension Dictionary {
+    /// The value for `key`, made by `make` and stored first when there is none: one lookup when it is there.
+    mutating func value(for key: Key, orMake make: () -> Value) -> Value {
+        if let value = self[key] { return value }
+        let value = make()
+        self[key] = value
+        return value
     }
 }
