@@ -129,6 +129,15 @@ public struct RecordID: Hashable, Comparable, Sendable, CustomStringConvertible 
         withUnsafeBytes(of: uuid.uuid) { (UInt64(bigEndian: $0.load(as: UInt64.self)), UInt64(bigEndian: $0.load(fromByteOffset: 8, as: UInt64.self))) }
     }
 
+    /// The UUID's sixteen bytes in order, as the planner stores reminder ids.
+    public var bytes: Data { withUnsafeBytes(of: uuid.uuid) { Data($0) } }
+
+    /// The id whose `bytes` these are; nil unless there are exactly sixteen.
+    public init?(bytes: UnsafeRawBufferPointer) {
+        guard bytes.count == 16 else { return nil }
+        self.init(UUID(uuid: bytes.loadUnaligned(as: uuid_t.self)))
+    }
+
     /// The name-based, SHA-1 (version 5) UUID of RFC 9562 §5.5 for `name` (its UTF-8 bytes) in
     /// `namespace`: the same on every process and platform as any other v5 implementation
     /// (Python's `uuid.uuid5`, for one).

@@ -128,12 +128,10 @@ enum PlannerBenchmark {
             for user in 0..<users {
                 try db.run("INSERT INTO user (user_id, time_zone, locale, paused) VALUES (?, 'Europe/Berlin', 'en', 0)", arguments: ["u\(user)"])
                 for k in 0..<perUser {
-                    let minute = (user * perUser + k) % 1440
-                    let time = String(format: "%02d:%02d", minute / 60, minute % 60)
                     try db.run("""
-                        INSERT INTO reminder (id, user_id, activity, time, weekdays, lookback_hours, enabled, title, body, created_at_ms)
-                        VALUES (?, ?, ?, ?, 'mon,tue,wed,thu,fri,sat,sun', 12, 1, NULL, NULL, ?)
-                        """, arguments: [RecordID().description, "u\(user)", k % 2 == 0 ? "mindfulness" : "workout", time, created])
+                        INSERT INTO reminder (id, user_id, activity, minute_of_day, weekday_mask, lookback_hours, enabled, title, body, created_at_ms)
+                        VALUES (?, ?, ?, ?, 127, 12, 1, NULL, NULL, ?)
+                        """, arguments: [RecordID().bytes, "u\(user)", k % 2 == 0 ? "mindfulness" : "workout", (user * perUser + k) % 1440, created])
                 }
             }
             try db.run("UPDATE planner_state SET value = ? WHERE key = 'decidedThroughMs'", arguments: [clockStart.millisecondsSince1970])
@@ -144,17 +142,18 @@ enum PlannerBenchmark {
     }
 
     /// SQLite stepping through the planner's query and reading every column in place, each text's
-    /// bytes summed: what loading costs before anything is parsed or kept. (GRDB's `Row.fetchAll`
+    /// and blob's bytes summed: what loading costs before anything is parsed or kept. (GRDB's `Row.fetchAll`
     /// took four times as long, mostly building rows, which made a generous baseline.)
     static func scanReminders(directory: String) throws {
         let database = try DatabaseQueue(path: directory + "/reminder-planner.sqlite")
         var checksum = 0
         try database.read { db in
             try RawStatement.run("""
-                SELECT id, user_id, activity, time, weekdays, lookback_hours, enabled, title, body, created_at_ms FROM reminder
+                SELECT id, user_id, activity, minute_of_day, weekday_mask, lookback_hours, enabled, title, body, created_at_ms FROM reminder
                 """, db, []) { row -> Void? in
-                for column: Int32 in [0, 1, 2, 3, 4, 7, 8] { checksum &+= row.bytes(column).reduce(0) { $0 &+ Int($1) } }
-                checksum &+= Int(row.integer(5) &+ row.integer(6) &+ row.integer(9))
+                checksum &+= row.blob(0).reduce(0) { $0 &+ Int($1) }
+                for column: Int32 in [1, 2, 7, 8] { checksum &+= row.bytes(column).reduce(0) { $0 &+ Int($1) } }
+                checksum &+= Int(row.integer(3) &+ row.integer(4) &+ row.integer(5) &+ row.integer(6) &+ row.integer(9))
                 return nil
             }
         }

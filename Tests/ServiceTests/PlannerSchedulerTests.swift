@@ -1,8 +1,9 @@
 import Foundation
+import GRDB
 import LHTClient
 import LHTSchema
 @testable import ReminderPlanner
-import ServiceHost
+@testable import ServiceHost
 import Testing
 import TestSupport
 
@@ -172,6 +173,76 @@ import TestSupport
         let expected = nextOccurrences(first.scheduler)
         #expect(expected.count == (0..<9_000).count { $0 % 7 != 0 })
         #expect(nextOccurrences(restarted.scheduler) == expected)
+        withExtendedLifetime(rig) {}
+    }
+
+    /// A database written before reminder rows were compact (the id as text, `HH:mm`, a list of
+    /// weekday names) is migrated on start: every reminder comes back as it was stored, is scheduled,
+    /// and can be replaced and deleted by id afterwards; a row whose id does not parse, which the
+    /// old loader skipped too, is not carried over.
+    @Test func remindersStoredBeforeCompactRowsAreMigrated() throws {
+        let rig = try ServiceRig(.inproc)
+        let users = [("old1", "Europe/Berlin"), ("old2", "America/New_York")]
+        let created = PlannerSchedulerTests.start.adding(seconds: -86_400)
+        let expected = (0..<60).map { index in
+            Reminder(id: RecordID(), userId: UserID(users[index % 2].0)!, activity: [Activity.workout, .mindfulness, .noalc][index % 3],
+                     time: LocalTime(hour: index % 24, minute: index * 7 % 60)!,
+                     weekdays: index % 5 == 0 ? [] : Weekday.allCases.filter { ($0.index + index) % 3 != 0 },
+                     lookbackHours: 1 + index % 48, enabled: index % 4 != 0, title: index % 6 == 0 ? "Titel \(index)" : nil,
+                     body: index % 9 == 0 ? "Text \(index)" : nil, createdAt: created.adding(seconds: Int64(index)))
+        }
+        let database = try DatabaseQueue(path: rig.scratch.subdirectory("planner").appendingPathComponent("reminder-planner.sqlite").path)
+        var migrator = DatabaseMigrator()
+        EventLog.migrate(&migrator)
+        PlannerStore.migrate(&migrator)
+        try migrator.migrate(database, upTo: "planner")
+        try database.write { db in
+            for (user, zone) in users {
+                try db.execute(sql: "INSERT INTO user (user_id, time_zone, locale, paused) VALUES (?, ?, 'de', 0)", arguments: [user, zone])
+            }
+            for (index, reminder) in expected.enumerated() {
+                // As the old `save` wrote them, the weekdays in reverse order for once, one id in capitals.
+                let id = index == 1 ? reminder.id.description.uppercased() : reminder.id.description
+                try db.execute(sql: """
+                    INSERT INTO reminder (id, user_id, activity, time, weekdays, lookback_hours, enabled, title, body, created_at_ms)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """, arguments: [id, reminder.userId.rawValue, reminder.activity.rawValue, reminder.time.description,
+                                     reminder.weekdays.reversed().map(\.rawValue).joined(separator: ","), reminder.lookbackHours,
+                                     reminder.enabled, reminder.title, reminder.body, reminder.createdAt.millisecondsSince1970])
+            }
+            try db.execute(sql: """
+                INSERT INTO reminder (id, user_id, activity, time, weekdays, lookback_hours, enabled, title, body, created_at_ms)
+                VALUES ('not-an-id', 'old1', 'workout', '08:00', 'mon', 12, 1, NULL, NULL, 0)
+                """)
+        }
+        try database.close()
+
+        let migrated = try PlannerMemoryTests.planner(rig)
+        #expect(migrated.reminders.count == expected.count)
+        for reminder in expected { #expect(migrated.reminders[reminder.id] == reminder) }
+        // Every enabled reminder with a weekday has its next occurrence scheduled.
+        #expect(migrated.scheduler.scheduledCount == expected.count { $0.enabled && !$0.weekdays.isEmpty })
+        let columns = try migrated.host.read { db in
+            try Row.fetchOne(db, sql: "SELECT typeof(id) AS id, minute_of_day, weekday_mask FROM reminder WHERE id = ?", arguments: [expected[7].id.bytes])
+        }
+        #expect(columns?["id"] as String? == "blob")
+        #expect(columns?["minute_of_day"] as Int? == 7 * 60 + 49)
+        #expect(columns?["weekday_mask"] as Int? == expected[7].weekdays.reduce(0) { $0 | 1 << $1.index })
+
+        let replaced = ReminderPutRequest(id: expected[2].id, userId: expected[2].userId, activity: expected[2].activity,
+                                          time: LocalTime(hour: 6, minute: 30)!, weekdays: [.sat], title: "neu")
+        let replies = migrated.host.process([try PlannerMemoryTests.frame(Ops.reminderPut, replaced),
+                                             try PlannerMemoryTests.frame(Ops.reminderDelete, ReminderIDRequest(id: expected[3].id))])
+        for reply in replies { #expect(reply.starts(with: Data(#"{"v":1,"ok":true"#.utf8))) }
+        let restarted = try PlannerMemoryTests.planner(rig)
+        #expect(restarted.reminders.count == expected.count - 1)
+        #expect(restarted.reminders[expected[3].id] == nil)
+        #expect(restarted.reminders[expected[2].id]?.time == LocalTime(hour: 6, minute: 30))
+        #expect(restarted.reminders[expected[2].id]?.weekdays == [.sat])
+        #expect(restarted.reminders[expected[2].id]?.title == "neu")
+        for reminder in expected where reminder.id != expected[2].id && reminder.id != expected[3].id {
+            #expect(restarted.reminders[reminder.id] == reminder)
+        }
         withExtendedLifetime(rig) {}
     }
 }

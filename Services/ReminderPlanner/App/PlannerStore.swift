@@ -26,6 +26,31 @@ enum PlannerStore {
                 CREATE TABLE planner_state (key TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL);
                 """)
         }
+        // A reminder row as loading reads it fastest: the id as its 16 bytes, the time as minutes since
+        // midnight, the weekdays as a mask (bit n: `Weekday.index` n). Parsing the text forms was a
+        // sixth of reading a million rows, and the table and its id index take half the space.
+        migrator.registerMigration("reminder-compact-rows") { db in
+            let idBytes = DatabaseFunction("lht_record_id_bytes", argumentCount: 1, pure: true) { values in
+                String.fromDatabaseValue(values[0]).flatMap(RecordID.init)?.bytes
+            }
+            db.add(function: idBytes)
+            defer { db.remove(function: idBytes) }
+            let weekdayBits = Weekday.allCases.map { "((instr(weekdays, '\($0.rawValue)') > 0) << \($0.index))" }.joined(separator: " | ")
+            // A row whose id does not parse was never loaded either: it is not carried over.
+            try db.execute(sql: """
+                CREATE TABLE reminder_compact (
+                    id BLOB PRIMARY KEY NOT NULL, user_id TEXT NOT NULL, activity TEXT NOT NULL, minute_of_day INTEGER NOT NULL,
+                    weekday_mask INTEGER NOT NULL, lookback_hours INTEGER NOT NULL, enabled INTEGER NOT NULL,
+                    title TEXT, body TEXT, created_at_ms INTEGER NOT NULL);
+                INSERT INTO reminder_compact
+                    SELECT lht_record_id_bytes(id), user_id, activity,
+                           CAST(substr(time, 1, 2) AS INTEGER) * 60 + CAST(substr(time, 4, 2) AS INTEGER), \(weekdayBits),
+                           lookback_hours, enabled, title, body, created_at_ms
+                    FROM reminder WHERE lht_record_id_bytes(id) IS NOT NULL ORDER BY rowid;
+                DROP TABLE reminder;
+                ALTER TABLE reminder_compact RENAME TO reminder;
+                """)
+        }
     }
 
     // MARK: Users and reminders
@@ -50,62 +75,18 @@ enum PlannerStore {
         try db.fetchValue(Int.self, "SELECT COUNT(*) FROM reminder") ?? 0
     }
 
-    /// Exactly `HH:mm`, as `LocalTime(_:)` reads it, from bytes.
-    static func localTime(_ text: UnsafeBufferPointer<UInt8>) -> LocalTime? {
-        func digit(_ index: Int) -> Int? {
-            let byte = text[index]
-            return byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") ? Int(byte - UInt8(ascii: "0")) : nil
-        }
-        guard text.count == 5, text[2] == UInt8(ascii: ":"), let h1 = digit(0), let h2 = digit(1), let m1 = digit(3), let m2 = digit(4)
-        else { return nil }
-        return LocalTime(hour: h1 * 10 + h2, minute: m1 * 10 + m2)
-    }
-
-    /// Reads the stored `mon,tue,…` list by its three-letter names, each name packed into an integer
-    /// as it is read (no strings per reminder); unknown names are ignored.
-    static func weekdayMask(_ text: some Sequence<UInt8>) -> WeekdayMask {
-        var bits: UInt8 = 0
-        var name: UInt32 = 0, length = 0
-        for byte in text {
-            if byte != UInt8(ascii: ",") {
-                name = name << 8 | UInt32(byte)
-                length += 1
-                continue
-            }
-            if length == 3 { bits |= weekdayBit(packedName: name) }
-            name = 0
-            length = 0
-        }
-        if length == 3 { bits |= weekdayBit(packedName: name) }
-        return WeekdayMask(bits: bits)
-    }
-
-    /// The mask bit of a three-letter name packed big-endian into an integer, 0 for no weekday.
-    private static func weekdayBit(packedName: UInt32) -> UInt8 {
-        switch packedName {
-        case 0x6D6F6E: 1 << Weekday.mon.index  // "mon"
-        case 0x747565: 1 << Weekday.tue.index  // "tue"
-        case 0x776564: 1 << Weekday.wed.index  // "wed"
-        case 0x746875: 1 << Weekday.thu.index  // "thu"
-        case 0x667269: 1 << Weekday.fri.index  // "fri"
-        case 0x736174: 1 << Weekday.sat.index  // "sat"
-        case 0x73756E: 1 << Weekday.sun.index  // "sun"
-        default: 0
-        }
-    }
-
     static func save(_ reminder: Reminder, _ db: Database) throws {
         try RawStatement.execute("""
-            INSERT OR REPLACE INTO reminder (id, user_id, activity, time, weekdays, lookback_hours, enabled, title, body, created_at_ms)
+            INSERT OR REPLACE INTO reminder (id, user_id, activity, minute_of_day, weekday_mask, lookback_hours, enabled, title, body, created_at_ms)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, db, [.text(reminder.id.description), .text(reminder.userId.rawValue), .text(reminder.activity.rawValue),
-                      .text(reminder.time.description), .text(reminder.weekdays.map(\.rawValue).joined(separator: ",")),
+            """, db, [.blob(reminder.id.bytes), .text(reminder.userId.rawValue), .text(reminder.activity.rawValue),
+                      .integer(Int64(reminder.time.minutesSinceMidnight)), .integer(Int64(WeekdayMask(reminder.weekdays).bits)),
                       .integer(Int64(reminder.lookbackHours)), .integer(reminder.enabled ? 1 : 0), .text(reminder.title), .text(reminder.body),
                       .integer(reminder.createdAt.millisecondsSince1970)])
     }
 
     static func delete(reminder id: RecordID, _ db: Database) throws {
-        try db.run("DELETE FROM reminder WHERE id = ?", arguments: [id.description])
+        try db.run("DELETE FROM reminder WHERE id = ?", arguments: [id.bytes])
         try db.run("DELETE FROM announced WHERE reminder_id = ?", arguments: [id.description])
         try db.run("DELETE FROM restored WHERE reminder_id = ?", arguments: [id.description])
     }

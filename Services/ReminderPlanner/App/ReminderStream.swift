@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import LHTSchema
+import ReminderPlanning
 import ServiceHost
 
 /// A stored reminder as loading reads it: its fields without building a `Reminder`, and its texts.
@@ -23,7 +24,7 @@ extension PlannerStore {
                     batch.reserveCapacity(batchSize)
                     var lastUser: UserID?
                     try RawStatement.run("""
-                        SELECT id, user_id, activity, time, weekdays, lookback_hours, enabled, title, body, created_at_ms FROM reminder
+                        SELECT id, user_id, activity, minute_of_day, weekday_mask, lookback_hours, enabled, title, body, created_at_ms FROM reminder
                         """, db, []) { row -> Void? in
                         guard let reminder = storedReminder(row, lastUser: &lastUser) else { return nil }
                         batch.append(reminder)
@@ -49,10 +50,12 @@ extension PlannerStore {
     private static func storedReminder(_ row: RawStatement.Row, lastUser: inout UserID?) -> StoredReminder? {
         if let last = lastUser, !last.hasUTF8(row.bytes(1)) { lastUser = nil }
         if lastUser == nil { lastUser = UserID(row.string(1)) }
-        guard let id = RecordID(utf8: row.bytes(0)), let user = lastUser, let activity = activity(row.bytes(2)),
-              let time = localTime(row.bytes(3)) else { return nil }
+        let minutes = Int(row.integer(3))
+        guard let id = RecordID(bytes: row.blob(0)), let user = lastUser, let activity = activity(row.bytes(2)),
+              let time = LocalTime(hour: minutes / 60, minute: minutes % 60) else { return nil }
         return StoredReminder(
-            fields: ReminderTable.Fields(id: id, userId: user, activity: activity, time: time, weekdays: weekdayMask(row.bytes(4)),
+            fields: ReminderTable.Fields(id: id, userId: user, activity: activity, time: time,
+                                         weekdays: WeekdayMask(bits: UInt8(truncatingIfNeeded: row.integer(4))),
                                          lookbackHours: Int(row.integer(5)), enabled: row.integer(6) != 0, createdAt: row.integer(9)),
             title: row.optionalString(7), body: row.optionalString(8))
     }
