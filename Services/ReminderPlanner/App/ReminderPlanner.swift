@@ -121,26 +121,54 @@ public final class ReminderPlanner: Service {
         }
     }
 
-    /// Streams the stored reminders into the table (sized up front) and the schedule as they are
-    /// read: a million reminders never exist as one intermediate array. Both are filled as local
-    /// values, which spares a million checks of exclusive access to the planner's properties.
+    /// Streams the stored reminders into the table (sized up front) on this thread and into the
+    /// schedule on one of its own, as they are read: filling either took as long as reading the rows,
+    /// so the three overlap, and a million reminders never exist as one intermediate array. Both are
+    /// filled as local values, which spares a million checks of exclusive access to the planner's properties.
     private func loadReminders(expecting count: Int) throws {
-        var table = ReminderTable(), schedule = Scheduler()
+        var table = ReminderTable()
         table.reserveCapacity(count)
-        let decidedThrough = decidedThrough
-        // A user's reminders mostly come one after another: their zone is looked up once for them.
-        var zone: (user: UserID, zone: ZoneID)?
-        try schedule.scheduleAll(expecting: count) { add in
-            try PlannerStore.streamReminders(from: host.database) { stored in
-                let fields = stored.fields
-                table.insert(fields, title: stored.title, body: stored.body)
-                if zone?.user != fields.userId { zone = (fields.userId, user(fields.userId).timeZone) }
-                add(Scheduler.Rule(id: fields.id, time: fields.time, weekdays: fields.weekdays, enabled: fields.enabled), zone!.zone,
-                    Self.firstPending(createdAt: Instant(millisecondsSince1970: fields.createdAt), decidedThrough: decidedThrough))
+        let batches = HandOff<[StoredReminder]>(waitingLimit: 8)
+        let schedule = Self.schedule(batches, expecting: count, users: users, defaultZone: settings.defaultZone, decidedThrough: decidedThrough)
+        do {
+            try PlannerStore.streamReminders(from: host.database) { batch in
+                batches.put(batch)
+                // By index: a for-in loop copies each element out (retaining its strings) and destroys it after.
+                for index in batch.indices { table.insert(batch[index].fields, title: batch[index].title, body: batch[index].body) }
             }
+            batches.finish(.success(()))
+        } catch {
+            batches.finish(.failure(error))
+            _ = try? schedule.take()
+            throw error
         }
         reminders = table
-        scheduler = schedule
+        scheduler = try schedule.take()!.scheduler
+    }
+
+    /// The scheduler built from `batches` on a thread of its own, handed over once they end.
+    private static func schedule(_ batches: HandOff<[StoredReminder]>, expecting count: Int, users: [UserID: UserSettings],
+                                 defaultZone: ZoneID, decidedThrough: Instant) -> HandOff<BuiltScheduler> {
+        let built = HandOff<BuiltScheduler>(waitingLimit: 1)
+        DispatchQueue.global(qos: .userInitiated).async {
+            built.finish(Result {
+                var scheduler = Scheduler()
+                // A user's reminders mostly come one after another: their zone is looked up once for them.
+                var zone: (user: UserID, zone: ZoneID)?
+                try scheduler.scheduleAll(expecting: count) { add in
+                    while let batch = try batches.take() {
+                        for index in batch.indices {
+                            let fields = batch[index].fields
+                            if zone?.user != fields.userId { zone = (fields.userId, users[fields.userId]?.timeZone ?? defaultZone) }
+                            add(Scheduler.Rule(id: fields.id, time: fields.time, weekdays: fields.weekdays, enabled: fields.enabled), zone!.zone,
+                                firstPending(createdAt: Instant(millisecondsSince1970: fields.createdAt), decidedThrough: decidedThrough))
+                        }
+                    }
+                }
+                built.put(BuiltScheduler(scheduler: scheduler))
+            })
+        }
+        return built
     }
 
     func rebuildSchedule() {
@@ -152,4 +180,10 @@ public final class ReminderPlanner: Service {
             }
         }
     }
+}
+
+/// A scheduler passed from the thread that built it to the loop, which alone uses it from then on
+/// (its zones' offsets fill themselves in, so it is not shareable).
+private struct BuiltScheduler: @unchecked Sendable {
+    let scheduler: Scheduler
 }

@@ -12,10 +12,10 @@ struct StoredReminder: Sendable {
 }
 
 extension PlannerStore {
-    /// Hands every stored reminder to `body`, on this thread, while another thread reads and parses
-    /// the rows: stepping SQLite through a million rows took as long as filling the table and the
-    /// schedule with them, so the two overlap. Rows that do not parse are skipped.
-    static func streamReminders(from database: DatabaseQueue, _ body: (StoredReminder) -> Void) throws {
+    /// Hands every stored reminder to `body`, a batch at a time, on this thread, while another thread
+    /// reads and parses the rows: stepping SQLite through a million rows took as long as filling the
+    /// table with them, so the two overlap. Rows that do not parse are skipped.
+    static func streamReminders(from database: DatabaseQueue, _ body: ([StoredReminder]) -> Void) throws {
         let pipe = HandOff<[StoredReminder]>(waitingLimit: 8)
         DispatchQueue.global(qos: .userInitiated).async {
             pipe.finish(Result {
@@ -38,10 +38,7 @@ extension PlannerStore {
                 }
             })
         }
-        while let batch = try pipe.take() {
-            // By index: a for-in loop copies each element out (retaining its strings) and destroys it after.
-            for index in batch.indices { body(batch[index]) }
-        }
+        while let batch = try pipe.take() { body(batch) }
     }
 
     private static let batchSize = 1024
