@@ -173,6 +173,8 @@ import TestSupport
         let expected = nextOccurrences(first.scheduler)
         #expect(expected.count == (0..<9_000).count { $0 % 7 != 0 })
         #expect(nextOccurrences(restarted.scheduler) == expected)
+        // Loading read through a small page cache and gave the connection its own back.
+        #expect(try restarted.host.read { try Int.fetchOne($0, sql: "PRAGMA cache_size") } == -ServiceHost.cacheKilobytes)
         withExtendedLifetime(rig) {}
     }
 
