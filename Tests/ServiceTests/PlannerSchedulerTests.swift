@@ -225,7 +225,8 @@ import TestSupport
         // Every enabled reminder with a weekday has its next occurrence scheduled.
         #expect(migrated.scheduler.scheduledCount == expected.count { $0.enabled && !$0.weekdays.isEmpty })
         let columns = try migrated.host.read { db in
-            try Row.fetchOne(db, sql: "SELECT typeof(id) AS id, minute_of_day, weekday_mask FROM reminder WHERE id = ?", arguments: [expected[7].id.bytes])
+            try Row.fetchOne(db, sql: "SELECT typeof(id) AS id, minute_of_day, weekday_mask FROM reminder WHERE id = ?",
+                             arguments: [expected[7].id.bytes])
         }
         #expect(columns?["id"] as String? == "blob")
         #expect(columns?["minute_of_day"] as Int? == 7 * 60 + 49)

@@ -76,8 +76,10 @@ public final class ReminderPlanner: Service {
     }
 
     /// The user's settings; a user never set has the default zone, English and no pause.
-    func user(_ id: UserID) -> UserSettings {
-        users[id] ?? UserSettings(userId: id, timeZone: settings.defaultZone, locale: .en, paused: false)
+    func user(_ id: UserID) -> UserSettings { Self.user(id, in: users, defaultZone: settings.defaultZone) }
+
+    static func user(_ id: UserID, in users: [UserID: UserSettings], defaultZone: ZoneID) -> UserSettings {
+        users[id] ?? UserSettings(userId: id, timeZone: defaultZone, locale: .en, paused: false)
     }
 
     // MARK: Memory
@@ -159,7 +161,9 @@ public final class ReminderPlanner: Service {
                     while let batch = try batches.take() {
                         for index in batch.indices {
                             let fields = batch[index].fields
-                            if zone?.user != fields.userId { zone = (fields.userId, users[fields.userId]?.timeZone ?? defaultZone) }
+                            if zone?.user != fields.userId {
+                                zone = (fields.userId, user(fields.userId, in: users, defaultZone: defaultZone).timeZone)
+                            }
                             add(Scheduler.Rule(id: fields.id, time: fields.time, weekdays: fields.weekdays, enabled: fields.enabled), zone!.zone,
                                 firstPending(createdAt: Instant(millisecondsSince1970: fields.createdAt), decidedThrough: decidedThrough))
                         }
