@@ -30,7 +30,7 @@ let package = Package(
             name: "CZeroMQ", path: "Shared/CZeroMQ", pkgConfig: "libzmq",
             providers: [.apt(["libzmq3-dev"])]),
         .target(name: "ZeroMQ", dependencies: ["CZeroMQ"], path: "Shared/ZeroMQ"),
-        .target(name: "LHTSchema", path: "Shared/Schema", exclude: ["PROTOCOL.md"]),
+        .target(name: "LHTSchema", path: "Shared/Schema", exclude: ["PROTOCOL.md", "SEMANTICS.md"]),
         .target(name: "LHTClient", dependencies: ["ZeroMQ", "LHTSchema"], path: "Shared/Client"),
         // CurveZMQ certificates, the key directory and the ZAP handler a service starts before binding.
         .target(

@@ -53,21 +53,35 @@ public final class EventFollower {
     public func drain(limit: Int = 1024) -> [ReceivedEvent] {
         var events: [ReceivedEvent] = []
         var read = 0
-        while read < limit, let frames = try? subscriber.receiveMultipart(dontWait: true) {
+        // Each message is read where libzmq received it: only its decoded event is kept.
+        while read < limit, let event = try? subscriber.withReceivedMultipart(dontWait: true) { self.event(in: $0) } {
             read += 1
-            guard frames.count == 2 else { unreadable += 1; continue }
-            if frames[0].elementsEqual(Heartbeat.topic.utf8) {
-                guard let beat = try? WireJSON.decode(Heartbeat.self, from: frames[1]) else { unreadable += 1; continue }
+            if let event { events.append(event) }
+        }
+        return events
+    }
+
+    /// The event a message carries; nil for a heartbeat (noted) or anything unreadable (counted).
+    private func event(in frames: ReceivedFrames) -> ReceivedEvent? {
+        guard frames.count == 2 else {
+            unreadable += 1
+            return nil
+        }
+        if frames[0].elementsEqual(Heartbeat.topic.utf8) {
+            if let beat = try? WireJSON.decode(Heartbeat.self, fromBytes: frames[1]) {
                 heard(seq: beat.lastSeq)
                 heartbeatLogId = beat.logId ?? heartbeatLogId
-            } else if let event = try? WireJSON.decode(ReceivedEvent.self, from: frames[1]) {
-                heard(seq: event.seq)
-                events.append(event)
             } else {
                 unreadable += 1
             }
+            return nil
         }
-        return events
+        guard let event = try? WireJSON.decode(ReceivedEvent.self, fromBytes: frames[1]) else {
+            unreadable += 1
+            return nil
+        }
+        heard(seq: event.seq)
+        return event
     }
 
     /// One page of `events.since`: the events after `seq`, each decoded once.

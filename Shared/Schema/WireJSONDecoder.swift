@@ -14,9 +14,20 @@ extension WireJSON {
         return try JSONDecoder().decode(type, from: data)
     }
 
+    /// As `decode(_:from:)`, from bytes that are not a `Data` (a received frame where libzmq holds
+    /// it): they are copied only if Foundation has to decode them.
+    public static func decode<Value: Decodable>(_ type: Value.Type, fromBytes bytes: UnsafeRawBufferPointer) throws -> Value {
+        if let value = leanDecode(type, from: bytes) { return value }
+        return try JSONDecoder().decode(type, from: Data(bytes))
+    }
+
     /// The lean pass alone: nil when it leaves the bytes to Foundation.
     static func leanDecode<Value: Decodable>(_ type: Value.Type, from data: Data) -> Value? {
-        guard let node = data.withUnsafeBytes({ JSONTree.parse($0) }) else { return nil }
+        data.withUnsafeBytes { leanDecode(type, from: $0) }
+    }
+
+    static func leanDecode<Value: Decodable>(_ type: Value.Type, from bytes: UnsafeRawBufferPointer) -> Value? {
+        guard let node = JSONTree.parse(bytes) else { return nil }
         return try? Value(from: NodeDecoder(node: node))
     }
 }

@@ -83,8 +83,10 @@ public enum SocketType: Sendable {
 /// which is the zguide's first rule. It is closed exactly once, in `deinit` or `close()`.
 public final class Socket {
     private var handle: UnsafeMutableRawPointer?
-    /// The one receive buffer; a `zmq_msg_t` must never be copied, so it lives behind a pointer.
-    private let message: UnsafeMutablePointer<zmq_msg_t>
+    /// The receive buffers, one per frame of the message being read, reused for every message. A
+    /// `zmq_msg_t` must never be copied, so they live behind a pointer (and move with `zmq_msg_move`).
+    private var messages: UnsafeMutablePointer<zmq_msg_t>
+    private var messageCapacity = 4
     private let context: Context
     public let type: SocketType
 
@@ -94,13 +96,13 @@ public final class Socket {
         self.handle = handle
         self.context = context
         self.type = type
-        message = .allocate(capacity: 1)
+        messages = .allocate(capacity: messageCapacity)
         try set(ZMQ_LINGER, linger)
     }
 
     deinit {
         close()
-        message.deallocate()
+        messages.deallocate()
     }
 
     /// How long a closed socket keeps sending what it holds (0: drop it; -1: until sent).
@@ -264,60 +266,98 @@ public final class Socket {
 
     /// Receives one frame; nil when nothing arrived (`dontWait`, or the receive timeout passed).
     public func receive(dontWait: Bool = false) throws -> Data? {
-        try receiveFrame(dontWait: dontWait, property: nil)?.frame
-    }
-
-    /// One frame, whether more frames of its message follow, and, if asked, one of its message
-    /// properties (all read before the message is closed).
-    private func receiveFrame(dontWait: Bool, property: String?) throws -> (frame: Data, more: Bool, property: String?)? {
-        let handle = try open()
-        try check(zmq_msg_init(message))
-        defer { zmq_msg_close(message) }
-        while true {
-            let rc = zmq_msg_recv(message, handle, dontWait ? ZMQ_DONTWAIT : 0)
-            if rc >= 0 { break }
-            let error = ZMQError.last()
-            if error.code == EINTR { continue }
-            if error.code == EAGAIN { return nil }
-            throw error
-        }
-        // NULL (EINVAL) when the connection has no such property, e.g. no User-Id without ZAP.
-        let value = property.flatMap { zmq_msg_gets(message, $0) }.map { String(cString: $0) }
-        // From the message while it is open, rather than asking the socket afterwards (ZMQ_RCVMORE).
-        let more = zmq_msg_more(message) != 0
-        let size = zmq_msg_size(message)
-        guard size > 0, let bytes = zmq_msg_data(message) else { return (Data(), more, value) }
-        return (Data(bytes: bytes, count: size), more, value)
+        try withReceivedFrames(dontWait: dontWait, whole: false) { Data($0[0]) }
     }
 
     /// Receives a whole multipart message; nil when nothing arrived.
     public func receiveMultipart(dontWait: Bool = false) throws -> [Data]? {
-        try receiveMessage(dontWait: dontWait, property: nil)?.frames
+        try withReceivedMultipart(dontWait: dontWait) { $0.map { Data($0) } }
     }
 
     /// Receives a whole multipart message with one property of its connection, e.g. "User-Id" (what the
     /// ZAP handler said for the peer: on a ROUTER per request, on an XPUB per subscription message) or
     /// "Peer-Address". The property is nil when the connection has none. nil when nothing arrived.
     public func receiveMultipart(dontWait: Bool = false, property: String) throws -> (frames: [Data], property: String?)? {
-        try receiveMessage(dontWait: dontWait, property: property)
+        try withReceivedMultipart(dontWait: dontWait) { ($0.map { Data($0) }, $0.property(property)) }
     }
 
-    private func receiveMessage(dontWait: Bool, property: String?) throws -> (frames: [Data], property: String?)? {
-        guard let first = try receiveFrame(dontWait: dontWait, property: property) else { return nil }
-        var frames = [first.frame], more = first.more, value = first.property
-        // The rest of a multipart message is already here: libzmq delivers it atomically. A ROUTER
-        // makes the routing-id frame itself, without the connection's metadata: each frame is asked
-        // for the property until one has it.
-        while more, let next = try receiveFrame(dontWait: false, property: value == nil ? property : nil) {
-            frames.append(next.frame)
-            more = next.more
-            value = value ?? next.property
+    /// Receives a whole multipart message and hands `read` its frames where libzmq put them: nothing
+    /// is copied or allocated per message. The frames are valid only until `read` returns. nil (and
+    /// `read` is not called) when nothing arrived.
+    public func withReceivedMultipart<Result>(dontWait: Bool = false, _ read: (ReceivedFrames) throws -> Result) throws -> Result? {
+        try withReceivedFrames(dontWait: dontWait, whole: true, read)
+    }
+
+    /// Receives the next frame, or (`whole`) every frame of the next message, into `messages`, hands
+    /// them to `read` and closes them.
+    private func withReceivedFrames<Result>(dontWait: Bool, whole: Bool, _ read: (ReceivedFrames) throws -> Result) throws -> Result? {
+        let handle = try open()
+        var count = 0
+        defer { for index in 0..<count { zmq_msg_close(messages + index) } }
+        var more = true
+        while more && (whole || count == 0) {
+            if count == messageCapacity { growMessages(keeping: count) }
+            let message = messages + count
+            zmq_msg_init(message)
+            count += 1
+            // The rest of a multipart message is already here (libzmq delivers it whole): only the first frame waits.
+            while zmq_msg_recv(message, handle, count == 1 && dontWait ? ZMQ_DONTWAIT : 0) < 0 {
+                let error = ZMQError.last()
+                if error.code == EINTR { continue }
+                if error.code == EAGAIN && count == 1 { return nil }
+                throw error
+            }
+            // From the message itself, rather than asking the socket afterwards (ZMQ_RCVMORE).
+            more = zmq_msg_more(message) != 0
         }
-        return (frames, value)
+        return try read(ReceivedFrames(messages, count: count))
+    }
+
+    /// Doubles the receive buffers, moving the `open` frames received so far into the new ones.
+    private func growMessages(keeping open: Int) {
+        let grown = UnsafeMutablePointer<zmq_msg_t>.allocate(capacity: messageCapacity * 2)
+        for index in 0..<open {
+            zmq_msg_init(grown + index)
+            zmq_msg_move(grown + index, messages + index)
+            zmq_msg_close(messages + index)
+        }
+        messages.deallocate()
+        messages = grown
+        messageCapacity *= 2
     }
 
     /// The raw handle, for `zmq_poll`.
     var pollHandle: UnsafeMutableRawPointer? { handle }
+}
+
+/// The frames of one received message, in libzmq's buffers: valid only inside the
+/// `withReceivedMultipart` call that hands them over.
+public struct ReceivedFrames: RandomAccessCollection {
+    @usableFromInline let messages: UnsafeMutablePointer<zmq_msg_t>
+    public let count: Int
+
+    init(_ messages: UnsafeMutablePointer<zmq_msg_t>, count: Int) {
+        self.messages = messages
+        self.count = count
+    }
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { count }
+
+    @inlinable public subscript(index: Int) -> UnsafeRawBufferPointer {
+        precondition(index >= 0 && index < count, "frame index out of range")
+        return UnsafeRawBufferPointer(start: zmq_msg_data(messages + index), count: zmq_msg_size(messages + index))
+    }
+
+    /// One property of the message's connection, e.g. "User-Id"; nil when the connection has none
+    /// (no User-Id without ZAP). A ROUTER makes the routing-id frame itself, without the connection's
+    /// metadata, so each frame is asked until one has it.
+    public func property(_ name: String) -> String? {
+        for index in 0..<count {
+            if let value = zmq_msg_gets(messages + index, name) { return String(cString: value) }
+        }
+        return nil
+    }
 }
 
 /// Socket events a monitor reports (`Socket.monitor`).

@@ -148,7 +148,7 @@ enum PlannerBenchmark {
         let database = try DatabaseQueue(path: directory + "/reminder-planner.sqlite")
         var checksum = 0
         try database.read { db in
-            try RawStatement.run("""
+            _ = try RawStatement.run("""
                 SELECT id, user_id, activity, minute_of_day, weekday_mask, lookback_hours, enabled, title, body, created_at_ms FROM reminder
                 """, db, []) { row -> Void? in
                 checksum &+= row.blob(0).reduce(0) { $0 &+ Int($1) }

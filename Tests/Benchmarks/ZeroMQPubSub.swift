@@ -237,19 +237,18 @@ enum ZeroMQPubSub {
         defer { run.received.store(received, ordering: .sequentiallyConsistent) }
         let cpu = threadCPUNanoseconds()
         while received < run.messages && !run.hasFailed {
-            guard let frames = try subscriber.receiveMultipart() else {
-                throw BenchError("nothing for \(receiveTimeoutMilliseconds) ms after \(received) messages")
+            // The frames as libzmq holds them, as the C side reads them: nothing copied.
+            let isData = try subscriber.withReceivedMultipart { frames in
+                guard frames.count == 2 else { throw BenchError("a \(frames.count)-frame message") }
+                // A probe is told apart by its topic's size.
+                if frames[0].count == probeTopic.utf8.count { return false }
+                guard frames[0].count == topicSize, frames[1].count == payloadSize else {
+                    throw BenchError("a malformed message: \(frames.map(\.count)) bytes")
+                }
+                return true
             }
-            guard frames.count == 2 else { throw BenchError("a \(frames.count)-frame message") }
-            // A probe is told apart by its topic's size.
-            if frames[0].count == probeTopic.utf8.count {
-                run.joined.store(true, ordering: .sequentiallyConsistent)
-                continue
-            }
-            guard frames[0].count == topicSize, frames[1].count == payloadSize else {
-                throw BenchError("a malformed message: \(frames.map(\.count)) bytes")
-            }
-            received += 1
+            guard let isData else { throw BenchError("nothing for \(receiveTimeoutMilliseconds) ms after \(received) messages") }
+            if isData { received += 1 } else { run.joined.store(true, ordering: .sequentiallyConsistent) }
         }
         run.end.withLock { $0 = .now }
         run.subscriberCPU.store(threadCPUNanoseconds() - cpu, ordering: .sequentiallyConsistent)

@@ -67,6 +67,44 @@ struct SocketTests {
         #expect(try receive(subscriber, within: 100) == nil)
     }
 
+    /// Frames are received into buffers the socket reuses, grown while a long message's earlier
+    /// frames are still open: every frame must read back intact, and so must the next message.
+    @Test func borrowedFramesReadBackIntactAcrossBufferGrowth() throws {
+        let pull = try Socket(context, .pull)
+        let endpoint = try pull.bind("tcp://127.0.0.1:*")
+        let push = try Socket(context, .push)
+        try push.connect(endpoint)
+        let long = (0..<9).map { index in
+            index == 4 ? Data((0..<100_000).map { UInt8(truncatingIfNeeded: $0 * 7) })
+                : index % 3 == 0 ? Data() : Data("frame \(index) ü".utf8)
+        }
+        try push.send(multipart: long)
+        try push.send(multipart: [Data("after".utf8), Data()])
+        try pull.setReceiveTimeout(milliseconds: 2000)
+
+        #expect(try pull.withReceivedMultipart { frames in frames.map { Data($0) } } == long)
+        let next = try pull.withReceivedMultipart { frames in (frames.count, Data(frames[0]), frames[1].count, frames.property("Peer-Address")) }
+        #expect(next?.0 == 2 && next?.1 == Data("after".utf8) && next?.2 == 0)
+        #expect(next?.3 == "127.0.0.1")
+
+        var called = false
+        #expect(try pull.withReceivedMultipart(dontWait: true) { _ in called = true } == nil)
+        #expect(!called)
+    }
+
+    /// `receive()` takes one frame at a time, the rest of its message staying for the next call.
+    @Test func singleFrameReceiveLeavesTheRestOfTheMessage() throws {
+        let pull = try Socket(context, .pull)
+        let endpoint = try pull.bind("tcp://127.0.0.1:*")
+        let push = try Socket(context, .push)
+        try push.connect(endpoint)
+        try push.send(multipart: [Data("one".utf8), Data("two".utf8)])
+        try pull.setReceiveTimeout(milliseconds: 2000)
+        #expect(try pull.receive() == Data("one".utf8))
+        #expect(try pull.receive() == Data("two".utf8))
+        #expect(try pull.receive(dontWait: true) == nil)
+    }
+
     @Test func pollReportsTheReadySocketAndTimesOut() throws {
         let pullA = try Socket(context, .pull)
         let pullB = try Socket(context, .pull)
