@@ -86,12 +86,11 @@ public struct ServiceLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    public func log(level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?,
-                    source: String, file: String, function: String, line: UInt) {
+    public func log(event: LogEvent) {
         var merged = self.metadata
         if let provided = metadataProvider?.get() { merged.merge(provided) { _, new in new } }
-        if let explicit { merged.merge(explicit) { _, new in new } }
-        stream.write(line: Self.format(format, time: now(), level: level, service: service, message: message.description, metadata: merged))
+        if let explicit = event.metadata { merged.merge(explicit) { _, new in new } }
+        stream.write(line: Self.format(format, time: now(), level: event.level, service: service, message: event.message.description, metadata: merged))
     }
 
     /// One log line without its newline.
