@@ -152,7 +152,8 @@ public final class ReminderPlanner: Service {
     private static func schedule(_ batches: HandOff<[StoredReminder]>, expecting count: Int, users: [UserID: UserSettings],
                                  defaultZone: ZoneID, decidedThrough: Instant) -> HandOff<BuiltScheduler> {
         let built = HandOff<BuiltScheduler>(waitingLimit: 1)
-        DispatchQueue.global(qos: .userInitiated).async {
+        // A thread of its own, as the reader's (streamReminders): it blocks while loading lasts.
+        let scheduling = Thread {
             built.finish(Result {
                 var scheduler = Scheduler()
                 // A user's reminders mostly come one after another: their zone is looked up once for them.
@@ -172,6 +173,8 @@ public final class ReminderPlanner: Service {
                 built.put(BuiltScheduler(scheduler: scheduler))
             })
         }
+        scheduling.name = "reminder-scheduling"
+        scheduling.start()
         return built
     }
 

@@ -17,7 +17,9 @@ extension PlannerStore {
     /// table with them, so the two overlap. Rows that do not parse are skipped.
     static func streamReminders(from database: DatabaseQueue, _ body: ([StoredReminder]) -> Void) throws {
         let pipe = HandOff<[StoredReminder]>(waitingLimit: 8)
-        DispatchQueue.global(qos: .userInitiated).async {
+        // A thread of its own, not a GCD work item: it blocks for as long as loading takes, and
+        // blocked items hold the global queue's few threads from everyone else in the process.
+        let reader = Thread {
             pipe.finish(Result {
                 try database.read { db in
                     // One pass, never read again: through a small page cache, so that loading does not
@@ -43,6 +45,8 @@ extension PlannerStore {
                 }
             })
         }
+        reader.name = "reminder-reader"
+        reader.start()
         while let batch = try pipe.take() { body(batch) }
     }
 
