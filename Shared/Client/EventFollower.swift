@@ -54,7 +54,7 @@ public final class EventFollower {
         var events: [ReceivedEvent] = []
         var read = 0
         // Each message is read where libzmq received it: only its decoded event is kept.
-        while read < limit, let event = try? subscriber.withReceivedMultipart(dontWait: true) { self.event(in: $0) } {
+        while read < limit, let event = try? subscriber.withReceivedMultipart(dontWait: true, event(in:)) {
             read += 1
             if let event { events.append(event) }
         }

@@ -282,8 +282,9 @@ public final class Socket {
     }
 
     /// Receives a whole multipart message and hands `read` its frames where libzmq put them: nothing
-    /// is copied or allocated per message. The frames are valid only until `read` returns. nil (and
-    /// `read` is not called) when nothing arrived.
+    /// is copied or allocated per message. The frames are valid only until `read` returns, and `read`
+    /// must not receive on this socket (the next message would take their buffers). nil (and `read`
+    /// is not called) when nothing arrived.
     public func withReceivedMultipart<Result>(dontWait: Bool = false, _ read: (ReceivedFrames) throws -> Result) throws -> Result? {
         try withReceivedFrames(dontWait: dontWait, whole: true, read)
     }
@@ -301,7 +302,7 @@ public final class Socket {
             zmq_msg_init(message)
             count += 1
             // The rest of a multipart message is already here (libzmq delivers it whole): only the first frame waits.
-            while zmq_msg_recv(message, handle, count == 1 && dontWait ? ZMQ_DONTWAIT : 0) < 0 {
+            while zmq_msg_recv(message, handle, (count == 1 && dontWait) ? ZMQ_DONTWAIT : 0) < 0 {
                 let error = ZMQError.last()
                 if error.code == EINTR { continue }
                 if error.code == EAGAIN && count == 1 { return nil }
