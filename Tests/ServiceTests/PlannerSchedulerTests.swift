@@ -23,18 +23,40 @@ import TestSupport
         var scheduler = Scheduler()
         let reminder = Self.reminder(9 * 60)
         // The same occurrence again and again (what user.put did to every reminder of the user).
-        for _ in 0..<1000 { scheduler.schedule(reminder, zone: .utc, from: Self.start) }
+        for _ in 0..<1000 { scheduler.schedule(reminder, row: 0, zone: .utc, from: Self.start) }
         #expect(scheduler.entryCount == 1)
         #expect(scheduler.liveEntriesByReminder == [reminder.id: 1])
         // Another instant each time (a zone change back and forth): one live entry, stale ones bounded.
-        for round in 0..<1000 { scheduler.schedule(reminder, zone: Self.zones[round % Self.zones.count], from: Self.start) }
+        for round in 0..<1000 { scheduler.schedule(reminder, row: 0, zone: Self.zones[round % Self.zones.count], from: Self.start) }
         #expect(scheduler.liveEntriesByReminder == [reminder.id: 1])
         #expect(scheduler.entryCount <= 2 + Scheduler.compactionSlack)
         // Unscheduled (disabled, deleted): no live entry, and its stale ones go too.
-        scheduler.schedule(Self.reminder(9 * 60, id: reminder.id, enabled: false), zone: .utc, from: Self.start)
+        scheduler.schedule(Self.reminder(9 * 60, id: reminder.id, enabled: false), row: 0, zone: .utc, from: Self.start)
         #expect(scheduler.liveEntriesByReminder.isEmpty)
+        #expect(scheduler.scheduledCount == 0)
         #expect(scheduler.popNext(through: Self.start.adding(seconds: 400 * 86_400)) == nil)
         #expect(scheduler.entryCount == 0)
+    }
+
+    /// A row the table gives to another reminder after unscheduling the one before: only the new
+    /// reminder comes out, and the old one's entry (earlier, still in the heap) never does.
+    @Test func aReusedRowSchedulesOnlyItsNewReminder() {
+        var scheduler = Scheduler()
+        let deleted = Self.reminder(8 * 60), next = Self.reminder(10 * 60), neighbour = Self.reminder(9 * 60)
+        scheduler.schedule(deleted, row: 0, zone: .utc, from: Self.start)
+        scheduler.schedule(neighbour, row: 1, zone: .utc, from: Self.start)
+        scheduler.unschedule(0)
+        scheduler.unschedule(0)  // twice is harmless
+        scheduler.schedule(next, row: 0, zone: .utc, from: Self.start)
+        #expect(scheduler.scheduledCount == 2)
+        var popped: [(RecordID, Scheduler.Row, LocalTime)] = []
+        while let (id, row, occurrence) = scheduler.popNext(through: Self.start.adding(seconds: 86_400 - 1)) {
+            popped.append((id, row, occurrence.localTime))
+        }
+        #expect(popped.map(\.0) == [neighbour.id, next.id])
+        #expect(popped.map(\.1) == [1, 0])
+        #expect(popped.map(\.2) == [LocalTime(hour: 9, minute: 0)!, LocalTime(hour: 10, minute: 0)!])
+        #expect(scheduler.scheduledCount == 0)
     }
 
     /// Many reminders rescheduled at random, then everything popped: each reminder's occurrences come
@@ -53,7 +75,7 @@ import TestSupport
             }
             let zone = Self.zones[Int(random.next() % UInt64(Self.zones.count))]
             zones[reminders[index].id] = zone
-            scheduler.schedule(reminders[index], zone: zone, from: Self.start)
+            scheduler.schedule(reminders[index], row: Scheduler.Row(index), zone: zone, from: Self.start)
             largest = max(largest, scheduler.entryCount)
         }
         #expect(largest <= 2 * reminders.count + Scheduler.compactionSlack)
@@ -62,11 +84,11 @@ import TestSupport
 
         // Decide three days, rescheduling after each pop as the planner does.
         let through = Self.start.adding(seconds: 3 * 86_400)
-        let byId = Dictionary(uniqueKeysWithValues: reminders.map { ($0.id, $0) })
         var popped: [(RecordID, Instant)] = []
-        while let (id, occurrence) = scheduler.popNext(through: through) {
+        while let (id, row, occurrence) = scheduler.popNext(through: through) {
+            #expect(reminders[Int(row)].id == id)
             popped.append((id, occurrence.at))
-            scheduler.schedule(byId[id]!, zone: zones[id]!, from: occurrence.at.adding(milliseconds: 1))
+            scheduler.schedule(reminders[Int(row)], row: row, zone: zones[id]!, from: occurrence.at.adding(milliseconds: 1))
         }
         #expect(popped.map(\.1) == popped.map(\.1).sorted())
         #expect(Set(popped.map { "\($0.0)@\($0.1)" }).count == popped.count)
@@ -165,7 +187,7 @@ import TestSupport
         func nextOccurrences(_ scheduler: Scheduler) -> [String] {
             var scheduler = scheduler
             var popped: [String] = []
-            while let (id, next) = scheduler.popNext(through: PlannerSchedulerTests.start.adding(seconds: 8 * 86_400)) {
+            while let (id, _, next) = scheduler.popNext(through: PlannerSchedulerTests.start.adding(seconds: 8 * 86_400)) {
                 popped.append("\(id) \(next.at) \(next.day) \(next.localTime)")
             }
             return popped

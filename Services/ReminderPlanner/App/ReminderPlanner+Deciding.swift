@@ -56,11 +56,11 @@ extension ReminderPlanner {
     /// Pops the earliest occurrence due by `bound`, decides it and schedules its reminder's next
     /// one; false when nothing is due.
     private func decideNext(through bound: Instant, mode: DecisionMode, _ tx: Transaction, _ tally: inout DecisionTally) throws -> Bool {
-        guard let (id, planned) = scheduler.popNext(through: bound) else { return false }
+        guard let (id, row, planned) = scheduler.popNext(through: bound) else { return false }
         guard let reminder = reminders[id] else { return true }
         let settings = user(reminder.userId)
         if let status = try decide(planned, of: reminder, user: settings, now: bound, mode: mode, tx) { tally.add(status) }
-        scheduler.schedule(reminder, zone: settings.timeZone, from: planned.at.adding(milliseconds: 1))
+        scheduler.schedule(reminder, row: row, zone: settings.timeZone, from: planned.at.adding(milliseconds: 1))
         return true
     }
 

@@ -84,10 +84,6 @@ public final class ReminderPlanner: Service {
 
     // MARK: Memory
 
-    func remember(_ reminder: Reminder) {
-        reminders.insert(reminder)
-    }
-
     /// Puts `new` in memory in place of reminder `id` (nil: deletes it, with its restored
     /// occurrences) and schedules it, at once; undone if `tx` rolls back.
     func replaceReminder(_ id: RecordID, with new: Reminder?, in tx: Transaction) {
@@ -101,11 +97,17 @@ public final class ReminderPlanner: Service {
         }
     }
 
+    /// The scheduler knows reminders by their table rows: a row leaves the schedule before the
+    /// table can give it to another reminder.
     private func setReminder(_ id: RecordID, _ reminder: Reminder?) {
-        reminders.remove(id)
-        guard let reminder else { return scheduler.unschedule(id) }
-        remember(reminder)
-        scheduler.schedule(reminder, zone: user(reminder.userId).timeZone, from: firstPending(reminder))
+        let oldRow = reminders.remove(id)
+        guard let reminder else {
+            if let oldRow { scheduler.unschedule(oldRow) }
+            return
+        }
+        let row = reminders.insert(reminder)
+        if let oldRow, oldRow != row { scheduler.unschedule(oldRow) }
+        scheduler.schedule(reminder, row: row, zone: user(reminder.userId).timeZone, from: firstPending(reminder))
     }
 
     /// Makes `settings` the user's, rescheduling its reminders in its zone, at once; undone if `tx` rolls back.
@@ -118,8 +120,8 @@ public final class ReminderPlanner: Service {
     private func setUser(_ id: UserID, _ settings: UserSettings?) {
         users[id] = settings
         let zone = user(id).timeZone
-        for reminder in reminders.owned(by: id) {
-            scheduler.schedule(reminder, zone: zone, from: firstPending(reminder))
+        for (row, reminder) in reminders.rows(ownedBy: id) {
+            scheduler.schedule(reminder, row: row, zone: zone, from: firstPending(reminder))
         }
     }
 
@@ -136,7 +138,11 @@ public final class ReminderPlanner: Service {
             try PlannerStore.streamReminders(from: host.database) { batch in
                 batches.put(batch)
                 // By index: a for-in loop copies each element out (retaining its strings) and destroys it after.
-                for index in batch.indices { table.insert(batch[index].fields, title: batch[index].title, body: batch[index].body) }
+                for index in batch.indices {
+                    let row = table.insert(batch[index].fields, title: batch[index].title, body: batch[index].body)
+                    // The scheduling thread numbers the reminders as they come: the table must agree.
+                    precondition(Int(row) == table.count - 1, "loading fills an empty table in order")
+                }
             }
             batches.finish(.success(()))
         } catch {
@@ -158,6 +164,8 @@ public final class ReminderPlanner: Service {
                 var scheduler = Scheduler()
                 // A user's reminders mostly come one after another: their zone is looked up once for them.
                 var zone: (user: UserID, zone: ZoneID)?
+                // The table, filled from the same batches on the loop thread, gives the n-th reminder row n.
+                var row: Scheduler.Row = 0
                 try scheduler.scheduleAll(expecting: count) { add in
                     while let batch = try batches.take() {
                         for index in batch.indices {
@@ -165,8 +173,9 @@ public final class ReminderPlanner: Service {
                             if zone?.user != fields.userId {
                                 zone = (fields.userId, user(fields.userId, in: users, defaultZone: defaultZone).timeZone)
                             }
-                            add(Scheduler.Rule(id: fields.id, time: fields.time, weekdays: fields.weekdays, enabled: fields.enabled), zone!.zone,
+                            add(Scheduler.Rule(id: fields.id, time: fields.time, weekdays: fields.weekdays, enabled: fields.enabled), row, zone!.zone,
                                 firstPending(createdAt: Instant(millisecondsSince1970: fields.createdAt), decidedThrough: decidedThrough))
+                            row += 1
                         }
                     }
                 }
@@ -183,7 +192,7 @@ public final class ReminderPlanner: Service {
         scheduler.scheduleAll(expecting: reminders.count) { schedule in
             reminders.forEachUser { userId, rules in
                 let zone = user(userId).timeZone
-                for (rule, createdAt) in rules { schedule(rule, zone, firstPending(createdAt: createdAt)) }
+                for (rule, row, createdAt) in rules { schedule(rule, row, zone, firstPending(createdAt: createdAt)) }
             }
         }
     }

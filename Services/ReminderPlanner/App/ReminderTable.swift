@@ -45,10 +45,12 @@ struct ReminderTable {
         return rowsByUser[Int(index)].map { reminder(at: $0) }
     }
 
-    /// Adds `reminder`, or replaces the one with its id.
-    mutating func insert(_ reminder: Reminder) {
+    /// Adds `reminder`, or replaces the one with its id; returns its row. A replaced reminder keeps
+    /// its row (the row freed last is taken first).
+    @discardableResult
+    mutating func insert(_ reminder: Reminder) -> Scheduler.Row {
         remove(reminder.id)
-        insert(Fields(id: reminder.id, userId: reminder.userId, activity: reminder.activity, time: reminder.time,
+        return insert(Fields(id: reminder.id, userId: reminder.userId, activity: reminder.activity, time: reminder.time,
                       weekdays: WeekdayMask(reminder.weekdays), lookbackHours: reminder.lookbackHours, enabled: reminder.enabled,
                       createdAt: reminder.createdAt.millisecondsSince1970), title: reminder.title, body: reminder.body)
     }
@@ -65,8 +67,10 @@ struct ReminderTable {
         let createdAt: Int64
     }
 
-    /// Adds a reminder whose id is not in the table yet.
-    mutating func insert(_ fields: Fields, title: String?, body: String?) {
+    /// Adds a reminder whose id is not in the table yet; returns its row. An empty table gives the
+    /// n-th reminder added row n, which loading relies on to schedule reminders as they are read.
+    @discardableResult
+    mutating func insert(_ fields: Fields, title: String?, body: String?) -> Scheduler.Row {
         let user = intern(fields.userId)
         let row = Row(id: fields.id, createdAt: fields.createdAt, user: user, minutes: Int16(fields.time.minutesSinceMidnight),
                       lookbackHours: Int16(clamping: fields.lookbackHours), weekdays: fields.weekdays.bits,
@@ -82,28 +86,35 @@ struct ReminderTable {
         rowByID[fields.id] = index
         rowsByUser[Int(user)].append(index)
         if title != nil || body != nil { texts[fields.id] = (title, body) }
+        return index
     }
 
-    /// Every reminder's scheduling rule and creation instant, user by user, without building `Reminder`s.
-    func forEachUser(_ body: (UserID, _ rules: [(rule: Scheduler.Rule, createdAt: Instant)]) -> Void) {
+    /// `user`'s reminders with their rows.
+    func rows(ownedBy user: UserID) -> [(row: Scheduler.Row, reminder: Reminder)] {
+        guard let index = userIndex[user] else { return [] }
+        return rowsByUser[Int(index)].map { ($0, reminder(at: $0)) }
+    }
+
+    /// Every reminder's scheduling rule, row and creation instant, user by user, without building `Reminder`s.
+    func forEachUser(_ body: (UserID, _ rules: [(rule: Scheduler.Rule, row: Scheduler.Row, createdAt: Instant)]) -> Void) {
         for (user, indices) in rowsByUser.enumerated() where !indices.isEmpty {
             body(userIDs[user], indices.map { index in
                 let row = rows[Int(index)]
                 return (Scheduler.Rule(id: row.id, time: LocalTime(hour: Int(row.minutes) / 60, minute: Int(row.minutes) % 60)!,
                                        weekdays: WeekdayMask(bits: row.weekdays), enabled: row.enabled),
-                        Instant(millisecondsSince1970: row.createdAt))
+                        index, Instant(millisecondsSince1970: row.createdAt))
             })
         }
     }
 
+    /// Removes reminder `id` and returns the row it had, which the next insert takes.
     @discardableResult
-    mutating func remove(_ id: RecordID) -> Reminder? {
+    mutating func remove(_ id: RecordID) -> Scheduler.Row? {
         guard let index = rowByID.removeValue(forKey: id) else { return nil }
-        let removed = reminder(at: index)
         rowsByUser[Int(rows[Int(index)].user)].removeAll { $0 == index }
         texts.removeValue(forKey: id)
         freeRows.append(index)
-        return removed
+        return index
     }
 
     private func reminder(at index: Int32) -> Reminder {

@@ -5,7 +5,9 @@ import ReminderPlanning
 /// The next undecided occurrence of every enabled reminder, in a min-heap by instant, so the planner
 /// wakes exactly at the next decision instead of scanning all reminders.
 ///
-/// Each reminder has at most one *live* entry: the one carrying the ticket its reminder holds.
+/// Reminders are known by their row in the planner's `ReminderTable`: a row's reminder is
+/// unscheduled before the row is given to another. Each reminder has at most one *live* entry:
+/// the one carrying the ticket its row holds.
 /// Entries are never removed from the middle of the heap; rescheduling (an edit, a zone change)
 /// or unscheduling makes the old entry stale, and a stale entry is dropped when it surfaces.
 /// Rescheduling to the same occurrence keeps the entry (a `user.put` that changes nothing in a
@@ -13,10 +15,17 @@ import ReminderPlanning
 /// so the heap never holds more than `2 × live + compactionSlack` entries: memory follows the
 /// number of reminders, not the number of edits.
 struct Scheduler {
+    /// A reminder's row in the planner's `ReminderTable`.
+    typealias Row = Int32
+
     private var heap = Heap<Entry>()
-    /// Each scheduled reminder's live occurrence and the ticket of its one live heap entry, packed
-    /// into 16 bytes: a million reminders cost 32 MB here (a `PlannedOccurrence` and ticket took 72).
-    private var live: [RecordID: Live] = [:]
+    /// Each row's live occurrence and the ticket of its one live heap entry, packed into 16 bytes
+    /// (`Live.unscheduled` where none). An array by row, not a dictionary by id: loading a million
+    /// reminders wrote it in order instead of hashing each id into scattered memory, which had cost
+    /// a quarter of a second of start-up.
+    private var live: [Live] = []
+    /// Rows with a scheduled occurrence.
+    private(set) var scheduledCount = 0
     /// Increases with every entry pushed: an entry is live iff its reminder's `Live` holds its ticket.
     private var lastTicket: UInt64 = 0
     /// Zones' offsets remembered from their transitions, by identifier: scheduling asks Foundation
@@ -31,6 +40,7 @@ struct Scheduler {
         let at: Int64
         let reminder: RecordID
         let ticket: UInt64
+        let row: Row
 
         static func < (lhs: Entry, rhs: Entry) -> Bool { (lhs.at, lhs.reminder, lhs.ticket) < (rhs.at, rhs.reminder, rhs.ticket) }
     }
@@ -39,7 +49,15 @@ struct Scheduler {
     /// exhausted), the rule day as an offset from the instant's UTC day (within ±2) and the local minute.
     private struct Live: Equatable {
         let at: Int64
+        /// 0 only for `unscheduled`: tickets start at 1.
         let packed: UInt64
+
+        static let unscheduled = Live(at: .min, packed: 0)
+
+        private init(at: Int64, packed: UInt64) {
+            self.at = at
+            self.packed = packed
+        }
 
         init(_ occurrence: PlannedOccurrence, ticket: UInt64) {
             at = occurrence.at.millisecondsSince1970
@@ -90,26 +108,26 @@ struct Scheduler {
         }
     }
 
-    /// (Re)schedules `reminder`'s first occurrence at or after `from`, or unschedules it.
-    mutating func schedule(_ reminder: Reminder, zone: ZoneID, from: Instant) {
+    /// (Re)schedules `reminder`, in `row`, at its first occurrence at or after `from`, or unschedules it.
+    mutating func schedule(_ reminder: Reminder, row: Row, zone: ZoneID, from: Instant) {
         let rule = Rule(reminder)
         guard rule.enabled, let next = OccurrenceCalendar.next(at: rule.time, on: rule.weekdays, in: offsets(of: zone), from: from) else {
-            unschedule(rule.id)
+            unschedule(row)
             return
         }
         let candidate = Live(next, ticket: lastTicket + 1)
         // Its live entry already stands for that occurrence: keep it (a `user.put` that changes nothing adds nothing).
-        if let current = live[rule.id], current.isSameOccurrence(as: candidate) { return }
+        if Int(row) < live.count, live[Int(row)].isSameOccurrence(as: candidate) { return }
         lastTicket += 1
-        live[rule.id] = candidate
-        heap.insert(Entry(at: candidate.at, reminder: rule.id, ticket: lastTicket))
+        setLive(candidate, at: row)
+        heap.insert(Entry(at: candidate.at, reminder: rule.id, ticket: lastTicket, row: row))
         compactIfMostlyStale()
     }
 
-    /// Start-up: schedules every reminder `forEachRule` hands over into an empty scheduler, the heap
+    /// Start-up: schedules every reminder `forEachRule` hands over (with its row) into an empty scheduler, the heap
     /// built in one linear pass instead of a push each. Reminders with the same zone, time, weekdays
     /// and start (most of them, after a restart) share one occurrence computation.
-    mutating func scheduleAll(expecting count: Int, _ forEachRule: (_ schedule: (Rule, ZoneID, Instant) -> Void) throws -> Void) rethrows {
+    mutating func scheduleAll(expecting count: Int, _ forEachRule: (_ schedule: (Rule, Row, ZoneID, Instant) -> Void) throws -> Void) rethrows {
         precondition(live.isEmpty && heap.isEmpty, "scheduleAll fills an empty scheduler")
         // Occurrences computed so far, by zone and start, then by time and weekdays. Rules mostly
         // come user by user, so consecutive ones share a zone and a start: the group in hand is
@@ -120,7 +138,7 @@ struct Scheduler {
         var entries: [Entry] = []
         entries.reserveCapacity(count)
         live.reserveCapacity(count)
-        try forEachRule { rule, zone, from in
+        try forEachRule { rule, row, zone, from in
             guard rule.enabled else { return }
             if current == nil || current!.zone.identifier != zone.identifier || current!.group.from != from.millisecondsSince1970 {
                 if let current { computed[current.group] = current.occurrences }
@@ -139,24 +157,34 @@ struct Scheduler {
             guard let next else { return }
             lastTicket += 1
             let occurrence = Live(next, ticket: lastTicket)
-            live[rule.id] = occurrence
-            entries.append(Entry(at: occurrence.at, reminder: rule.id, ticket: lastTicket))
+            setLive(occurrence, at: row)
+            entries.append(Entry(at: occurrence.at, reminder: rule.id, ticket: lastTicket, row: row))
         }
         heap = Heap(entries)
     }
 
-    mutating func unschedule(_ id: RecordID) {
-        if live.removeValue(forKey: id) != nil { compactIfMostlyStale() }
+    mutating func unschedule(_ row: Row) {
+        guard Int(row) < live.count, live[Int(row)] != .unscheduled else { return }
+        setLive(.unscheduled, at: row)
+        compactIfMostlyStale()
     }
 
     /// Removes and returns the earliest live entry if it is due at or before `now`. The caller
     /// reschedules the reminder after deciding it.
-    mutating func popNext(through now: Instant) -> (reminder: RecordID, occurrence: PlannedOccurrence)? {
+    mutating func popNext(through now: Instant) -> (reminder: RecordID, row: Row, occurrence: PlannedOccurrence)? {
         dropStale()
-        guard let top = heap.min, top.at <= now.millisecondsSince1970,
-              let slot = live.removeValue(forKey: top.reminder) else { return nil }
+        guard let top = heap.min, top.at <= now.millisecondsSince1970 else { return nil }
+        let occurrence = live[Int(top.row)].occurrence
+        setLive(.unscheduled, at: top.row)
         heap.removeMin()
-        return (top.reminder, slot.occurrence)
+        return (top.reminder, top.row, occurrence)
+    }
+
+    /// Puts `new` in `row`, growing the array to it, and keeps `scheduledCount`.
+    private mutating func setLive(_ new: Live, at row: Row) {
+        if Int(row) >= live.count { live.append(contentsOf: repeatElement(.unscheduled, count: Int(row) + 1 - live.count)) }
+        scheduledCount += (new == .unscheduled ? 0 : 1) - (live[Int(row)] == .unscheduled ? 0 : 1)
+        live[Int(row)] = new
     }
 
     private mutating func offsets(of zone: ZoneID) -> ZoneOffsets {
@@ -166,7 +194,8 @@ struct Scheduler {
         return offsets
     }
 
-    private func isLive(_ entry: Entry) -> Bool { live[entry.reminder]?.ticket == entry.ticket }
+    /// Tickets are never reused, so an entry whose row now holds another ticket (or none) is stale.
+    private func isLive(_ entry: Entry) -> Bool { Int(entry.row) < live.count && live[Int(entry.row)].ticket == entry.ticket }
 
     private mutating func dropStale() {
         while let top = heap.min, !isLive(top) { heap.removeMin() }
@@ -175,16 +204,14 @@ struct Scheduler {
     /// Rebuilds the heap from the live occurrences (linear time) once stale entries outnumber live
     /// ones by the slack; amortised over the pushes that made them stale, a constant cost per push.
     private mutating func compactIfMostlyStale() {
-        guard heap.count > 2 * live.count + Self.compactionSlack else { return }
-        heap = Heap(live.map { Entry(at: $0.value.at, reminder: $0.key, ticket: $0.value.ticket) })
+        guard heap.count > 2 * scheduledCount + Self.compactionSlack else { return }
+        heap = Heap(heap.unordered.filter(isLive))
     }
 
     // MARK: For tests
 
     /// Entries in the heap, live and stale.
     var entryCount: Int { heap.count }
-    /// Reminders with a scheduled occurrence.
-    var scheduledCount: Int { live.count }
     /// Heap entries that are some reminder's live entry, by reminder (each should be 1).
     var liveEntriesByReminder: [RecordID: Int] {
         var counts: [RecordID: Int] = [:]
