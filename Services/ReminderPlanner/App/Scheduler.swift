@@ -26,7 +26,7 @@ struct Scheduler {
     private var live: [Live] = []
     /// Rows with a scheduled occurrence.
     private(set) var scheduledCount = 0
-    /// Increases with every entry pushed: an entry is live iff its reminder's `Live` holds its ticket.
+    /// Increases with every entry pushed: an entry is live iff its row's `Live` holds its ticket.
     private var lastTicket: UInt64 = 0
     /// Zones' offsets remembered from their transitions, by identifier: scheduling asks Foundation
     /// only when a zone's transitions are first needed.
