@@ -40,10 +40,7 @@ struct ReminderTable {
     }
 
     /// `user`'s reminders.
-    func owned(by user: UserID) -> [Reminder] {
-        guard let index = userIndex[user] else { return [] }
-        return rowsByUser[Int(index)].map { reminder(at: $0) }
-    }
+    func owned(by user: UserID) -> [Reminder] { rows(ownedBy: user).map(\.reminder) }
 
     /// Adds `reminder`, or replaces the one with its id; returns its row. A replaced reminder keeps
     /// its row (the row freed last is taken first).
