@@ -3,6 +3,7 @@ import GRDB
 import LHTClient
 import LHTSchema
 import StreakRules
+import ServiceHost
 import Synchronization
 import ZeroMQ
 
@@ -188,7 +189,10 @@ enum StreakBenchmark {
         let startTime = try ContinuousClock().measure { streak = try Child("noalc-streak", streakArguments, readyTimeout: 7200) }
         defer { streak.stop() }
         print("noalc-streak " + (options.throughLogger ? "caught up" : "loaded its table") + " and was ready in \(format(startTime)) s")
-        if options.throughLogger { try compareCatchUp(entries: seeded, took: startTime, logger: logger.endpoints["api"]!, context: context) }
+        if options.throughLogger {
+            try compareCatchUp(entries: seeded, took: startTime, logger: logger.endpoints["api"]!, context: context,
+                               streakDatabase: directory.appendingPathComponent("streak/noalc-streak.sqlite"), days: dayTexts)
+        }
 
         let client = try Socket(context, .dealer)
         try client.setReceiveTimeout(milliseconds: 10_000)
@@ -249,8 +253,10 @@ enum StreakBenchmark {
     }
 
     /// The catch-up rate beside a bare DEALER pulling the same `events.since` pages from the logger,
-    /// without decoding or applying them: what the upstream and the transport cost alone.
-    static func compareCatchUp(entries: Int, took catchUp: Duration, logger endpoint: String, context: Context) throws {
+    /// without decoding or applying them: what the upstream and the transport cost alone; and beside
+    /// storing what the catch-up stores, without anything else (`storeFloor`).
+    static func compareCatchUp(entries: Int, took catchUp: Duration, logger endpoint: String, context: Context,
+                               streakDatabase: URL, days: [String]) throws {
         let lastSeq = try ServiceClient(context: context, endpoint: endpoint)
             .call(Ops.eventsSince, EventsSinceRequest(after: 0, limit: 1), timeoutMilliseconds: 10_000).lastSeq
         let socket = try Socket(context, .dealer)
@@ -266,7 +272,51 @@ enum StreakBenchmark {
         print(row("catch-up (start to ready)", "\(Int(catchUpRate)) entries/s"))
         print(row("baseline: bare events.since pull", "\(Int(pullRate)) entries/s", "\(bytes / 1_048_576) MB"))
         print(String(format: "catch-up / bare pull = %.2f", catchUpRate / pullRate))
+        let envelopeBytes = try DatabaseQueue(path: streakDatabase.path).read { db in
+            try Int.fetchOne(db, sql: "SELECT CAST(AVG(LENGTH(envelope)) AS INTEGER) FROM outbox") ?? 0
+        }
+        print("baseline: bare SQLite stores, each entry a day row and a \(envelopeBytes) B outbox row, 1,000 a transaction")
+        for synchronous in ["FULL", "OFF"] {
+            let storeRate = Double(entries) / seconds(try ContinuousClock().measure {
+                try storeFloor(entries: entries, days: days, envelopeBytes: envelopeBytes, synchronous: synchronous)
+            })
+            print(row("  synchronous=\(synchronous)" + (synchronous == "OFF" ? " (no disk wait)" : ""), "\(Int(storeRate)) entries/s",
+                      String(format: "catch-up / this = %.2f", catchUpRate / storeRate)))
+        }
         print("target catch-up ≥ 200000 entries/s: " + (catchUpRate >= catchUpTarget ? "met" : "NOT met"))
+    }
+
+    /// What the catch-up stores, alone: for each entry its day row (the streak's own upsert) and its
+    /// `streak.updated` event's outbox row of `envelopeBytes`, a page of 1,000 entries a transaction
+    /// as the catch-up applies them, in WAL mode, through the statements the services use
+    /// (`RawStatement`). `synchronous` FULL is the services' durability, each commit waiting for the
+    /// disk; OFF never waits, which leaves SQLite's own work: what one thread needs to store them at all.
+    static func storeFloor(entries: Int, days: [String], envelopeBytes: Int, synchronous: String) throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("lht-store-floor-\(UUID().uuidString.prefix(8)).sqlite").path
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA journal_mode = WAL; PRAGMA synchronous = \(synchronous)") }
+        let database = try DatabaseQueue(path: path, configuration: configuration)
+        try database.write { db in
+            try db.execute(sql: """
+                CREATE TABLE noalc_level (user_id TEXT NOT NULL, day TEXT NOT NULL, level TEXT NOT NULL, seq INTEGER NOT NULL,
+                    PRIMARY KEY (user_id, day)) WITHOUT ROWID;
+                CREATE TABLE outbox (seq INTEGER PRIMARY KEY NOT NULL, topic TEXT NOT NULL, envelope BLOB NOT NULL);
+                """)
+        }
+        let envelope = Data(repeating: UInt8(ascii: "x"), count: envelopeBytes)
+        for page in stride(from: 0, to: entries, by: 1000) {
+            try database.write { db in
+                for seq in page..<min(page + 1000, entries) {
+                    let user = "u\(seq / days.count)"
+                    try RawStatement.execute("""
+                        INSERT INTO noalc_level (user_id, day, level, seq) VALUES (?, ?, 'steady', ?)
+                        ON CONFLICT (user_id, day) DO UPDATE SET level = excluded.level, seq = excluded.seq WHERE excluded.seq > noalc_level.seq
+                        """, db, [.text(user), .text(days[seq % days.count]), .integer(Int64(seq))])
+                    try RawStatement.execute("INSERT INTO outbox VALUES (?, ?, ?)", db, [.integer(Int64(seq)), .text("streak.updated.\(user).noalc"), .blob(envelope)])
+                }
+            }
+        }
     }
 
     /// Logs every user's days through the session logger's api, keeping a window of requests in
