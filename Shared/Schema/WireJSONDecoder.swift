@@ -27,43 +27,89 @@ extension WireJSON {
     }
 
     static func leanDecode<Value: Decodable>(_ type: Value.Type, from bytes: UnsafeRawBufferPointer) -> Value? {
-        guard let node = JSONTree.parse(bytes) else { return nil }
-        return try? Value(from: NodeDecoder(node: node))
+        let text = bytes.bindMemory(to: UInt8.self)
+        guard let tokens = JSONDocument.parse(text) else { return nil }
+        return tokens.withUnsafeBufferPointer { tokens in
+            let document = JSONDocument(bytes: text, tokens: tokens)
+            return withExtendedLifetime(document) { try? Value(from: NodeDecoder(node: Node(document: document, index: 0))) }
+        }
     }
 }
 
-/// A parsed JSON value. Numbers keep their text's integer value when it has one.
-enum JSONNode {
-    case string(String)
-    case integer(Int64)
-    case number(Double)
-    case bool(Bool)
-    case null
-    case array([JSONNode])
-    case object([JSONMember])
+/// One JSON value of a document, in document order: an object's members follow it as key, value,
+/// key, value…, an array's items follow it, and `end` is the index after the value's last token,
+/// so a reader steps over a value without looking inside. Strings and numbers are byte ranges of
+/// the document, read only when decoded: no `String` is made for a key, nor for a value nobody asks for.
+struct JSONToken {
+    enum Kind: UInt8 { case object, array, string, integer, number, `true`, `false`, null }
+
+    let kind: Kind
+    /// Strings: the first byte after the opening quote; numbers: the first byte.
+    let start: Int32
+    /// Strings and numbers: bytes; objects: members; arrays: items.
+    var count: Int32
+    var end: Int32
 }
 
-/// An object's member. A struct, not a `(key:value:)` pair, which the runtime destroyed through its
-/// generic tuple witnesses (1.5 % of decoding a page of events).
-struct JSONMember {
-    let key: String
-    let value: JSONNode
-}
+/// A document's bytes and its `JSONToken`s, both borrowed for one decoding (`leanDecode`). A
+/// strict recursive-descent pass (`parse`) makes the tokens; it takes nothing it cannot read as
+/// Foundation does (invalid JSON or UTF-8, escapes or control characters in strings, a number out
+/// of Double's range, nesting deeper than 64): that the caller hands to Foundation.
+///
+/// Tokens, not a tree of nodes: the tree made a `String` per key and value and an array per
+/// object; decoding a page of events cost about 40,000 instructions an event.
+final class JSONDocument {
+    let bytes: UnsafeBufferPointer<UInt8>
+    let tokens: UnsafeBufferPointer<JSONToken>
 
-/// A strict recursive-descent parser into `JSONNode`; nil for anything it does not take (invalid
-/// JSON, escapes in strings, nesting deeper than 64), which the caller hands to Foundation.
-enum JSONTree {
-    static func parse(_ buffer: UnsafeRawBufferPointer) -> JSONNode? {
-        var parser = Parser(bytes: buffer.bindMemory(to: UInt8.self))
-        parser.skipWhitespace()
-        guard let node = parser.value(depth: 0) else { return nil }
-        parser.skipWhitespace()
-        return parser.index == parser.bytes.count ? node : nil
+    init(bytes: UnsafeBufferPointer<UInt8>, tokens: UnsafeBufferPointer<JSONToken>) {
+        self.bytes = bytes
+        self.tokens = tokens
     }
+
+    /// The tokens of `bytes`; nil when the pass does not take them.
+    static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> [JSONToken]? {
+        // Offsets are 32-bit, which halves the tokens' size; nothing on the wire comes near 2 GB.
+        guard bytes.count < Int(Int32.max) else { return nil }
+        var parser = Parser(bytes: bytes)
+        parser.skipWhitespace()
+        guard parser.value(depth: 0) else { return nil }
+        parser.skipWhitespace()
+        return parser.index == bytes.count ? parser.tokens : nil
+    }
+
+    /// A string's or number's bytes.
+    func text(_ token: JSONToken) -> UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(rebasing: bytes[Int(token.start)..<Int(token.start + token.count)])
+    }
+
+    /// An integer literal's value; nil when it does not fit an Int64.
+    static func integer(_ text: UnsafeBufferPointer<UInt8>) -> Int64? {
+        let negative = text.first == UInt8(ascii: "-")
+        var value: Int64 = 0
+        for byte in text.dropFirst(negative ? 1 : 0) {
+            // Accumulated below zero, where Int64.min fits too.
+            let (times10, overflow) = value.multipliedReportingOverflow(by: 10)
+            let (next, borrow) = times10.subtractingReportingOverflow(Int64(byte &- UInt8(ascii: "0")))
+            guard !overflow, !borrow else { return nil }
+            value = next
+        }
+        if negative { return value }
+        return value == .min ? nil : -value
+    }
+
+    static func double(_ text: UnsafeBufferPointer<UInt8>) -> Double? { Double(String(decoding: text, as: UTF8.self)) }
 
     private struct Parser {
         let bytes: UnsafeBufferPointer<UInt8>
         var index = 0
+        var tokens: [JSONToken] = []
+
+        init(bytes: UnsafeBufferPointer<UInt8>) {
+            self.bytes = bytes
+            // About one token per ten bytes of wire JSON: one allocation for most documents.
+            tokens.reserveCapacity(bytes.count / 10 + 4)
+        }
 
         var peek: UInt8? { index < bytes.count ? bytes[index] : nil }
 
@@ -71,110 +117,110 @@ enum JSONTree {
             while let byte = peek, byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 { index += 1 }
         }
 
-        mutating func value(depth: Int) -> JSONNode? {
-            guard depth < 64, let byte = peek else { return nil }
+        mutating func value(depth: Int) -> Bool {
+            guard depth < 64, let byte = peek else { return false }
             switch byte {
-            case UInt8(ascii: "{"): return object(depth: depth)
-            case UInt8(ascii: "["): return array(depth: depth)
-            case UInt8(ascii: "\""): return string().map(JSONNode.string)
-            case UInt8(ascii: "t"): return literal("true", .bool(true))
-            case UInt8(ascii: "f"): return literal("false", .bool(false))
+            case UInt8(ascii: "{"): return container(.object, closedBy: UInt8(ascii: "}"), depth: depth)
+            case UInt8(ascii: "["): return container(.array, closedBy: UInt8(ascii: "]"), depth: depth)
+            case UInt8(ascii: "\""): return string()
+            case UInt8(ascii: "t"): return literal("true", .true)
+            case UInt8(ascii: "f"): return literal("false", .false)
             case UInt8(ascii: "n"): return literal("null", .null)
             default: return number()
             }
         }
 
-        mutating func object(depth: Int) -> JSONNode? {
+        /// An object (key, value, key, value…) or an array (values), up to `close`.
+        mutating func container(_ kind: JSONToken.Kind, closedBy close: UInt8, depth: Int) -> Bool {
+            let position = tokens.count
+            tokens.append(JSONToken(kind: kind, start: Int32(truncatingIfNeeded: index), count: 0, end: 0))
             index += 1
-            var members: [JSONMember] = []
-            // Wire objects have about this many members: one allocation instead of four growing.
-            members.reserveCapacity(8)
+            var count: Int32 = 0
             skipWhitespace()
-            if peek == UInt8(ascii: "}") { index += 1; return .object(members) }
-            while true {
-                skipWhitespace()
-                guard peek == UInt8(ascii: "\""), let key = string() else { return nil }
-                skipWhitespace()
-                guard peek == UInt8(ascii: ":") else { return nil }
+            if peek == close {
                 index += 1
-                skipWhitespace()
-                guard let member = value(depth: depth + 1) else { return nil }
-                members.append(JSONMember(key: key, value: member))
-                skipWhitespace()
-                switch peek {
-                case UInt8(ascii: ","): index += 1
-                case UInt8(ascii: "}"): index += 1; return .object(members)
-                default: return nil
+            } else {
+                while true {
+                    skipWhitespace()
+                    if kind == .object {
+                        guard peek == UInt8(ascii: "\""), string() else { return false }
+                        skipWhitespace()
+                        guard peek == UInt8(ascii: ":") else { return false }
+                        index += 1
+                        skipWhitespace()
+                    }
+                    guard value(depth: depth + 1) else { return false }
+                    count += 1
+                    skipWhitespace()
+                    guard let byte = peek else { return false }
+                    index += 1
+                    if byte == close { break }
+                    guard byte == UInt8(ascii: ",") else { return false }
                 }
             }
-        }
-
-        mutating func array(depth: Int) -> JSONNode? {
-            index += 1
-            var items: [JSONNode] = []
-            skipWhitespace()
-            if peek == UInt8(ascii: "]") { index += 1; return .array(items) }
-            while true {
-                skipWhitespace()
-                guard let item = value(depth: depth + 1) else { return nil }
-                items.append(item)
-                skipWhitespace()
-                switch peek {
-                case UInt8(ascii: ","): index += 1
-                case UInt8(ascii: "]"): index += 1; return .array(items)
-                default: return nil
-                }
-            }
+            tokens[position].count = count
+            tokens[position].end = Int32(truncatingIfNeeded: tokens.count)
+            return true
         }
 
         /// A string without escapes or control characters, as valid UTF-8.
-        mutating func string() -> String? {
+        mutating func string() -> Bool {
             let start = index + 1
             var end = start
             var ascii = true
-            while end < bytes.count, bytes[end] != UInt8(ascii: "\"") {
-                guard bytes[end] >= 0x20, bytes[end] != UInt8(ascii: "\\") else { return nil }
-                ascii = ascii && bytes[end] < 0x80
+            // Through the base pointer: the bounds are the loop's own condition.
+            guard let base = bytes.baseAddress else { return false }
+            while end < bytes.count {
+                let byte = base[end]
+                if byte == UInt8(ascii: "\"") { break }
+                guard byte >= 0x20, byte != UInt8(ascii: "\\") else { return false }
+                ascii = ascii && byte < 0x80
                 end += 1
             }
-            guard end < bytes.count else { return nil }
-            index = end + 1
-            let text = UnsafeBufferPointer(rebasing: bytes[start..<end])
+            guard end < bytes.count else { return false }
             // ASCII is valid UTF-8: only other strings need the (costlier) validation.
-            return ascii ? String(decoding: text, as: UTF8.self) : String(validating: text, as: UTF8.self)
+            if !ascii, String(validating: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self) == nil { return false }
+            append(.string, start: start, end: end)
+            index = end + 1
+            return true
         }
 
-        mutating func literal(_ text: StaticString, _ node: JSONNode) -> JSONNode? {
-            let length = text.utf8CodeUnitCount
-            guard index + length <= bytes.count,
-                  text.withUTF8Buffer({ $0.elementsEqual(UnsafeBufferPointer(rebasing: bytes[index..<(index + length)])) }) else { return nil }
-            index += length
-            return node
+        mutating func literal(_ text: StaticString, _ kind: JSONToken.Kind) -> Bool {
+            let end = index + text.utf8CodeUnitCount
+            guard end <= bytes.count, text.withUTF8Buffer({ $0.elementsEqual(UnsafeBufferPointer(rebasing: bytes[index..<end])) }) else { return false }
+            append(kind, start: index, end: end)
+            index = end
+            return true
         }
 
-        /// RFC 8259's number grammar; an integer literal that fits is kept exact.
-        mutating func number() -> JSONNode? {
+        /// RFC 8259's number grammar; an integer literal that fits an Int64 is an `integer`.
+        mutating func number() -> Bool {
             let start = index
             if peek == UInt8(ascii: "-") { index += 1 }
-            guard let first = peek, isDigit(first) else { return nil }
+            guard let first = peek, isDigit(first) else { return false }
             index += 1
             if first != UInt8(ascii: "0") { while let byte = peek, isDigit(byte) { index += 1 } }
             var integral = true
             if peek == UInt8(ascii: ".") {
                 integral = false
                 index += 1
-                guard digits() else { return nil }
+                guard digits() else { return false }
             }
             if peek == UInt8(ascii: "e") || peek == UInt8(ascii: "E") {
                 integral = false
                 index += 1
                 if peek == UInt8(ascii: "+") || peek == UInt8(ascii: "-") { index += 1 }
-                guard digits() else { return nil }
+                guard digits() else { return false }
             }
-            let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
-            if integral, let integer = Int64(text) { return .integer(integer) }
+            let text = UnsafeBufferPointer(rebasing: bytes[start..<index])
+            if integral, JSONDocument.integer(text) != nil {
+                append(.integer, start: start, end: index)
+                return true
+            }
             // Out of Double's range (1e400) is Foundation's to refuse.
-            return Double(text).flatMap { $0.isFinite ? .number($0) : nil }
+            guard JSONDocument.double(text)?.isFinite == true else { return false }
+            append(.number, start: start, end: index)
+            return true
         }
 
         mutating func digits() -> Bool {
@@ -184,23 +230,91 @@ enum JSONTree {
         }
 
         func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
+
+        /// A scalar token over `start..<end`.
+        mutating func append(_ kind: JSONToken.Kind, start: Int, end: Int) {
+            tokens.append(JSONToken(kind: kind, start: Int32(truncatingIfNeeded: start), count: Int32(truncatingIfNeeded: end - start),
+                                    end: Int32(truncatingIfNeeded: tokens.count + 1)))
+        }
     }
 }
 
 /// Anything the lean decoder does not take as Foundation would; the caller decodes with Foundation.
 private struct NotLean: Error {}
 
+/// A value of a parsed document, by its token.
+///
+/// Two words, unretained: a decoder or container is passed as an existential, which holds up to
+/// three words in place and allocates a box for anything larger (one per value decoded), and the
+/// document outlives every decoder of it (`leanDecode`).
+private struct Node {
+    unowned(unsafe) let document: JSONDocument
+    let index: Int
+
+    var token: JSONToken { document.tokens[index] }
+
+    /// The members of an object, or the items of an array, in order: for an object, each member's
+    /// key (`index`) followed by its value (`index + 1`).
+    func children() -> ChildSequence { ChildSequence(document: document, first: index + 1, count: Int(token.count), step: token.kind == .object ? 2 : 1) }
+
+    struct ChildSequence: Sequence, IteratorProtocol {
+        unowned(unsafe) let document: JSONDocument
+        private var following: Int
+        private var remaining: Int
+        /// Tokens from one child's first token to the token whose `end` is the next child's: 2 for a member (its key, then its value), 1 for an item.
+        private let step: Int
+
+        init(document: JSONDocument, first: Int, count: Int, step: Int) {
+            self.document = document
+            following = first
+            remaining = count
+            self.step = step
+        }
+
+        /// The index of the next member's key, or the next item.
+        mutating func next() -> Int? {
+            guard remaining > 0 else { return nil }
+            remaining -= 1
+            let current = following
+            // Past the key (a single token) and the value's tokens.
+            following = Int(document.tokens[current + step - 1].end)
+            return current
+        }
+    }
+
+    func string() throws -> String {
+        let token = token
+        guard token.kind == .string else { throw NotLean() }
+        return String(decoding: document.text(token), as: UTF8.self)
+    }
+
+    func integer() throws -> Int64 {
+        let token = token
+        guard token.kind == .integer, let value = JSONDocument.integer(document.text(token)) else { throw NotLean() }
+        return value
+    }
+
+    var isNull: Bool { token.kind == .null }
+}
+
 /// The value `node` holds as `type`, reading scalars directly and everything else through its `init(from:)`.
-private func decodeNode<T: Decodable>(_ node: JSONNode, as type: T.Type) throws -> T {
+private func decodeNode<T: Decodable>(_ node: Node, as type: T.Type) throws -> T {
     // Metatype comparisons, not `as?` casts: failed dynamic casts cost more than the decoding.
-    if T.self == String.self { guard case .string(let text) = node else { throw NotLean() }; return text as! T }
-    if T.self == Int.self { return Int(try integer(node)) as! T }
-    if T.self == Int64.self { return try integer(node) as! T }
-    if T.self == Bool.self { guard case .bool(let flag) = node else { throw NotLean() }; return flag as! T }
+    if T.self == String.self { return try node.string() as! T }
+    if T.self == Int.self { return Int(try node.integer()) as! T }
+    if T.self == Int64.self { return try node.integer() as! T }
+    if T.self == Bool.self {
+        switch node.token.kind {
+        case .true: return true as! T
+        case .false: return false as! T
+        default: throw NotLean()
+        }
+    }
     if T.self == Double.self {
-        switch node {
-        case .integer(let integer): return Double(integer) as! T
-        case .number(let number): return number as! T
+        let token = node.token
+        switch token.kind {
+        case .integer: return Double(try node.integer()) as! T
+        case .number: return JSONDocument.double(node.document.text(token))! as! T
         default: throw NotLean()
         }
     }
@@ -211,50 +325,63 @@ private func decodeNode<T: Decodable>(_ node: JSONNode, as type: T.Type) throws 
     return try T(from: NodeDecoder(node: node))
 }
 
-private func integer(_ node: JSONNode) throws -> Int64 {
-    guard case .integer(let integer) = node else { throw NotLean() }
-    return integer
-}
-
 private struct NodeDecoder: Decoder {
-    let node: JSONNode
+    let node: Node
     // Paths only matter for errors, and every error is decoded again by Foundation, which has them.
     var codingPath: [CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
+
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        guard case .object(let members) = node else { throw NotLean() }
-        return KeyedDecodingContainer(KeyedNodes<Key>(members: members))
+        guard node.token.kind == .object else { throw NotLean() }
+        return KeyedDecodingContainer(KeyedNodes<Key>(object: node))
     }
 
     func unkeyedContainer() throws -> UnkeyedDecodingContainer {
-        guard case .array(let items) = node else { throw NotLean() }
-        return UnkeyedNodes(items: items)
+        guard node.token.kind == .array else { throw NotLean() }
+        return UnkeyedNodes(array: node)
     }
 
     func singleValueContainer() throws -> SingleValueDecodingContainer { SingleNode(node: node) }
 }
 
 private struct KeyedNodes<Key: CodingKey>: KeyedDecodingContainerProtocol {
-    let members: [JSONMember]
+    let object: Node
     var codingPath: [CodingKey] { [] }
-    var allKeys: [Key] { members.compactMap { Key(stringValue: $0.key) } }
 
-    /// The first member of that name, as Foundation reads duplicates.
-    func member(_ key: Key) throws -> JSONNode {
-        let name = key.stringValue
-        guard let found = members.first(where: { $0.key == name }) else { throw NotLean() }
-        return found.value
+    var allKeys: [Key] {
+        object.children().compactMap { (try? Node(document: object.document, index: $0).string()).flatMap(Key.init(stringValue:)) }
     }
 
-    func contains(_ key: Key) -> Bool { members.contains { $0.key == key.stringValue } }
-    func decodeNil(forKey key: Key) throws -> Bool { if case .null = try member(key) { true } else { false } }
+    /// The value of the first member of that name, as Foundation reads duplicates; nil when there is none.
+    func find(_ key: Key) -> Node? {
+        let name = key.stringValue
+        let document = object.document
+        func find(_ name: UnsafeBufferPointer<UInt8>) -> Node? {
+            for keyIndex in object.children() {
+                let key = document.tokens[keyIndex]
+                if Int(key.count) == name.count, name.isEmpty || memcmp(document.bytes.baseAddress! + Int(key.start), name.baseAddress!, name.count) == 0 {
+                    return Node(document: document, index: keyIndex + 1)
+                }
+            }
+            return nil
+        }
+        return name.utf8.withContiguousStorageIfAvailable(find) ?? Array(name.utf8).withUnsafeBufferPointer(find)
+    }
+
+    func member(_ key: Key) throws -> Node {
+        guard let found = find(key) else { throw NotLean() }
+        return found
+    }
+
+    func contains(_ key: Key) -> Bool { find(key) != nil }
+    func decodeNil(forKey key: Key) throws -> Bool { try member(key).isNull }
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T { try decodeNode(member(key), as: type) }
     func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try decodeNode(member(key), as: type) }
-    func decode(_ type: String.Type, forKey key: Key) throws -> String { try decodeNode(member(key), as: type) }
+    func decode(_ type: String.Type, forKey key: Key) throws -> String { try member(key).string() }
     func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try decodeNode(member(key), as: type) }
-    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try decodeNode(member(key), as: type) }
-    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try decodeNode(member(key), as: type) }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { Int(try member(key).integer()) }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try member(key).integer() }
     func decode(_ type: Float.Type, forKey key: Key) throws -> Float { throw NotLean() }
     func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { throw NotLean() }
     func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { throw NotLean() }
@@ -275,30 +402,41 @@ private struct KeyedNodes<Key: CodingKey>: KeyedDecodingContainerProtocol {
 }
 
 private struct UnkeyedNodes: UnkeyedDecodingContainer {
-    let items: [JSONNode]
-    var currentIndex = 0
+    private var items: Node.ChildSequence
+    private(set) var currentIndex = 0
+    let count: Int?
     var codingPath: [CodingKey] { [] }
-    var count: Int? { items.count }
-    var isAtEnd: Bool { currentIndex >= items.count }
+    var isAtEnd: Bool { currentIndex >= count! }
 
-    mutating func next() throws -> JSONNode {
-        guard !isAtEnd else { throw NotLean() }
-        defer { currentIndex += 1 }
-        return items[currentIndex]
+    init(array: Node) {
+        items = array.children()
+        count = Int(array.token.count)
+    }
+
+    /// The current item, without moving past it.
+    private var current: Node? {
+        var peek = items
+        return peek.next().map { Node(document: items.document, index: $0) }
+    }
+
+    mutating func next() throws -> Node {
+        guard let index = items.next() else { throw NotLean() }
+        currentIndex += 1
+        return Node(document: items.document, index: index)
     }
 
     mutating func decodeNil() throws -> Bool {
-        guard !isAtEnd, case .null = items[currentIndex] else { return false }
-        currentIndex += 1
+        guard current?.isNull == true else { return false }
+        _ = try next()
         return true
     }
 
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { try decodeNode(next(), as: type) }
     mutating func decode(_ type: Bool.Type) throws -> Bool { try decodeNode(next(), as: type) }
-    mutating func decode(_ type: String.Type) throws -> String { try decodeNode(next(), as: type) }
+    mutating func decode(_ type: String.Type) throws -> String { try next().string() }
     mutating func decode(_ type: Double.Type) throws -> Double { try decodeNode(next(), as: type) }
-    mutating func decode(_ type: Int.Type) throws -> Int { try decodeNode(next(), as: type) }
-    mutating func decode(_ type: Int64.Type) throws -> Int64 { try decodeNode(next(), as: type) }
+    mutating func decode(_ type: Int.Type) throws -> Int { Int(try next().integer()) }
+    mutating func decode(_ type: Int64.Type) throws -> Int64 { try next().integer() }
     mutating func decode(_ type: Float.Type) throws -> Float { throw NotLean() }
     mutating func decode(_ type: Int8.Type) throws -> Int8 { throw NotLean() }
     mutating func decode(_ type: Int16.Type) throws -> Int16 { throw NotLean() }
@@ -318,16 +456,16 @@ private struct UnkeyedNodes: UnkeyedDecodingContainer {
 }
 
 private struct SingleNode: SingleValueDecodingContainer {
-    let node: JSONNode
+    let node: Node
     var codingPath: [CodingKey] { [] }
 
-    func decodeNil() -> Bool { if case .null = node { true } else { false } }
+    func decodeNil() -> Bool { node.isNull }
     func decode<T: Decodable>(_ type: T.Type) throws -> T { try decodeNode(node, as: type) }
     func decode(_ type: Bool.Type) throws -> Bool { try decodeNode(node, as: type) }
-    func decode(_ type: String.Type) throws -> String { try decodeNode(node, as: type) }
+    func decode(_ type: String.Type) throws -> String { try node.string() }
     func decode(_ type: Double.Type) throws -> Double { try decodeNode(node, as: type) }
-    func decode(_ type: Int.Type) throws -> Int { try decodeNode(node, as: type) }
-    func decode(_ type: Int64.Type) throws -> Int64 { try decodeNode(node, as: type) }
+    func decode(_ type: Int.Type) throws -> Int { Int(try node.integer()) }
+    func decode(_ type: Int64.Type) throws -> Int64 { try node.integer() }
     func decode(_ type: Float.Type) throws -> Float { throw NotLean() }
     func decode(_ type: Int8.Type) throws -> Int8 { throw NotLean() }
     func decode(_ type: Int16.Type) throws -> Int16 { throw NotLean() }

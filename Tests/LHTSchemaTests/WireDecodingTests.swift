@@ -52,6 +52,19 @@ struct WireDecodingTests {
         #expect(!same(JSONValue.self, String(repeating: "[", count: 100) + String(repeating: "]", count: 100)))
     }
 
+    /// A member is found by its whole name, past nested values whose members share its name.
+    @Test func membersAreFoundPastNestedValuesByTheirWholeName() {
+        struct Probe: Decodable, Equatable {
+            let a: Int64
+            let ab: String
+            let last: [Int64]
+            let missing: Bool?
+        }
+        let json = #"{"abc":{"a":[1,{"a":2}],"ab":"no"},"ab":"yes","skip":[[],{},[{"last":[9]}]],"a":7,"last":[3,-4]}"#
+        #expect(same(Probe.self, json))
+        #expect(WireJSON.leanDecode(Probe.self, from: Data(json.utf8)) == Probe(a: 7, ab: "yes", last: [3, -4], missing: nil))
+    }
+
     @Test func duplicateMembersReadTheFirstAsFoundationDoes() {
         #expect(same(NoAlcLogRequest.self, #"{"userId":"u1","day":"2026-11-22","level":"easy","level":"wild"}"#))
         #expect(WireJSON.leanDecode(NoAlcLogRequest.self, from: Data(#"{"userId":"u1","day":"2026-11-22","level":"easy","level":"wild"}"#.utf8))?.level == .easy)
