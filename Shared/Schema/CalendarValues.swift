@@ -25,11 +25,18 @@ public struct LocalDay: Hashable, Comparable, Sendable, CustomStringConvertible 
 
     /// Parses exactly `YYYY-MM-DD`.
     public init?(_ text: String) {
-        let bytes = Array(text.utf8)
+        // Through the contiguous bytes: copying them into an array cost an allocation per day read.
+        var text = text
+        guard let day = text.withUTF8(LocalDay.parse) else { return nil }
+        self = day
+    }
+
+    /// The same from UTF-8 bytes.
+    static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> LocalDay? {
         guard bytes.count == 10, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
               let year = Digits.value(bytes[0..<4]), let month = Digits.value(bytes[5..<7]),
               let day = Digits.value(bytes[8..<10]) else { return nil }
-        self.init(year: year, month: month, day: day)
+        return LocalDay(year: year, month: month, day: day)
     }
 
     public var components: (year: Int, month: Int, day: Int) {
@@ -198,7 +205,7 @@ public struct ZoneID: Hashable, Sendable, CustomStringConvertible {
 }
 
 enum Digits {
-    static func value(_ bytes: ArraySlice<UInt8>) -> Int? {
+    static func value(_ bytes: some Collection<UInt8>) -> Int? {
         var result = 0
         for byte in bytes {
             guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }

@@ -36,9 +36,17 @@ public struct Instant: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// Parses RFC 3339: `YYYY-MM-DDTHH:mm:ss[.fraction](Z|±HH:mm)`; `t`/`z` and a space separator are accepted
     /// as RFC 3339 allows. Fractions beyond milliseconds are truncated.
     public init?(rfc3339 text: String) {
-        let b = Array(text.utf8)
+        // Through the contiguous bytes: copying them into arrays and strings cost three
+        // allocations per instant, and every event carries one or more.
+        var text = text
+        guard let instant = text.withUTF8(Instant.parse) else { return nil }
+        self = instant
+    }
+
+    /// The same from UTF-8 bytes.
+    static func parse(_ b: UnsafeBufferPointer<UInt8>) -> Instant? {
         guard b.count >= 20, b.count <= 40,
-              let day = LocalDay(String(decoding: b[0..<10], as: UTF8.self)),
+              let day = LocalDay.parse(UnsafeBufferPointer(rebasing: b[0..<10])),
               b[10] == UInt8(ascii: "T") || b[10] == UInt8(ascii: "t") || b[10] == UInt8(ascii: " "),
               b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":"),
               let hour = Digits.value(b[11..<13]), let minute = Digits.value(b[14..<16]),
@@ -53,7 +61,7 @@ public struct Instant: Hashable, Comparable, Sendable, CustomStringConvertible {
             let digits = index - fractionStart
             guard digits > 0 else { return nil }
             let kept = b[fractionStart..<min(index, fractionStart + 3)]
-            millis = Digits.value(kept)! * [100, 10, 1][kept.count - 1]
+            millis = Digits.value(kept)! * (kept.count == 1 ? 100 : kept.count == 2 ? 10 : 1)
         }
         guard index < b.count else { return nil }
         var offsetSeconds = 0
@@ -73,7 +81,7 @@ public struct Instant: Hashable, Comparable, Sendable, CustomStringConvertible {
         let seconds = Int64(day.ordinal) * 86_400 + Int64(hour * 3600 + minute * 60 + min(second, 59)) - Int64(offsetSeconds)
         // Years 0001–9999 in UTC, so every accepted instant prints back in a form that parses.
         guard (-62_135_596_800...253_402_300_799).contains(seconds) else { return nil }
-        millisecondsSince1970 = seconds * 1000 + Int64(millis)
+        return Instant(millisecondsSince1970: seconds * 1000 + Int64(millis))
     }
 
     /// UTC, `Z`, milliseconds only where there are any.

@@ -65,6 +65,28 @@ struct WireDecodingTests {
         #expect(WireJSON.leanDecode(Probe.self, from: Data(json.utf8)) == Probe(a: 7, ab: "yes", last: [3, -4], missing: nil))
     }
 
+    /// Strings are scanned eight bytes at a time: a byte that needs a look is found wherever it
+    /// falls in the string, at either end of a word or inside one.
+    @Test func everyPositionOfAnUnusualByteInALongStringIsSeen() {
+        for unusual in [#"\""#, #"\\"#, "\u{1}", "\u{1F}", "\u{7F}", "é", "🌿"] {
+            for position in 0..<20 {
+                let text = String(repeating: "a", count: position) + unusual + String(repeating: "b", count: 19 - position)
+                // Valid characters are the lean path's to read; an escape or a control character is Foundation's.
+                let lean = !unusual.hasPrefix("\\") && unusual.unicodeScalars.first!.value >= 0x20
+                #expect(same(JSONValue.self, #"{"k":"\#(text)"}"#) == lean, "\(text.debugDescription)")
+                #expect(same(JSONValue.self, #"["\#(text)",1]"#) == lean, "\(text.debugDescription)")
+            }
+        }
+        // Bytes that are not UTF-8, wherever they fall, are Foundation's to refuse.
+        for position in 0..<20 {
+            let data = Data(#"[""#.utf8) + Data(repeating: UInt8(ascii: "a"), count: position) + Data([0xFF])
+                + Data(repeating: UInt8(ascii: "b"), count: 19 - position) + Data(#""]"#.utf8)
+            #expect(WireJSON.leanDecode(JSONValue.self, from: data) == nil, "0xFF at \(position)")
+        }
+        // Plain strings of every length take the lean path.
+        for length in 0..<20 { #expect(same(JSONValue.self, #"["\#(String(repeating: "x", count: length))"]"#)) }
+    }
+
     @Test func duplicateMembersReadTheFirstAsFoundationDoes() {
         #expect(same(NoAlcLogRequest.self, #"{"userId":"u1","day":"2026-11-22","level":"easy","level":"wild"}"#))
         #expect(WireJSON.leanDecode(NoAlcLogRequest.self, from: Data(#"{"userId":"u1","day":"2026-11-22","level":"easy","level":"wild"}"#.utf8))?.level == .easy)
