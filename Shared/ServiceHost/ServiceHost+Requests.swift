@@ -64,7 +64,7 @@ public struct IncomingRequest {
 extension ServiceHost {
     /// Requests read in one turn share one transaction: group commit, one fsync for the batch.
     /// A batch is bounded in count and in bytes, so memory follows the limits, not the clients.
-    static let batchLimit = 512
+    public static let batchLimit = 512
     static let batchBytes = 8 << 20
     public static let largestRequest = 1 << 20
 

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import LHTSchema
 import Logging
 import ReminderPlanner
@@ -54,8 +55,57 @@ enum WritesBenchmark {
             let ratio = load.rate / echoLoad.rate
             print(row(entry.name, String(format: "%.0f", load.rate), String(format: "%.3f", ratio), String(format: "%.3f", load.p50),
                       String(format: "%.3f", load.p99), "\(entry.target): " + (entry.meets(load, ratio) ? "met" : "NOT met")))
+            if entry.name == "session.log" { try compareWithStores(load.rate, rows: clients * perClient) }
         }
         if only == nil || only == "python" { try python(echo: echo.endpoint, logger: logger.api, clients: clients, window: window, perClient: perClient) }
+    }
+
+    /// The session.log rate beside storing what it stores, alone: each request's session row and its
+    /// `session.logged` event's outbox row, 512 a transaction (the logger's batch), through the
+    /// statements the logger uses, with synchronous FULL (the logger's durability, each commit waiting
+    /// for the disk) and OFF (no waiting: SQLite's own work).
+    static func compareWithStores(_ rate: Double, rows: Int) throws {
+        let session = StoredSession(id: RecordID(), userId: UserID("bench1")!, activity: .mindfulness, start: Instant.now().adding(seconds: -3600),
+                                    end: Instant.now().adding(seconds: -2700), source: nil, loggedAt: Instant.now())
+        let envelope = EventEnvelope<StoredSession>.frame(type: Events.sessionLogged.name, seq: 1, time: .now(), source: ServiceName.sessionLogger.rawValue,
+                                                          topic: Events.sessionLogged.topic(userId: session.userId, activity: session.activity).description,
+                                                          encodedData: WireJSON.encode(writable: session))
+        for synchronous in ["FULL", "OFF"] {
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent("lht-session-floor-\(UUID().uuidString.prefix(8)).sqlite").path
+            defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+            var configuration = Configuration()
+            configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA journal_mode = WAL; PRAGMA synchronous = \(synchronous)") }
+            let database = try DatabaseQueue(path: path, configuration: configuration)
+            try database.write { db in
+                try db.execute(sql: """
+                    CREATE TABLE session (
+                        id TEXT PRIMARY KEY NOT NULL, user_id TEXT NOT NULL, activity TEXT NOT NULL,
+                        start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL, source TEXT,
+                        logged_at_ms INTEGER NOT NULL, seq INTEGER NOT NULL);
+                    CREATE INDEX session_by_user_start ON session (user_id, start_ms);
+                    CREATE TABLE outbox (seq INTEGER PRIMARY KEY NOT NULL, topic TEXT NOT NULL, envelope BLOB NOT NULL);
+                    """)
+            }
+            let started = ContinuousClock.now
+            for batch in stride(from: 0, to: rows, by: ServiceHost.batchLimit) {
+                try database.write { db in
+                    for seq in Int64(batch + 1)...Int64(min(batch + ServiceHost.batchLimit, rows)) {
+                        let user = "bench\(seq % 50)", start = session.start.millisecondsSince1970 + seq
+                        try RawStatement.execute("""
+                            INSERT INTO session (id, user_id, activity, start_ms, end_ms, source, logged_at_ms, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                            ON CONFLICT (id) DO NOTHING
+                            """, db, [.text(RecordID().description), .text(user), .text("mindfulness"), .integer(start), .integer(start + 900_000),
+                                      .null, .integer(start), .integer(seq)])
+                        try RawStatement.execute("INSERT INTO outbox (seq, topic, envelope) VALUES (?, ?, ?)", db,
+                                                 [.integer(seq), .text("session.logged.\(user).mindfulness"), .blob(envelope)])
+                    }
+                }
+            }
+            let floor = Double(rows) / ((ContinuousClock.now - started) / .seconds(1))
+            print(row("  bare stores, synchronous=\(synchronous)", String(format: "%.0f", floor), "", "", "",
+                      String(format: "session.log / this = %.3f (each a session row and a %d B outbox row, %d a transaction)",
+                             rate / floor, envelope.count, ServiceHost.batchLimit)))
+        }
     }
 
     /// The same pipelined load from Python clients (pyzmq, one process each: `python/load.py`), against
