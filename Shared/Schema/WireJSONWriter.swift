@@ -184,6 +184,16 @@ public struct JSONObjectWriter: ~Copyable {
         json.withUnsafeBytes { append($0) }
     }
 
+    /// A member whose value is the object `value` writes, written in place.
+    public mutating func field(_ name: StaticString, object value: some WireJSONWritable) {
+        key(name)
+        literal("{")
+        empty = true
+        value.writeFields(to: &self)
+        literal("}")
+        empty = false
+    }
+
     /// The object's bytes; the buffer becomes the `Data`'s, freed with it.
     public consuming func finished() -> Data {
         literal("}")
@@ -228,7 +238,21 @@ extension EventEnvelope {
     /// The envelope frame around `data` that is JSON already: what the outbox stores and publishes.
     public static func frame(type: String, seq: Int64, id: RecordID = RecordID(), time: Instant, source: String,
                              topic: String, encodedData: Data) -> Data {
-        var object = JSONObjectWriter(capacity: 256 + topic.utf8.count + encodedData.count)
+        frame(type: type, seq: seq, id: id, time: time, source: source, topic: topic, dataBytes: encodedData.count) {
+            $0.field("data", json: encodedData)
+        }
+    }
+
+    /// As `frame(encodedData:)`, with `data` written in place: no JSON of its own is made and copied
+    /// in (an allocation, a `Data` and a copy for every event stored).
+    public static func frame(type: String, seq: Int64, id: RecordID = RecordID(), time: Instant, source: String,
+                             topic: String, data: some WireJSONWritable) -> Data {
+        frame(type: type, seq: seq, id: id, time: time, source: source, topic: topic, dataBytes: 256) { $0.field("data", object: data) }
+    }
+
+    private static func frame(type: String, seq: Int64, id: RecordID, time: Instant, source: String, topic: String,
+                              dataBytes: Int, writeData: (inout JSONObjectWriter) -> Void) -> Data {
+        var object = JSONObjectWriter(capacity: 256 + topic.utf8.count + dataBytes)
         object.field("v", Int64(wireVersion))
         object.field("type", type)
         object.field("seq", seq)
@@ -236,7 +260,7 @@ extension EventEnvelope {
         object.field("time", time)
         object.field("source", source)
         object.field("topic", topic)
-        object.field("data", json: encodedData)
+        writeData(&object)
         return object.finished()
     }
 }

@@ -116,22 +116,30 @@ public final class Transaction {
         try append(type, userId: userId, activity: activity, encodedData: wireEncoder().encode(data))
     }
 
-    /// As `append(data:)`, for payloads that write their own JSON (every event the hot paths store).
+    /// As `append(data:)`, for payloads that write their own JSON (every event the hot paths store),
+    /// written straight into the envelope.
     @discardableResult
     public func append<Payload: WireJSONWritable>(_ type: EventType<Payload>, userId: UserID, activity: Activity, data: Payload) throws -> Int64 {
-        try append(type, userId: userId, activity: activity, encodedData: WireJSON.encode(writable: data))
+        try store(type.name, topic: type.topic(userId: userId, activity: activity).description) { seq, topic in
+            EventEnvelope<Payload>.frame(type: type.name, seq: seq, time: now, source: eventLog.source, topic: topic, data: data)
+        }
     }
 
     /// As `append(data:)`, with `data` encoded already (`wireEncoder().encode` of a `Payload`): for a
     /// handler that replies with the same JSON and encodes it once.
     @discardableResult
     public func append<Payload>(_ type: EventType<Payload>, userId: UserID, activity: Activity, encodedData: Data) throws -> Int64 {
-        let topic = type.topic(userId: userId, activity: activity).description
+        try store(type.name, topic: type.topic(userId: userId, activity: activity).description) { seq, topic in
+            EventEnvelope<Payload>.frame(type: type.name, seq: seq, time: now, source: eventLog.source, topic: topic, encodedData: encodedData)
+        }
+    }
+
+    /// Stores the envelope `frame` makes for the next seq in the outbox, to be published once this commits.
+    private func store(_ type: String, topic: String, frame: (_ seq: Int64, _ topic: String) -> Data) throws -> Int64 {
         let seq = nextSeq
-        let bytes = EventEnvelope<Payload>.frame(type: type.name, seq: seq, time: now, source: eventLog.source, topic: topic,
-                                                 encodedData: encodedData)
+        let bytes = frame(seq, topic)
         try RawStatement.execute("INSERT INTO outbox (seq, topic, envelope) VALUES (?, ?, ?)", db, [.integer(seq), .text(topic), .blob(bytes)])
-        events.append(PendingEvent(type: type.name, seq: seq, topic: topic, envelope: bytes))
+        events.append(PendingEvent(type: type, seq: seq, topic: topic, envelope: bytes))
         return seq
     }
 

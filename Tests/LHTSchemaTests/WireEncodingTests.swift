@@ -123,6 +123,24 @@ struct WireEncodingTests {
         #expect(try JSONDecoder().decode(JSONValue.self, from: frame) == JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(envelope)))
     }
 
+    /// A payload written into the envelope in place is the same bytes as its own JSON copied in.
+    @Test func payloadsWrittenInPlaceAreTheBytesOfTheirJSON() throws {
+        let id = RecordID()
+        func same(_ payload: some WireJSONWritable) {
+            func frame(_ write: (_ topic: String) -> Data) -> String { String(decoding: write("t.u1.noalc"), as: UTF8.self) }
+            let inPlace = frame { EventEnvelope<JSONValue>.frame(type: "t", seq: 9, id: id, time: Self.at, source: "s", topic: $0, data: payload) }
+            let copied = frame {
+                EventEnvelope<JSONValue>.frame(type: "t", seq: 9, id: id, time: Self.at, source: "s", topic: $0, encodedData: WireJSON.encode(writable: payload))
+            }
+            #expect(inPlace == copied)
+            #expect(inPlace.hasSuffix(#""data":"# + String(decoding: WireJSON.encode(writable: payload), as: UTF8.self) + "}"))
+        }
+        same(Self.occurrence(noalc: true, cause: nil))
+        same(StoredNoAlcEntry(id: id, userId: UserID("u1")!, day: LocalDay("2026-02-01")!, level: .easy, source: "say \"hi\"", loggedAt: Self.at))
+        same(StreakState(userId: UserID("u1")!, asOf: LocalDay("2026-02-01")!, policy: "seed", streakDays: 3, rewardsEarned: 0,
+                         rewardsUsed: 0, rewardsLost: 0, rewardsAvailable: 0, lastLoggedDay: nil, todayLogged: false))
+    }
+
     /// The object writer at its edges: integers at their limits, days outside four-digit years (the
     /// rare text `description` makes), strings that need escapes, and more bytes than its first buffer.
     @Test func theObjectWriterMatchesTheTextFormsAtTheirEdges() throws {
