@@ -199,7 +199,8 @@ final class JSONDocument {
 
         mutating func literal(_ text: StaticString, _ kind: JSONToken.Kind) -> Bool {
             let end = index + text.utf8CodeUnitCount
-            guard end <= bytes.count, text.withUTF8Buffer({ $0.elementsEqual(UnsafeBufferPointer(rebasing: bytes[index..<end])) }) else { return false }
+            guard end <= bytes.count,
+                  text.withUTF8Buffer({ $0.elementsEqual(UnsafeBufferPointer(rebasing: bytes[index..<end])) }) else { return false }
             append(kind, start: index, end: end)
             index = end
             return true
@@ -267,13 +268,16 @@ private struct Node {
 
     /// The members of an object, or the items of an array, in order: for an object, each member's
     /// key (`index`) followed by its value (`index + 1`).
-    func children() -> ChildSequence { ChildSequence(document: document, first: index + 1, count: Int(token.count), step: token.kind == .object ? 2 : 1) }
+    func children() -> ChildSequence {
+        ChildSequence(document: document, first: index + 1, count: Int(token.count), step: token.kind == .object ? 2 : 1)
+    }
 
     struct ChildSequence: Sequence, IteratorProtocol {
         unowned(unsafe) let document: JSONDocument
         private var following: Int
         private var remaining: Int
-        /// Tokens from one child's first token to the token whose `end` is the next child's: 2 for a member (its key, then its value), 1 for an item.
+        /// Where in a child the token is whose `end` is the next child, plus one: 2 for a member
+        /// (its key, then its value), 1 for an item.
         private let step: Int
 
         init(document: JSONDocument, first: Int, count: Int, step: Int) {
@@ -355,7 +359,6 @@ private struct NodeDecoder: Decoder {
     var codingPath: [CodingKey] { [] }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
-
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         guard node.token.kind == .object else { throw NotLean() }
         return KeyedDecodingContainer(KeyedNodes<Key>(object: node))
@@ -381,16 +384,17 @@ private struct KeyedNodes<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func find(_ key: Key) -> Node? {
         let name = key.stringValue
         let document = object.document
-        func find(_ name: UnsafeBufferPointer<UInt8>) -> Node? {
+        func search(_ name: UnsafeBufferPointer<UInt8>) -> Node? {
             for keyIndex in object.children() {
                 let key = document.tokens[keyIndex]
-                if Int(key.count) == name.count, name.isEmpty || memcmp(document.bytes.baseAddress! + Int(key.start), name.baseAddress!, name.count) == 0 {
+                if Int(key.count) == name.count,
+                   name.isEmpty || memcmp(document.bytes.baseAddress! + Int(key.start), name.baseAddress!, name.count) == 0 {
                     return Node(document: document, index: keyIndex + 1)
                 }
             }
             return nil
         }
-        return name.utf8.withContiguousStorageIfAvailable(find) ?? Array(name.utf8).withUnsafeBufferPointer(find)
+        return name.utf8.withContiguousStorageIfAvailable(search) ?? Array(name.utf8).withUnsafeBufferPointer(search)
     }
 
     func member(_ key: Key) throws -> Node {
