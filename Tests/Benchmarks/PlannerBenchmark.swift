@@ -176,21 +176,15 @@ enum PlannerBenchmark {
     /// services. With `envelopeBytes`, each row also gets an outbox row of that size in the same
     /// transaction, as every decision stores its event (PROTOCOL "Events": stored, then published).
     static func insertFloor(rows: Int, envelopeBytes: Int? = nil) throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("lht-floor-\(UUID().uuidString.prefix(8)).sqlite").path
-        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
-        var configuration = Configuration()
-        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL") }
-        let database = try DatabaseQueue(path: path, configuration: configuration)
-        try database.write { db in
-            try db.execute(sql: "CREATE TABLE decision (reminder_id TEXT NOT NULL, at_ms INTEGER NOT NULL, status TEXT NOT NULL, PRIMARY KEY (reminder_id, at_ms))")
-            try db.execute(sql: "CREATE TABLE outbox (seq INTEGER PRIMARY KEY NOT NULL, topic TEXT NOT NULL, envelope BLOB NOT NULL)")
-        }
+        let schema = "CREATE TABLE decision (reminder_id TEXT NOT NULL, at_ms INTEGER NOT NULL, status TEXT NOT NULL, PRIMARY KEY (reminder_id, at_ms))"
         let envelope = envelopeBytes.map { Data(repeating: UInt8(ascii: "x"), count: $0) }
-        try database.write { db in
-            for n in 0..<rows {
-                try db.run("INSERT INTO decision VALUES (?, ?, 'fired')", arguments: [RecordID().description, n])
-                if let envelope {
-                    try db.run("INSERT INTO outbox VALUES (?, ?, ?)", arguments: [n + 1, "reminder.due.u\(n % 100_000).mindfulness", envelope])
+        try ScratchDatabase.with(schema: schema) { database in
+            try database.write { db in
+                for n in 0..<rows {
+                    try db.run("INSERT INTO decision VALUES (?, ?, 'fired')", arguments: [RecordID().description, n])
+                    if let envelope {
+                        try db.run("INSERT INTO outbox VALUES (?, ?, ?)", arguments: [n + 1, "reminder.due.u\(n % 100_000).mindfulness", envelope])
+                    }
                 }
             }
         }

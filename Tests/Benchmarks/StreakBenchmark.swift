@@ -292,28 +292,23 @@ enum StreakBenchmark {
     /// (`RawStatement`). `synchronous` FULL is the services' durability, each commit waiting for the
     /// disk; OFF never waits, which leaves SQLite's own work: what one thread needs to store them at all.
     static func storeFloor(entries: Int, days: [String], envelopeBytes: Int, synchronous: String) throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("lht-store-floor-\(UUID().uuidString.prefix(8)).sqlite").path
-        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
-        var configuration = Configuration()
-        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA journal_mode = WAL; PRAGMA synchronous = \(synchronous)") }
-        let database = try DatabaseQueue(path: path, configuration: configuration)
-        try database.write { db in
-            try db.execute(sql: """
-                CREATE TABLE noalc_level (user_id TEXT NOT NULL, day TEXT NOT NULL, level TEXT NOT NULL, seq INTEGER NOT NULL,
-                    PRIMARY KEY (user_id, day)) WITHOUT ROWID;
-                CREATE TABLE outbox (seq INTEGER PRIMARY KEY NOT NULL, topic TEXT NOT NULL, envelope BLOB NOT NULL);
-                """)
-        }
+        let schema = """
+            CREATE TABLE noalc_level (user_id TEXT NOT NULL, day TEXT NOT NULL, level TEXT NOT NULL, seq INTEGER NOT NULL,
+                PRIMARY KEY (user_id, day)) WITHOUT ROWID;
+            """
         let envelope = Data(repeating: UInt8(ascii: "x"), count: envelopeBytes)
-        for page in stride(from: 0, to: entries, by: 1000) {
-            try database.write { db in
-                for seq in page..<min(page + 1000, entries) {
-                    let user = "u\(seq / days.count)"
-                    try RawStatement.execute("""
-                        INSERT INTO noalc_level (user_id, day, level, seq) VALUES (?, ?, 'steady', ?)
-                        ON CONFLICT (user_id, day) DO UPDATE SET level = excluded.level, seq = excluded.seq WHERE excluded.seq > noalc_level.seq
-                        """, db, [.text(user), .text(days[seq % days.count]), .integer(Int64(seq))])
-                    try RawStatement.execute("INSERT INTO outbox VALUES (?, ?, ?)", db, [.integer(Int64(seq)), .text("streak.updated.\(user).noalc"), .blob(envelope)])
+        try ScratchDatabase.with(synchronous: synchronous, schema: schema) { database in
+            for page in stride(from: 0, to: entries, by: 1000) {
+                try database.write { db in
+                    for seq in page..<min(page + 1000, entries) {
+                        let user = "u\(seq / days.count)"
+                        try RawStatement.execute("""
+                            INSERT INTO noalc_level (user_id, day, level, seq) VALUES (?, ?, 'steady', ?)
+                            ON CONFLICT (user_id, day) DO UPDATE SET level = excluded.level, seq = excluded.seq WHERE excluded.seq > noalc_level.seq
+                            """, db, [.text(user), .text(days[seq % days.count]), .integer(Int64(seq))])
+                        try RawStatement.execute("INSERT INTO outbox VALUES (?, ?, ?)", db,
+                                                 [.integer(Int64(seq)), .text("streak.updated.\(user).noalc"), .blob(envelope)])
+                    }
                 }
             }
         }

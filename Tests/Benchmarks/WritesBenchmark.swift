@@ -4,6 +4,7 @@ import LHTSchema
 import Logging
 import ReminderPlanner
 import ServiceHost
+import SessionLogger
 import TestSupport
 import ZeroMQ
 
@@ -71,37 +72,28 @@ enum WritesBenchmark {
                                                           topic: Events.sessionLogged.topic(userId: session.userId, activity: session.activity).description,
                                                           encodedData: WireJSON.encode(writable: session))
         for synchronous in ["FULL", "OFF"] {
-            let path = FileManager.default.temporaryDirectory.appendingPathComponent("lht-session-floor-\(UUID().uuidString.prefix(8)).sqlite").path
-            defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
-            var configuration = Configuration()
-            configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA journal_mode = WAL; PRAGMA synchronous = \(synchronous)") }
-            let database = try DatabaseQueue(path: path, configuration: configuration)
-            try database.write { db in
-                try db.execute(sql: """
-                    CREATE TABLE session (
-                        id TEXT PRIMARY KEY NOT NULL, user_id TEXT NOT NULL, activity TEXT NOT NULL,
-                        start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL, source TEXT,
-                        logged_at_ms INTEGER NOT NULL, seq INTEGER NOT NULL);
-                    CREATE INDEX session_by_user_start ON session (user_id, start_ms);
-                    CREATE TABLE outbox (seq INTEGER PRIMARY KEY NOT NULL, topic TEXT NOT NULL, envelope BLOB NOT NULL);
-                    """)
-            }
-            let started = ContinuousClock.now
-            for batch in stride(from: 0, to: rows, by: ServiceHost.batchLimit) {
-                try database.write { db in
-                    for seq in Int64(batch + 1)...Int64(min(batch + ServiceHost.batchLimit, rows)) {
-                        let user = "bench\(seq % 50)", start = session.start.millisecondsSince1970 + seq
-                        try RawStatement.execute("""
-                            INSERT INTO session (id, user_id, activity, start_ms, end_ms, source, logged_at_ms, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                            ON CONFLICT (id) DO NOTHING
-                            """, db, [.text(RecordID().description), .text(user), .text("mindfulness"), .integer(start), .integer(start + 900_000),
-                                      .null, .integer(start), .integer(seq)])
-                        try RawStatement.execute("INSERT INTO outbox (seq, topic, envelope) VALUES (?, ?, ?)", db,
-                                                 [.integer(seq), .text("session.logged.\(user).mindfulness"), .blob(envelope)])
+            let took = try ScratchDatabase.with(synchronous: synchronous) { database in
+                var migrator = DatabaseMigrator()
+                SessionLogger.migrate(&migrator)
+                try migrator.migrate(database)
+                return try ContinuousClock().measure {
+                    for batch in stride(from: 0, to: rows, by: ServiceHost.batchLimit) {
+                        try database.write { db in
+                            for seq in Int64(batch + 1)...Int64(min(batch + ServiceHost.batchLimit, rows)) {
+                                let user = "bench\(seq % 50)", start = session.start.millisecondsSince1970 + seq
+                                try RawStatement.execute("""
+                                    INSERT INTO session (id, user_id, activity, start_ms, end_ms, source, logged_at_ms, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                                    ON CONFLICT (id) DO NOTHING
+                                    """, db, [.text(RecordID().description), .text(user), .text("mindfulness"), .integer(start),
+                                              .integer(start + 900_000), .null, .integer(start), .integer(seq)])
+                                try RawStatement.execute("INSERT INTO outbox (seq, topic, envelope) VALUES (?, ?, ?)", db,
+                                                         [.integer(seq), .text("session.logged.\(user).mindfulness"), .blob(envelope)])
+                            }
+                        }
                     }
                 }
             }
-            let floor = Double(rows) / ((ContinuousClock.now - started) / .seconds(1))
+            let floor = Double(rows) / (took / .seconds(1))
             print(row("  bare stores, synchronous=\(synchronous)", String(format: "%.0f", floor), "", "", "",
                       String(format: "session.log / this = %.3f (each a session row and a %d B outbox row, %d a transaction)",
                              rate / floor, envelope.count, ServiceHost.batchLimit)))

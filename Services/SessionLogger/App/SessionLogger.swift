@@ -58,6 +58,9 @@ public final class SessionLogger: Service {
 
     public var readyLine: String { host.readyLine(extra: "intake=\(intakeEndpoint)") }
 
+    /// The logger's tables as its migrations make them, for tools that measure its storage (`bench writes`).
+    public static func migrate(_ migrator: inout DatabaseMigrator) { SessionStore.migrate(&migrator) }
+
     private func registerOps() {
         let unreadable = unreadable
         host.handle(Ops.sessionLog) { input, tx in
