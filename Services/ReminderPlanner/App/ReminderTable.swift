@@ -42,12 +42,11 @@ struct ReminderTable {
     /// `user`'s reminders.
     func owned(by user: UserID) -> [Reminder] { rows(ownedBy: user).map(\.reminder) }
 
-    /// Adds `reminder`, or replaces the one with its id; returns its row. A replaced reminder keeps
-    /// its row (the row freed last is taken first).
+    /// Adds `reminder`, whose id is not in the table (the planner removes a reminder it replaces
+    /// first: a replaced reminder gets its row back, since the row freed last is taken first); returns its row.
     @discardableResult
     mutating func insert(_ reminder: Reminder) -> Scheduler.Row {
-        remove(reminder.id)
-        return insert(Fields(id: reminder.id, userId: reminder.userId, activity: reminder.activity, time: reminder.time,
+        insert(Fields(id: reminder.id, userId: reminder.userId, activity: reminder.activity, time: reminder.time,
                       weekdays: WeekdayMask(reminder.weekdays), lookbackHours: reminder.lookbackHours, enabled: reminder.enabled,
                       createdAt: reminder.createdAt.millisecondsSince1970), title: reminder.title, body: reminder.body)
     }
@@ -68,6 +67,7 @@ struct ReminderTable {
     /// n-th reminder added row n, which loading relies on to schedule reminders as they are read.
     @discardableResult
     mutating func insert(_ fields: Fields, title: String?, body: String?) -> Scheduler.Row {
+        assert(rowByID[fields.id] == nil, "insert takes a reminder whose id is not in the table")
         let user = intern(fields.userId)
         let row = Row(id: fields.id, createdAt: fields.createdAt, user: user, minutes: Int16(fields.time.minutesSinceMidnight),
                       lookbackHours: Int16(clamping: fields.lookbackHours), weekdays: fields.weekdays.bits,
