@@ -126,11 +126,15 @@ public final class Socket {
     /// Binds and returns the endpoint actually bound (a `tcp://127.0.0.1:*` wildcard resolved to its port).
     @discardableResult
     public func bind(_ endpoint: String) throws -> String {
-        try check(zmq_bind(open(), endpoint))
+        let handle = try open()
+        try checkRetryingInterrupts { zmq_bind(handle, endpoint) }
         return try lastEndpoint()
     }
 
-    public func connect(_ endpoint: String) throws { try check(zmq_connect(open(), endpoint)) }
+    public func connect(_ endpoint: String) throws {
+        let handle = try open()
+        try checkRetryingInterrupts { zmq_connect(handle, endpoint) }
+    }
 
     private func lastEndpoint() throws -> String {
         var buffer = [CChar](repeating: 0, count: 512)
@@ -381,6 +385,15 @@ private func text(_ buffer: [CChar]) -> String {
 @inline(__always)
 private func check(_ rc: Int32) throws {
     if rc != 0 { throw ZMQError.last() }
+}
+
+/// For calls that first process the socket's pending commands (bind, connect): a signal during
+/// that step fails them with EINTR before they did anything, so they are simply made again.
+private func checkRetryingInterrupts(_ call: () -> Int32) throws {
+    while call() != 0 {
+        let error = ZMQError.last()
+        if error.code != EINTR { throw error }
+    }
 }
 
 /// `zmq_poll` over sockets owned by the calling thread.
