@@ -104,16 +104,13 @@ enum SessionLogBenchmark {
     /// The durability floor: one row inserted and committed at a time, WAL with synchronous=FULL as
     /// the services run, each commit timed (milliseconds). An ack cannot come sooner than this.
     static func commitLatencies(count: Int) throws -> [Double] {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("lht-commit-\(UUID().uuidString.prefix(8)).sqlite").path
-        var configuration = Configuration()
-        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL") }
-        let database = try DatabaseQueue(path: path, configuration: configuration)
-        try database.write { db in try db.execute(sql: "CREATE TABLE row (id TEXT PRIMARY KEY, body BLOB)") }
         let body = sessionLog(n: 0, client: 0)
-        return try (0..<count).map { n in
-            let start = DispatchTime.now().uptimeNanoseconds
-            try database.write { db in try db.run("INSERT INTO row VALUES (?, ?)", arguments: [LoadClients.uuid(n), body]) }
-            return Double(DispatchTime.now().uptimeNanoseconds - start) / 1_000_000
+        return try ScratchDatabase.with(schema: "CREATE TABLE row (id TEXT PRIMARY KEY, body BLOB)") { database in
+            try (0..<count).map { n in
+                let start = DispatchTime.now().uptimeNanoseconds
+                try database.write { db in try db.run("INSERT INTO row VALUES (?, ?)", arguments: [LoadClients.uuid(n), body]) }
+                return Double(DispatchTime.now().uptimeNanoseconds - start) / 1_000_000
+            }
         }
     }
 
