@@ -3,11 +3,12 @@ import LHTClient
 import LHTSchema
 import Logging
 import Testing
+import TestSupport
 @testable import ServiceHost
 
 /// The host in-process on a real SQLite file: the outbox, transactions and request handling.
 @Suite struct ServiceHostTests {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lht-host-\(UUID().uuidString.prefix(8))")
+    let directory = temporaryDirectory("lht-host")
 
     func makeHost() throws -> ServiceHost {
         try ServiceHost(service: .noalcStreak, apiEndpoint: "tcp://127.0.0.1:*", eventsEndpoint: "tcp://127.0.0.1:*",

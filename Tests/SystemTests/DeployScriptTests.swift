@@ -16,7 +16,7 @@ import Testing
         process.environment = environment
         // A file, not a pipe: the services the script leaves running inherit its descriptors, and a
         // pipe would then never reach end-of-file.
-        let log = dataDirectory.deletingLastPathComponent().appendingPathComponent("\(dataDirectory.lastPathComponent)-\(arguments[0]).out")
+        let log = temporaryDirectory("lht-deploy-out").appendingPathComponent("\(arguments[0]).out")
         FileManager.default.createFile(atPath: log.path, contents: nil)
         let output = try FileHandle(forWritingTo: log)
         defer { try? output.close() }

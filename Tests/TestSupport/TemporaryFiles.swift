@@ -1,11 +1,20 @@
 import Foundation
+import Synchronization
 
-/// A fresh directory under /tmp for one test's data.
+/// A fresh directory under /tmp for one test's data, removed when the process exits.
 public func temporaryDirectory(_ label: String = "lht") -> URL {
     let url = FileManager.default.temporaryDirectory.appendingPathComponent("\(label)-\(UUID().uuidString.prefix(8))")
     try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    removedAtExit.withLock { directories in
+        if directories.isEmpty { atexit { for url in removedAtExit.withLock({ $0 }) { try? FileManager.default.removeItem(at: url) } } }
+        directories.append(url)
+    }
     return url
 }
+
+/// What `temporaryDirectory` made: services' databases, keys, certificates, logs. Before they were
+/// removed, a full test run left 275 of them in /tmp.
+private let removedAtExit = Mutex<[URL]>([])
 
 /// A temporary directory that is removed with this object: one per test, a subdirectory per service.
 public final class ScratchDirectory: Sendable {
