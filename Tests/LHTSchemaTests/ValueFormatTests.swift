@@ -393,6 +393,25 @@ struct IdentifierTests {
         #expect(RecordID(fresh.description) == fresh)
     }
 
+    /// The text is Foundation's `uuidString`, lower-cased, for every byte value at every position
+    /// (each digit's letter-or-number decision is made eight at a time) and for random ids.
+    @Test func recordIDTextIsFoundationsForEveryByteAtEveryPosition() {
+        var random = SplitMix64(seed: 0x1D_7E47)
+        var ids: [UUID] = [UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))]
+        for position in 0..<16 {
+            for byte in 0...255 {
+                var bytes = [UInt8](repeating: UInt8(truncatingIfNeeded: random.next()), count: 16)
+                bytes[position] = UInt8(byte)
+                ids.append(bytes.withUnsafeBytes { UUID(uuid: $0.load(as: uuid_t.self)) })
+            }
+        }
+        for _ in 0..<10_000 {
+            ids.append(withUnsafeBytes(of: (random.next(), random.next())) { UUID(uuid: $0.load(as: uuid_t.self)) })
+        }
+        let wrong = ids.filter { RecordID($0).description != $0.uuidString.lowercased() }
+        #expect(wrong.isEmpty, "\(wrong.prefix(3).map { ($0.uuidString, RecordID($0).description) })")
+    }
+
     @Test(arguments: [
         "", "not-a-uuid", "3f2b8c1eabcd40008000000000000000ff", "3f2b8c1e-abcd-4000-8000-0000000000f",
         "3f2b8c1e-abcd-4000-8000-0000000000fff", "{3f2b8c1e-abcd-4000-8000-0000000000ff}", " 3f2b8c1e-abcd-4000-8000-0000000000f",
