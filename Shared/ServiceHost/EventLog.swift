@@ -22,7 +22,7 @@ public final class EventLog {
         publishedSeq = lastSeq
     }
 
-    static func migrate(_ migrator: inout DatabaseMigrator) {
+    public static func migrate(_ migrator: inout DatabaseMigrator) {
         migrator.registerMigration("outbox") { db in
             // `seq` is assigned by us, never by SQLite, so it cannot be reused after a rollback.
             try db.execute(sql: """

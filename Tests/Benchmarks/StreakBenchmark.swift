@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import LHTClient
 import LHTSchema
+import NoAlcStreak
 import StreakRules
 import ServiceHost
 import Synchronization
@@ -292,12 +293,8 @@ enum StreakBenchmark {
     /// (`RawStatement`). `synchronous` FULL is the services' durability, each commit waiting for the
     /// disk; OFF never waits, which leaves SQLite's own work: what one thread needs to store them at all.
     static func storeFloor(entries: Int, days: [String], envelopeBytes: Int, synchronous: String) throws {
-        let schema = """
-            CREATE TABLE noalc_level (user_id TEXT NOT NULL, day TEXT NOT NULL, level TEXT NOT NULL, seq INTEGER NOT NULL,
-                PRIMARY KEY (user_id, day)) WITHOUT ROWID;
-            """
         let envelope = Data(repeating: UInt8(ascii: "x"), count: envelopeBytes)
-        try ScratchDatabase.with(synchronous: synchronous, schema: schema) { database in
+        try ScratchDatabase.with(synchronous: synchronous, migrations: NoAlcStreakService.migrate) { database in
             for page in stride(from: 0, to: entries, by: 1000) {
                 try database.write { db in
                     for seq in page..<min(page + 1000, entries) {

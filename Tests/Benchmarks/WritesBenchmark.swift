@@ -72,11 +72,8 @@ enum WritesBenchmark {
                                                           topic: Events.sessionLogged.topic(userId: session.userId, activity: session.activity).description,
                                                           encodedData: WireJSON.encode(writable: session))
         for synchronous in ["FULL", "OFF"] {
-            let took = try ScratchDatabase.with(synchronous: synchronous) { database in
-                var migrator = DatabaseMigrator()
-                SessionLogger.migrate(&migrator)
-                try migrator.migrate(database)
-                return try ContinuousClock().measure {
+            let took = try ScratchDatabase.with(synchronous: synchronous, migrations: SessionLogger.migrate) { database in
+                try ContinuousClock().measure {
                     for batch in stride(from: 0, to: rows, by: ServiceHost.batchLimit) {
                         try database.write { db in
                             for seq in Int64(batch + 1)...Int64(min(batch + ServiceHost.batchLimit, rows)) {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import GRDB
 import LHTClient
 import LHTSchema
 import Logging
@@ -81,6 +82,9 @@ public final class NoAlcStreakService: Service {
         feed.catchUp(timeoutMilliseconds: 2000)
         host.onTick = { [unowned self] in feed.tick() }
     }
+
+    /// The service's tables as its migrations make them, for tools that measure its storage (`bench streak`).
+    public static func migrate(_ migrator: inout DatabaseMigrator) { StreakStore.migrate(&migrator) }
 
     private func registerOps() {
         // Reads memory only: no transaction to open and commit (the feed's changes are in memory once committed).
