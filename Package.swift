@@ -78,7 +78,7 @@ let package = Package(
         // Benchmarks are an executable, not tests: `swift run -c release bench <name>`.
         .executableTarget(
             name: "Bench",
-            dependencies: ["ZeroMQ", "ServiceHost", "LHTSchema", "LHTClient", "LHTSecurity", "SessionLogger", "ReminderPlanner", "NoAlcStreak", "StreakRules",
+            dependencies: ["ZeroMQ", "ServiceHost", "LHTSchema", "LHTClient", "LHTSecurity", "SessionLogger", "ReminderPlanner", "ReminderPlanning", "NoAlcStreak", "StreakRules",
                            "TestSupport", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Tests/Benchmarks", exclude: ["c", "python", "README.md"]),
 

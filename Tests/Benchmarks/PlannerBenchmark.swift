@@ -4,6 +4,7 @@ import LHTClient
 import LHTSchema
 import Logging
 import ReminderPlanner
+import ReminderPlanning
 import ServiceHost
 import SessionLogger
 import TestSupport
@@ -134,10 +135,11 @@ enum PlannerBenchmark {
             for user in 0..<users {
                 try db.run("INSERT INTO user (user_id, time_zone, locale, paused) VALUES (?, 'Europe/Berlin', 'en', 0)", arguments: ["u\(user)"])
                 for k in 0..<perUser {
-                    try db.run("""
-                        INSERT INTO reminder (id, user_id, activity, minute_of_day, weekday_mask, lookback_hours, enabled, title, body, created_at_ms)
-                        VALUES (?, ?, ?, ?, 127, 12, 1, NULL, NULL, ?)
-                        """, arguments: [RecordID().bytes, "u\(user)", k % 2 == 0 ? "mindfulness" : "workout", (user * perUser + k) % 1440, created])
+                    let minute = (user * perUser + k) % 1440
+                    let rule = StoredRule(activity: k % 2 == 0 ? .mindfulness : .workout, time: LocalTime(hour: minute / 60, minute: minute % 60)!,
+                                          weekdays: WeekdayMask(bits: 127), lookbackHours: 12, enabled: true)
+                    try db.run("INSERT INTO reminder (id, user_id, rule, title, body, created_at_ms) VALUES (?, ?, ?, NULL, NULL, ?)",
+                               arguments: [RecordID().bytes, "u\(user)", rule.bits, created])
                 }
             }
             try db.run("UPDATE planner_state SET value = ? WHERE key = 'decidedThroughMs'", arguments: [clockStart.millisecondsSince1970])
@@ -155,11 +157,11 @@ enum PlannerBenchmark {
         var checksum = 0
         try database.read { db in
             _ = try RawStatement.run("""
-                SELECT id, user_id, activity, minute_of_day, weekday_mask, lookback_hours, enabled, title, body, created_at_ms FROM reminder
+                SELECT id, user_id, rule, title, body, created_at_ms FROM reminder
                 """, db, []) { row -> Void? in
                 checksum &+= row.blob(0).reduce(0) { $0 &+ Int($1) }
-                for column: Int32 in [1, 2, 7, 8] { checksum &+= row.bytes(column).reduce(0) { $0 &+ Int($1) } }
-                checksum &+= Int(row.integer(3) &+ row.integer(4) &+ row.integer(5) &+ row.integer(6) &+ row.integer(9))
+                for column: Int32 in [1, 3, 4] { checksum &+= row.bytes(column).reduce(0) { $0 &+ Int($1) } }
+                checksum &+= Int(row.integer(2) &+ row.integer(5))
                 return nil
             }
         }

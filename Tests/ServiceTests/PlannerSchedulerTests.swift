@@ -201,9 +201,10 @@ import TestSupport
     }
 
     /// A database written before reminder rows were compact (the id as text, `HH:mm`, a list of
-    /// weekday names) is migrated on start: every reminder comes back as it was stored, is scheduled,
-    /// and can be replaced and deleted by id afterwards; a row whose id does not parse, which the
-    /// old loader skipped too, is not carried over.
+    /// weekday names) is migrated on start, through the compact rows to the rule column: every
+    /// reminder comes back as it was stored, is scheduled, and can be replaced and deleted by id
+    /// afterwards; a row whose id, activity or time does not parse, which the old loader skipped
+    /// too, is not carried over.
     @Test func remindersStoredBeforeCompactRowsAreMigrated() throws {
         let rig = try ServiceRig(.inproc)
         let users = [("old1", "Europe/Berlin"), ("old2", "America/New_York")]
@@ -234,10 +235,13 @@ import TestSupport
                                      reminder.weekdays.reversed().map(\.rawValue).joined(separator: ","), reminder.lookbackHours,
                                      reminder.enabled, reminder.title, reminder.body, reminder.createdAt.millisecondsSince1970])
             }
-            try db.execute(sql: """
-                INSERT INTO reminder (id, user_id, activity, time, weekdays, lookback_hours, enabled, title, body, created_at_ms)
-                VALUES ('not-an-id', 'old1', 'workout', '08:00', 'mon', 12, 1, NULL, NULL, 0)
-                """)
+            for (id, activity, time) in [("not-an-id", "workout", "08:00"), (RecordID().description, "yoga", "08:00"),
+                                         (RecordID().description, "workout", "25:00")] {
+                try db.execute(sql: """
+                    INSERT INTO reminder (id, user_id, activity, time, weekdays, lookback_hours, enabled, title, body, created_at_ms)
+                    VALUES (?, 'old1', ?, ?, 'mon', 12, 1, NULL, NULL, 0)
+                    """, arguments: [id, activity, time])
+            }
         }
         try database.close()
 
@@ -246,13 +250,19 @@ import TestSupport
         for reminder in expected { #expect(migrated.reminders[reminder.id] == reminder) }
         // Every enabled reminder with a weekday has its next occurrence scheduled.
         #expect(migrated.scheduler.scheduledCount == expected.count { $0.enabled && !$0.weekdays.isEmpty })
+        #expect(try migrated.host.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM reminder") } == expected.count)
+        // The view shows the rule column's fields as the compact rows had them.
         let columns = try migrated.host.read { db in
-            try Row.fetchOne(db, sql: "SELECT typeof(id) AS id, minute_of_day, weekday_mask FROM reminder WHERE id = ?",
-                             arguments: [expected[7].id.bytes])
+            try Row.fetchOne(db, sql: """
+                SELECT typeof(id) AS id, activity, minute_of_day, weekday_mask, lookback_hours, enabled FROM reminder_fields WHERE id = ?
+                """, arguments: [expected[7].id.bytes])
         }
         #expect(columns?["id"] as String? == "blob")
+        #expect(columns?["activity"] as String? == expected[7].activity.rawValue)
         #expect(columns?["minute_of_day"] as Int? == 7 * 60 + 49)
         #expect(columns?["weekday_mask"] as Int? == expected[7].weekdays.reduce(0) { $0 | 1 << $1.index })
+        #expect(columns?["lookback_hours"] as Int? == expected[7].lookbackHours)
+        #expect(columns?["enabled"] as Bool? == expected[7].enabled)
 
         let replaced = ReminderPutRequest(id: expected[2].id, userId: expected[2].userId, activity: expected[2].activity,
                                           time: LocalTime(hour: 6, minute: 30)!, weekdays: [.sat], title: "neu")

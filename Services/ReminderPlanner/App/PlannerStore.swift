@@ -51,6 +51,20 @@ enum PlannerStore {
                 ALTER TABLE reminder_compact RENAME TO reminder;
                 """)
         }
+        // The small fields as one column (`StoredRule`), with a view that shows them as columns.
+        migrator.registerMigration("reminder-rule-column") { db in
+            try db.execute(sql: """
+                CREATE TABLE reminder_rule (
+                    id BLOB PRIMARY KEY NOT NULL, user_id TEXT NOT NULL, rule INTEGER NOT NULL,
+                    title TEXT, body TEXT, created_at_ms INTEGER NOT NULL);
+                INSERT INTO reminder_rule
+                    SELECT id, user_id, \(StoredRule.sqlFromColumns), title, body, created_at_ms
+                    FROM reminder WHERE \(StoredRule.sqlValidColumns) ORDER BY rowid;
+                DROP TABLE reminder;
+                ALTER TABLE reminder_rule RENAME TO reminder;
+                CREATE VIEW reminder_fields AS SELECT id, user_id, \(StoredRule.sqlColumns), title, body, created_at_ms FROM reminder;
+                """)
+        }
     }
 
     // MARK: Users and reminders
@@ -77,12 +91,9 @@ enum PlannerStore {
 
     static func save(_ reminder: Reminder, _ db: Database) throws {
         try RawStatement.execute("""
-            INSERT OR REPLACE INTO reminder (id, user_id, activity, minute_of_day, weekday_mask, lookback_hours, enabled, title, body, created_at_ms)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, db, [.blob(reminder.id.bytes), .text(reminder.userId.rawValue), .text(reminder.activity.rawValue),
-                      .integer(Int64(reminder.time.minutesSinceMidnight)), .integer(Int64(WeekdayMask(reminder.weekdays).bits)),
-                      .integer(Int64(reminder.lookbackHours)), .integer(reminder.enabled ? 1 : 0), .text(reminder.title), .text(reminder.body),
-                      .integer(reminder.createdAt.millisecondsSince1970)])
+            INSERT OR REPLACE INTO reminder (id, user_id, rule, title, body, created_at_ms) VALUES (?, ?, ?, ?, ?, ?)
+            """, db, [.blob(reminder.id.bytes), .text(reminder.userId.rawValue), .integer(StoredRule(reminder).bits),
+                      .text(reminder.title), .text(reminder.body), .integer(reminder.createdAt.millisecondsSince1970)])
     }
 
     static func delete(reminder id: RecordID, _ db: Database) throws {

@@ -31,7 +31,7 @@ extension PlannerStore {
                     batch.reserveCapacity(batchSize)
                     var lastUser: UserID?
                     try RawStatement.run("""
-                        SELECT id, user_id, activity, minute_of_day, weekday_mask, lookback_hours, enabled, title, body, created_at_ms FROM reminder
+                        SELECT id, user_id, rule, title, body, created_at_ms FROM reminder
                         """, db, []) { row -> Void? in
                         guard let reminder = storedReminder(row, lastUser: &lastUser) else { return nil }
                         batch.append(reminder)
@@ -56,22 +56,12 @@ extension PlannerStore {
     private static func storedReminder(_ row: RawStatement.Row, lastUser: inout UserID?) -> StoredReminder? {
         if let last = lastUser, !last.hasUTF8(row.bytes(1)) { lastUser = nil }
         if lastUser == nil { lastUser = UserID(row.string(1)) }
-        let minutes = Int(row.integer(3))
-        guard let id = RecordID(bytes: row.blob(0)), let user = lastUser, let activity = activity(row.bytes(2)),
-              let time = LocalTime(hour: minutes / 60, minute: minutes % 60) else { return nil }
+        guard let id = RecordID(bytes: row.blob(0)), let user = lastUser, let rule = StoredRule(bits: row.integer(2)) else { return nil }
         return StoredReminder(
-            fields: ReminderTable.Fields(id: id, userId: user, activity: activity, time: time,
-                                         weekdays: WeekdayMask(bits: UInt8(truncatingIfNeeded: row.integer(4))),
-                                         lookbackHours: Int(row.integer(5)), enabled: row.integer(6) != 0, createdAt: row.integer(9)),
-            title: row.optionalString(7), body: row.optionalString(8))
+            fields: ReminderTable.Fields(id: id, userId: user, activity: rule.activity, time: rule.time, weekdays: rule.weekdays,
+                                         lookbackHours: rule.lookbackHours, enabled: rule.enabled, createdAt: row.integer(5)),
+            title: row.optionalString(3), body: row.optionalString(4))
     }
-
-    /// `Activity(rawValue:)` without making a `String`.
-    private static func activity(_ bytes: UnsafeBufferPointer<UInt8>) -> Activity? {
-        activityNames.first { $0.name.withUnsafeBufferPointer { sameBytes($0, bytes) } }?.activity
-    }
-
-    private static let activityNames = Activity.allCases.map { (activity: $0, name: Array($0.rawValue.utf8)) }
 }
 
 private extension UserID {
