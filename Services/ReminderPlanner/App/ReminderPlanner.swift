@@ -173,7 +173,7 @@ public final class ReminderPlanner: Service {
                             if zone?.user != fields.userId {
                                 zone = (fields.userId, user(fields.userId, in: users, defaultZone: defaultZone).timeZone)
                             }
-                            add(Scheduler.Rule(id: fields.id, time: fields.time, weekdays: fields.weekdays, enabled: fields.enabled), row, zone!.zone,
+                            add(Scheduler.Rule(id: fields.id, time: fields.rule.time, weekdays: fields.rule.weekdays, enabled: fields.rule.enabled), row, zone!.zone,
                                 firstPending(createdAt: Instant(millisecondsSince1970: fields.createdAt), decidedThrough: decidedThrough))
                             row += 1
                         }

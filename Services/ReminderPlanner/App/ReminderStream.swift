@@ -58,8 +58,7 @@ extension PlannerStore {
         if lastUser == nil { lastUser = UserID(row.string(1)) }
         guard let id = RecordID(bytes: row.blob(0)), let user = lastUser, let rule = StoredRule(bits: row.integer(2)) else { return nil }
         return StoredReminder(
-            fields: ReminderTable.Fields(id: id, userId: user, activity: rule.activity, time: rule.time, weekdays: rule.weekdays,
-                                         lookbackHours: rule.lookbackHours, enabled: rule.enabled, createdAt: row.integer(5)),
+            fields: ReminderTable.Fields(id: id, userId: user, rule: rule, createdAt: row.integer(5)),
             title: row.optionalString(3), body: row.optionalString(4))
     }
 }

@@ -46,20 +46,15 @@ struct ReminderTable {
     /// first: a replaced reminder gets its row back, since the row freed last is taken first); returns its row.
     @discardableResult
     mutating func insert(_ reminder: Reminder) -> Scheduler.Row {
-        insert(Fields(id: reminder.id, userId: reminder.userId, activity: reminder.activity, time: reminder.time,
-                      weekdays: WeekdayMask(reminder.weekdays), lookbackHours: reminder.lookbackHours, enabled: reminder.enabled,
-                      createdAt: reminder.createdAt.millisecondsSince1970), title: reminder.title, body: reminder.body)
+        insert(Fields(id: reminder.id, userId: reminder.userId, rule: StoredRule(reminder), createdAt: reminder.createdAt.millisecondsSince1970),
+               title: reminder.title, body: reminder.body)
     }
 
     /// A reminder's fields as stored, for loading without building a `Reminder` each.
     struct Fields: Sendable {
         let id: RecordID
         let userId: UserID
-        let activity: Activity
-        let time: LocalTime
-        let weekdays: WeekdayMask
-        let lookbackHours: Int
-        let enabled: Bool
+        let rule: StoredRule
         let createdAt: Int64
     }
 
@@ -69,9 +64,9 @@ struct ReminderTable {
     mutating func insert(_ fields: Fields, title: String?, body: String?) -> Scheduler.Row {
         assert(rowByID[fields.id] == nil, "insert takes a reminder whose id is not in the table")
         let user = intern(fields.userId)
-        let row = Row(id: fields.id, createdAt: fields.createdAt, user: user, minutes: Int16(fields.time.minutesSinceMidnight),
-                      lookbackHours: Int16(clamping: fields.lookbackHours), weekdays: fields.weekdays.bits,
-                      activity: fields.activity, enabled: fields.enabled)
+        let rule = fields.rule
+        let row = Row(id: fields.id, createdAt: fields.createdAt, user: user, minutes: Int16(rule.time.minutesSinceMidnight),
+                      lookbackHours: Int16(clamping: rule.lookbackHours), weekdays: rule.weekdays.bits, activity: rule.activity, enabled: rule.enabled)
         let index: Int32
         if let free = freeRows.popLast() {
             index = free
