@@ -29,7 +29,7 @@ public final class EventFollower {
         try subscriber.setReceiveHighWaterMark(1_000_000)
         try subscriber.secure(with: credentials)
         // Every (re)connection is reported, so an owner can check the publisher is still the one it followed.
-        let monitor = "inproc://lht-follower-\(ObjectIdentifier(subscriber).hashValue)"
+        let monitor = Context.uniqueInprocEndpoint("lht-follower")
         try subscriber.monitor(.connected, to: monitor)
         connectionMonitor = try Socket(context, .pair)
         try connectionMonitor.connect(monitor)

@@ -72,7 +72,7 @@ final class CommitSync {
 
     /// From here on commits are synced on a thread of their own (`run`).
     func startThread(context: Context) throws {
-        let endpoint = "inproc://commit-sync-\(UInt(bitPattern: ObjectIdentifier(self).hashValue))"
+        let endpoint = Context.uniqueInprocEndpoint("commit-sync")
         let wake = try Socket(context, .pair)
         _ = try wake.bind(endpoint)
         self.wake = wake

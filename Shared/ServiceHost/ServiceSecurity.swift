@@ -96,7 +96,7 @@ final class HandshakeMonitor {
     /// Starts monitoring `server` (bound or not) under a name unique in the process.
     init(_ server: Socket, role: String, context: Context) throws {
         self.role = role
-        let endpoint = "inproc://lht-handshake-\(role)-\(ObjectIdentifier(server).hashValue)"
+        let endpoint = Context.uniqueInprocEndpoint("lht-handshake-\(role)")
         try server.monitor(.handshakeFailed, to: endpoint)
         socket = try Socket(context, .pair)
         try socket.connect(endpoint)

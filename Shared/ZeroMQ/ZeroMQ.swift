@@ -23,6 +23,16 @@ public struct ZMQError: Error, Equatable, CustomStringConvertible {
 public final class Context: @unchecked Sendable {
     let handle: UnsafeMutableRawPointer
 
+    /// `inproc://label-n`, with an `n` no earlier call in this process had. Not an object's address:
+    /// an address is reused as soon as its object is freed, while libzmq releases an inproc name only
+    /// once its reaper thread has destroyed the closed socket, so a new object's socket could find
+    /// the name still bound (EADDRINUSE).
+    public static func uniqueInprocEndpoint(_ label: String) -> String {
+        "inproc://\(label)-\(inprocSerial.add(1, ordering: .relaxed).newValue)"
+    }
+
+    private static let inprocSerial = Atomic<UInt64>(0)
+
     public init(ioThreads: Int32 = 1) throws {
         guard let handle = zmq_ctx_new() else { throw ZMQError.last() }
         self.handle = handle
