@@ -29,10 +29,7 @@ public final class EventFollower {
         try subscriber.setReceiveHighWaterMark(1_000_000)
         try subscriber.secure(with: credentials)
         // Every (re)connection is reported, so an owner can check the publisher is still the one it followed.
-        let monitor = Context.uniqueInprocEndpoint("lht-follower")
-        try subscriber.monitor(.connected, to: monitor)
-        connectionMonitor = try Socket(context, .pair)
-        try connectionMonitor.connect(monitor)
+        connectionMonitor = try subscriber.monitor(.connected, context: context)
         for prefix in prefixes { try subscriber.subscribe(prefix) }
         if !prefixes.contains("") { try subscriber.subscribe(Heartbeat.topic) }
         try subscriber.connect(eventsEndpoint)

@@ -93,13 +93,10 @@ final class HandshakeMonitor {
     let socket: Socket
     let role: String
 
-    /// Starts monitoring `server` (bound or not) under a name unique in the process.
+    /// Starts monitoring `server` (bound or not).
     init(_ server: Socket, role: String, context: Context) throws {
         self.role = role
-        let endpoint = Context.uniqueInprocEndpoint("lht-handshake-\(role)")
-        try server.monitor(.handshakeFailed, to: endpoint)
-        socket = try Socket(context, .pair)
-        try socket.connect(endpoint)
+        socket = try server.monitor(.handshakeFailed, context: context)
     }
 
     /// The failures waiting: the address libzmq names for each.

@@ -171,10 +171,15 @@ public final class Socket {
     }
     public func subscribe(_ prefix: String) throws { try subscribe(Array(prefix.utf8)) }
 
-    /// Reports `events` of this socket to a PAIR socket connected to `endpoint` (`inproc://…`): two
-    /// frames, the event (`UInt16` little-endian, then a `UInt32` value) and an address.
-    public func monitor(_ events: MonitorEvents, to endpoint: String) throws {
+    /// Reports `events` of this socket to the PAIR socket returned (made on `context`, for the calling
+    /// thread), over an inproc name unique in the process: two frames, the event (`UInt16`
+    /// little-endian, then a `UInt32` value) and an address.
+    public func monitor(_ events: MonitorEvents, context: Context) throws -> Socket {
+        let endpoint = Context.uniqueInprocEndpoint("monitor")
         try check(zmq_socket_monitor(open(), endpoint, events.rawValue))
+        let reports = try Socket(context, .pair)
+        try reports.connect(endpoint)
+        return reports
     }
 
     /// Undoes `subscribe` (on a manual XPUB: for the peer whose message was received last).
