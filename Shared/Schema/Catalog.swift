@@ -119,7 +119,7 @@ public enum Ops {
 }
 
 /// One event type: its name (the topic's first part), its data type and the service that publishes it.
-public struct EventType<Payload: Codable & Sendable>: Sendable {
+public struct EventType<Payload: Codable & EventPayload>: Sendable {
     public let info: EventTypeInfo
     public var name: String { info.name }
 
@@ -131,6 +131,15 @@ public struct EventType<Payload: Codable & Sendable>: Sendable {
     /// The prefix that subscribes to one user's events of this type: `notify.henning.`.
     public func prefix(userId: UserID) -> String { info.prefix(userId: userId) }
 }
+
+// The catalog's payloads, each the `data` of its events' envelopes.
+extension StoredSession: EventPayload {}
+extension StoredNoAlcEntry: EventPayload {}
+extension ReminderChange: EventPayload {}
+extension Occurrence: EventPayload {}
+extension DueOccurrence: EventPayload {}
+extension Notification: EventPayload {}
+extension StreakState: EventPayload {}
 
 public struct EventTypeInfo: Sendable, Hashable {
     public let name: String
@@ -205,60 +214,37 @@ public enum EventData: Sendable, Hashable {
     case streakUpdated(StreakState)
 }
 
-/// An envelope as a reader receives it, live or from `events.since`, with its data already typed.
-/// An event type this reader does not know (a newer publisher) decodes with `data == nil`.
-public struct ReceivedEvent: Codable, Sendable, Hashable {
-    public let type: String
-    public let seq: Int64
-    public let id: RecordID
-    public let time: Instant
-    public let source: String
-    public let topic: String
-    public let data: EventData?
+/// An envelope as a reader of every event type receives it, its data already typed. An event
+/// type this reader does not know (a newer publisher) decodes with `data == nil`.
+public typealias ReceivedEvent = EventEnvelope<EventData?>
 
-    private enum Keys: String, CodingKey { case v, type, seq, id, time, source, topic, data }
-
-    public init(from decoder: Decoder) throws {
-        let container = try decoder.container(keyedBy: Keys.self)
-        type = try container.decode(String.self, forKey: .type)
-        seq = try container.decode(Int64.self, forKey: .seq)
-        id = try container.decode(RecordID.self, forKey: .id)
-        time = try container.decode(Instant.self, forKey: .time)
-        source = try container.decode(String.self, forKey: .source)
-        topic = try container.decode(String.self, forKey: .topic)
-        func payload<Payload: Decodable>(_ kind: Payload.Type) throws -> Payload { try container.decode(kind, forKey: .data) }
-        switch type {
-        case Events.sessionLogged.name: data = .sessionLogged(try payload(StoredSession.self))
-        case Events.noalcLogged.name: data = .noalcLogged(try payload(StoredNoAlcEntry.self))
-        case Events.reminderChanged.name: data = .reminderChanged(try payload(ReminderChange.self))
-        case Events.reminderDue.name: data = .reminderDue(try payload(DueOccurrence.self))
-        case Events.notify.name: data = .notify(try payload(Notification.self))
-        case Events.streakUpdated.name: data = .streakUpdated(try payload(StreakState.self))
+extension Optional: EventPayload where Wrapped == EventData {
+    public static func decode(from envelope: KeyedDecodingContainer<EnvelopeKey>, eventType: String) throws -> EventData? {
+        func payload<Payload: Decodable>(_ kind: Payload.Type) throws -> Payload { try envelope.decode(kind, forKey: .data) }
+        switch eventType {
+        case Events.sessionLogged.name: return .sessionLogged(try payload(StoredSession.self))
+        case Events.noalcLogged.name: return .noalcLogged(try payload(StoredNoAlcEntry.self))
+        case Events.reminderChanged.name: return .reminderChanged(try payload(ReminderChange.self))
+        case Events.reminderDue.name: return .reminderDue(try payload(DueOccurrence.self))
+        case Events.notify.name: return .notify(try payload(Notification.self))
+        case Events.streakUpdated.name: return .streakUpdated(try payload(StreakState.self))
         case Events.reminderCancelled.name, Events.reminderRestored.name, Events.reminderSuppressed.name,
              Events.reminderMissed.name, Events.reminderSkipped.name:
-            data = .occurrence(try payload(Occurrence.self))
-        default: data = nil
+            return .occurrence(try payload(Occurrence.self))
+        default: return nil
         }
     }
 
-    public func encode(to encoder: Encoder) throws {
-        var container = encoder.container(keyedBy: Keys.self)
-        try container.encode(wireVersion, forKey: .v)
-        try container.encode(type, forKey: .type)
-        try container.encode(seq, forKey: .seq)
-        try container.encode(id, forKey: .id)
-        try container.encode(time, forKey: .time)
-        try container.encode(source, forKey: .source)
-        try container.encode(topic, forKey: .topic)
-        switch data {
-        case .sessionLogged(let value): try container.encode(value, forKey: .data)
-        case .noalcLogged(let value): try container.encode(value, forKey: .data)
-        case .reminderChanged(let value): try container.encode(value, forKey: .data)
-        case .occurrence(let value): try container.encode(value, forKey: .data)
-        case .reminderDue(let value): try container.encode(value, forKey: .data)
-        case .notify(let value): try container.encode(value, forKey: .data)
-        case .streakUpdated(let value): try container.encode(value, forKey: .data)
-        case nil: try container.encodeNil(forKey: .data)
+    public func encode(to envelope: inout KeyedEncodingContainer<EnvelopeKey>) throws {
+        switch self {
+        case .sessionLogged(let value): try envelope.encode(value, forKey: .data)
+        case .noalcLogged(let value): try envelope.encode(value, forKey: .data)
+        case .reminderChanged(let value): try envelope.encode(value, forKey: .data)
+        case .occurrence(let value): try envelope.encode(value, forKey: .data)
+        case .reminderDue(let value): try envelope.encode(value, forKey: .data)
+        case .notify(let value): try envelope.encode(value, forKey: .data)
+        case .streakUpdated(let value): try envelope.encode(value, forKey: .data)
+        case nil: try envelope.encodeNil(forKey: .data)
         }
     }
 }

@@ -46,8 +46,11 @@ public struct Topic: Hashable, Sendable, CustomStringConvertible {
     public static func prefix(type: String, userId: UserID) -> String { "\(type).\(userId)." }
 }
 
-/// The event envelope frame. `topic` is carried inside too, so `events.since` can return the same bytes.
-public struct EventEnvelope<Payload: Codable & Sendable>: Codable, Sendable {
+/// The event envelope frame, as a publisher writes it and a reader receives it, live or from
+/// `events.since`. `topic` is carried inside too, so `events.since` can return the same bytes.
+/// A reader of one event type names its payload (`EventEnvelope<StoredSession>`); a reader of every
+/// type takes `ReceivedEvent`, whose data is typed by the envelope's `type`.
+public struct EventEnvelope<Payload: EventPayload>: Codable, Sendable {
     public let v: Int
     public let type: String
     public let seq: Int64
@@ -67,10 +70,57 @@ public struct EventEnvelope<Payload: Codable & Sendable>: Codable, Sendable {
         self.topic = topic
         self.data = data
     }
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: EnvelopeKey.self)
+        v = try container.decode(Int.self, forKey: .v)
+        type = try container.decode(String.self, forKey: .type)
+        seq = try container.decode(Int64.self, forKey: .seq)
+        id = try container.decode(RecordID.self, forKey: .id)
+        time = try container.decode(Instant.self, forKey: .time)
+        source = try container.decode(String.self, forKey: .source)
+        topic = try container.decode(String.self, forKey: .topic)
+        data = try Payload.decode(from: container, eventType: type)
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: EnvelopeKey.self)
+        try container.encode(v, forKey: .v)
+        try container.encode(type, forKey: .type)
+        try container.encode(seq, forKey: .seq)
+        try container.encode(id, forKey: .id)
+        try container.encode(time, forKey: .time)
+        try container.encode(source, forKey: .source)
+        try container.encode(topic, forKey: .topic)
+        try data.encode(to: &container)
+    }
+}
+
+extension EventEnvelope: Equatable where Payload: Equatable {}
+extension EventEnvelope: Hashable where Payload: Hashable {}
+
+/// An envelope's members.
+public enum EnvelopeKey: String, CodingKey { case v, type, seq, id, time, source, topic, data }
+
+/// What an envelope's `data` can be. A payload of one type reads and writes itself (the default
+/// for `Codable` payloads); `EventData?` is read as the envelope's `type` says.
+public protocol EventPayload: Sendable {
+    static func decode(from envelope: KeyedDecodingContainer<EnvelopeKey>, eventType: String) throws -> Self
+    func encode(to envelope: inout KeyedEncodingContainer<EnvelopeKey>) throws
+}
+
+extension EventPayload where Self: Codable {
+    public static func decode(from envelope: KeyedDecodingContainer<EnvelopeKey>, eventType: String) throws -> Self {
+        try envelope.decode(Self.self, forKey: .data)
+    }
+
+    public func encode(to envelope: inout KeyedEncodingContainer<EnvelopeKey>) throws {
+        try envelope.encode(self, forKey: .data)
+    }
 }
 
 /// Any JSON value: for events whose payload a reader does not know, and for printing.
-public enum JSONValue: Codable, Sendable, Hashable {
+public enum JSONValue: Codable, Sendable, Hashable, EventPayload {
     case null
     case bool(Bool)
     case number(Double)

@@ -210,6 +210,25 @@ struct ProtocolRoundTripTests {
         #expect(try jsonObject(String(decoding: try wireEncoder().encode(generic), as: UTF8.self)) == jsonObject(wire))
     }
 
+    /// One envelope type serves a reader of one payload and a reader of every type: the same bytes
+    /// read as `ReceivedEvent` hold the same header and the same data, typed by the envelope's
+    /// `type`, and write back the same; a type the reader does not know keeps its header.
+    @Test func receivedEventIsTheEnvelopeTypedByItsType() throws {
+        let typed = try JSONDecoder().decode(EventEnvelope<StoredSession>.self, from: frame(Examples.sessionLoggedEnvelope))
+        let received: EventEnvelope<EventData?> = try WireJSON.decode(ReceivedEvent.self, from: frame(Examples.sessionLoggedEnvelope))
+        #expect(received.data == .sessionLogged(typed.data))
+        #expect([received.v, received.type, received.seq, received.id, received.time, received.source, received.topic] as [AnyHashable]
+            == [typed.v, typed.type, typed.seq, typed.id, typed.time, typed.source, typed.topic] as [AnyHashable])
+        #expect(try wireEncoder().encode(received) == (try wireEncoder().encode(typed)))
+
+        let unknown = Examples.sessionLoggedEnvelope.replacingOccurrences(of: #""type":"session.logged""#, with: #""type":"session.rated""#)
+        let newer = try WireJSON.decode(ReceivedEvent.self, from: frame(unknown))
+        #expect(newer.type == "session.rated" && newer.seq == typed.seq && newer.data == nil)
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode(ReceivedEvent.self, from: frame(unknown.replacingOccurrences(of: #""v":1,"#, with: "")))
+        }
+    }
+
     @Test func reminderDueEnvelopeWithGenericData() throws {
         let (envelope, _) = try expectStableRoundTrip(EventEnvelope<JSONValue>.self, Examples.reminderDueEnvelope)
         #expect(envelope.topic == "reminder.due.henning.workout")
