@@ -102,7 +102,9 @@ public final class ServiceHost {
         var migrator = DatabaseMigrator()
         EventLog.migrate(&migrator)
         migrations(&migrator)
+        let upgrading = try database.read { try !migrator.hasCompletedMigrations($0) }
         try migrator.migrate(database)
+        if upgrading { try Self.reclaimFreePages(database, logger: logger) }
         eventLog = try EventLog(source: service.rawValue, database: database)
         // The migrations committed without a sync (synchronous=NORMAL): the log's identity, for one,
         // must be on disk before `health` announces it.
@@ -128,6 +130,21 @@ public final class ServiceHost {
         try events.bind(eventsEndpoint)
         registerCommonOps()
         watch(events.socket) { [unowned self] in serveSubscriptions() }
+    }
+
+    /// A migration that rebuilds a table leaves the old one's pages free, and SQLite keeps them in
+    /// the file (90 MB of the planner's 172 MB after migrating a million reminders to the rule
+    /// column). So a start that migrated rewrites the file once, as a step of its own after the
+    /// migrations, and truncates the WAL that rewrite filled.
+    static func reclaimFreePages(_ database: DatabaseQueue, logger: Logger) throws {
+        let pageSize = try database.read { try Int.fetchOne($0, sql: "PRAGMA page_size") ?? 0 }
+        func pages(_ pragma: String) throws -> Int { try database.read { try Int.fetchOne($0, sql: "PRAGMA \(pragma)") ?? 0 } }
+        let free = try pages("freelist_count"), before = try pages("page_count")
+        guard free > 0 else { return }
+        try database.vacuum()
+        try database.writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        let after = try pages("page_count")
+        logger.info("reclaimed the pages a migration freed", metadata: ["bytesBefore": "\(before * pageSize)", "bytesAfter": "\(after * pageSize)"])
     }
 
     /// The host of a service started from its flags: endpoints, data directory and keys from `settings`.

@@ -204,7 +204,7 @@ import TestSupport
     /// weekday names) is migrated on start, through the compact rows to the rule column: every
     /// reminder comes back as it was stored, is scheduled, and can be replaced and deleted by id
     /// afterwards; a row whose id, activity or time does not parse, which the old loader skipped
-    /// too, is not carried over.
+    /// too, is not carried over; and the file keeps no page the old tables held.
     @Test func remindersStoredBeforeCompactRowsAreMigrated() throws {
         let rig = try ServiceRig(.inproc)
         let users = [("old1", "Europe/Berlin"), ("old2", "America/New_York")]
@@ -251,6 +251,8 @@ import TestSupport
         // Every enabled reminder with a weekday has its next occurrence scheduled.
         #expect(migrated.scheduler.scheduledCount == expected.count { $0.enabled && !$0.weekdays.isEmpty })
         #expect(try migrated.host.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM reminder") } == expected.count)
+        // The tables the migrations replaced left no free pages behind.
+        #expect(try migrated.host.read { try Int.fetchOne($0, sql: "PRAGMA freelist_count") } == 0)
         // The view shows the rule column's fields as the compact rows had them.
         let columns = try migrated.host.read { db in
             try Row.fetchOne(db, sql: """
