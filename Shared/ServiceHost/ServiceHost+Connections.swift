@@ -1,0 +1,46 @@
+import Foundation
+import Logging
+import ZeroMQ
+
+extension ServiceHost {
+    /// Makes `socket` (api, events, intake) one of this service's servers: a CURVE server with its
+    /// keys when it runs with keys, whose handshake refusals are logged and counted, and, when
+    /// `countingDisconnects`, one whose ended connections are counted in `<role>Disconnects`.
+    /// One monitor serves both, since a socket has at most one.
+    public func serve(_ socket: Socket, role: String, countingDisconnects: Bool = false) throws {
+        var events: MonitorEvents = countingDisconnects ? .disconnected : []
+        if let security {
+            try security.makeServer(socket)
+            // libzmq turns these peers away itself (plaintext, a wrong server key): the ZAP handler never hears of them.
+            events.insert(.handshakeFailed)
+        }
+        guard !events.isEmpty else { return }
+        if countingDisconnects { count(Self.disconnects(role), by: 0) }
+        let monitor = try socket.monitor(events, context: context)
+        watch(monitor) { [unowned self] in
+            while let report = try? monitor.receiveMonitorReport() {
+                if report.event == .disconnected {
+                    connectionClosed(role)
+                } else {
+                    refused(.revoked(key: nil), reason: "handshake", "\(role) \(report.address): a plaintext peer or a wrong server key",
+                            counter: "authRefused.handshake")
+                }
+            }
+        }
+    }
+
+    static func disconnects(_ role: String) -> String { role + "Disconnects" }
+
+    /// libzmq closes the connection of a peer whose frame is over `largestFrame` (PROTOCOL: no reply,
+    /// logged and counted) and tells the monitor only that it closed, as it does when a client goes
+    /// away. So every closed connection is counted, and logged at most once a minute per socket.
+    private func connectionClosed(_ role: String) {
+        let counter = Self.disconnects(role)
+        count(counter)
+        let now = Date()
+        guard closesLogged[role].map({ now.timeIntervalSince($0) >= 60 }) ?? true else { return }
+        closesLogged[role] = now
+        logger.info("\(role) connection closed: by its client, or by libzmq for a frame over 4 MiB",
+                    metadata: ["closed": "\(counters[counter] ?? 0)"])
+    }
+}
