@@ -157,7 +157,10 @@ public final class ServiceHost {
     /// Who sent a message whose connection carries `userId` (the ZAP handler's User-Id property).
     public func caller(userId: String?) -> Caller { security?.caller(userId: userId) ?? .local }
 
-    func follow(_ feed: UpstreamFeed) { feeds.append(feed) }
+    func follow(_ feed: UpstreamFeed) {
+        feeds.append(feed)
+        count(UpstreamFeed.resetCounter, by: 0)
+    }
 
     // MARK: Transactions and the outbox
 
@@ -234,9 +237,11 @@ public final class ServiceHost {
 
     // MARK: Counters, errors, refusals
 
+    /// Counts in `health.counters` and `lht_<counter in snake case>_total`. `by: 0` makes both exist
+    /// at 0, so every family a service has is in every scrape (and `promtool` sees it from the start).
     public func count(_ counter: String, by amount: Int64 = 1) {
         counters[counter, default: 0] += amount
-        if amount != 0 { metrics.count(counter, by: amount) }
+        metrics.count(counter, by: amount)
     }
 
     /// Counts in a labelled metric family only (not in `health`): `lht_<family>_total{label="value"}`,
