@@ -25,7 +25,7 @@ import ZeroMQ
 
     static let health = #"{"v":1,"op":"health"}"#
 
-    /// Polls `service`'s `health.counters[name]` until it reaches `least` (or 5 s pass).
+    /// `health.counters[name]` asked through `client` until it reaches `least` (or 5 s pass).
     static func counter(_ name: String, of client: WireClient, reaching least: Int64) throws -> Int64 {
         var value: Int64 = 0
         for _ in 0..<250 {
@@ -111,25 +111,24 @@ import ZeroMQ
             "v": 1, "op": "session.log", "data": Sessions.session(user: "big", index: 0),
         ])
         let oversized = Self.padded(String(decoding: session, as: UTF8.self), to: Self.mebibyte + 1)
-        // Sent until counted: the first messages may go before the subscription is through (slow joiner).
-        var rejected: Int64 = 0
-        for _ in 0..<100 where rejected == 0 {
-            try publisher.send(multipart: [Data("intake".utf8), oversized])
-            Thread.sleep(forTimeInterval: 0.05)
-            rejected = try client.ok("health")["counters"]?["intakeRejected"]?.intValue ?? 0
-        }
-        #expect(rejected >= 1)
+        #expect(try Self.publish(oversized, on: publisher, until: "intakeRejected", of: client) >= 1)
         #expect(try client.ok("session.list", ["userId": "big", "from": "2000-01-01T00:00:00Z", "until": "2100-01-01T00:00:00Z"])["sessions"]?
             .arrayValue.isEmpty == true, "an oversized intake request is not stored")
         try publisher.send(multipart: [Data("intake".utf8), Self.padded("", to: 4 * Self.mebibyte + 1)])
         #expect(try Self.counter("intakeDisconnects", of: client, reaching: 1) >= 1)
         // The publisher reconnects by itself; what it sends next is taken.
-        var accepted: Int64 = 0
-        for _ in 0..<100 where accepted == 0 {
-            try publisher.send(multipart: [Data("intake".utf8), session])
+        #expect(try Self.publish(session, on: publisher, until: "intakeAccepted", of: client) >= 1)
+    }
+
+    /// Publishes `request` on the intake until `counter` is above 0, and returns it: the first ones
+    /// may go before the subscription is through (the slow joiner), or while the publisher reconnects.
+    static func publish(_ request: Data, on publisher: Socket, until counter: String, of client: WireClient) throws -> Int64 {
+        var value: Int64 = 0
+        for _ in 0..<100 where value == 0 {
+            try publisher.send(multipart: [Data("intake".utf8), request])
             Thread.sleep(forTimeInterval: 0.05)
-            accepted = try client.ok("health")["counters"]?["intakeAccepted"]?.intValue ?? 0
+            value = try client.ok("health")["counters"]?[counter]?.intValue ?? 0
         }
-        #expect(accepted >= 1)
+        return value
     }
 }
