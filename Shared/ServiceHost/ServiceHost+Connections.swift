@@ -3,19 +3,24 @@ import Logging
 import ZeroMQ
 
 extension ServiceHost {
-    /// Makes `socket` (api, events, intake) one of this service's servers: a CURVE server with its
-    /// keys when it runs with keys, whose handshake refusals are logged and counted, and, when
-    /// `countingDisconnects`, one whose ended connections are counted in `<role>Disconnects`.
-    /// One monitor serves both, since a socket has at most one.
-    public func serve(_ socket: Socket, role: String, countingDisconnects: Bool = false) throws {
-        var events: MonitorEvents = countingDisconnects ? .disconnected : []
+    /// Makes `socket` (api, events, intake) one of this service's servers, before it is bound: a
+    /// CURVE server with its keys when it runs with keys, whose handshake refusals are logged and
+    /// counted. One `takingRequests` (api, intake) reads frames up to `largestFrame` and closes the
+    /// connection of a peer that sends a larger one (ZMQ_MAXMSGSIZE), and counts its ended
+    /// connections in `<role>Disconnects`. One monitor serves both, since a socket has at most one.
+    public func serve(_ socket: Socket, role: String, takingRequests: Bool = false) throws {
+        var events: MonitorEvents = takingRequests ? .disconnected : []
         if let security {
             try security.makeServer(socket)
             // libzmq turns these peers away itself (plaintext, a wrong server key): the ZAP handler never hears of them.
             events.insert(.handshakeFailed)
         }
+        if takingRequests {
+            // libzmq measures a frame as it travels: with CURVE, 33 bytes longer (command and nonce, MAC, flags).
+            try socket.setMaxMessageSize(bytes: Int64(Self.largestFrame + (security == nil ? 0 : 33)))
+            count(Self.disconnects(role), by: 0)
+        }
         guard !events.isEmpty else { return }
-        if countingDisconnects { count(Self.disconnects(role), by: 0) }
         let monitor = try socket.monitor(events, context: context)
         watch(monitor) { [unowned self] in
             while let report = try? monitor.receiveMonitorReport() {

@@ -115,9 +115,6 @@ public final class ServiceHost {
         // The ZAP handler first: a CURVE server bound before it would let anyone in.
         self.security = try security.map { try SocketSecurity($0, context: context, logger: logger) }
         api = try Socket(context, .router)
-        // PROTOCOL: a frame over 4 MiB drops its connection; up to that it is read, and one over 1 MiB
-        // is answered from its size alone.
-        try api.setMaxMessageSize(bytes: Int64(Self.largestFrame))
         try api.setReceiveHighWaterMark(100_000)
         try api.setSendHighWaterMark(100_000)
         events = try EventSocket(context: context, service: service)
@@ -125,7 +122,7 @@ public final class ServiceHost {
         // Every refusal reason exists from the start at 0, so an alert's rate() has a series to read.
         for reason in ["request", "subscription"] + ZAPHandler.Refusal.allCases.map(\.rawValue) { metrics.authRefused(reason, by: 0) }
 
-        try serve(api, role: "api", countingDisconnects: true)
+        try serve(api, role: "api", takingRequests: true)
         self.apiEndpoint = try api.bind(apiEndpoint)
         try serve(events.socket, role: "events")
         try events.bind(eventsEndpoint)

@@ -1,5 +1,6 @@
 import Foundation
 import LHTSchema
+import LHTSecurity
 import Testing
 import TestSupport
 import ZeroMQ
@@ -66,6 +67,20 @@ import ZeroMQ
         let log = try String(contentsOf: errors, encoding: .utf8)
         #expect(log.contains("api connection closed"), "\(log)")
         #expect(try observer.ok("health")["service"]?.stringValue == "session-logger")
+    }
+
+    /// With keys a frame travels 33 bytes longer (CURVE), and the limits are still the request's own.
+    @Test func withKeysTheLimitsAreTheSame() throws {
+        let keys = try makeKeyDirectory()
+        let logger = try ServiceProcess("session-logger", arguments: ["--keys", keys.path, "--metrics", "off"])
+        let context = try Context()
+        let credentials = try adminCredentials(KeyDirectory(keys.path), .sessionLogger)
+        let client = try WireClient(logger.api, context: context, credentials: credentials)
+        let reply = try JSONDecoder().decode(JSONValue.self, from: client.raw(Self.padded(Self.health, to: 4 * Self.mebibyte)))
+        #expect(reply["error"]?["field"]?.stringValue == "request", "\(reply)")
+        let big = try WireClient(logger.api, context: context, credentials: credentials)
+        #expect(throws: (any Error).self) { try big.raw(Self.padded(Self.health, to: 4 * Self.mebibyte + 1), timeoutMilliseconds: 1000) }
+        #expect(try client.ok("health")["service"]?.stringValue == "session-logger")
     }
 
     /// 16 clients each pipelining eight 4 MiB frames: every one answered, the peak resident memory

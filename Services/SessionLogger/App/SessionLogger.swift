@@ -45,10 +45,9 @@ public final class SessionLogger: Service {
         host = try ServiceHost(settings: settings.service, migrations: SessionStore.migrate, logger: logger, context: context)
         unreadable = UnreadableRows(host: host)
         intake = try Socket(host.context, .sub)
-        // As the api's: a frame over 4 MiB drops the publisher's connection, and one over 1 MiB is dropped here.
-        try intake.setMaxMessageSize(bytes: Int64(ServiceHost.largestFrame))
         try intake.setReceiveHighWaterMark(100_000)
-        try host.serve(intake, role: "intake", countingDisconnects: true)
+        // As the api: a frame over 4 MiB drops the publisher's connection, and one over 1 MiB is dropped here.
+        try host.serve(intake, role: "intake", takingRequests: true)
         try intake.subscribe("")
         intakeEndpoint = try intake.bind(settings.intake)
         host.count("intakeRejected", by: 0)
