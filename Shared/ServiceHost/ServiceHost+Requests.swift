@@ -50,23 +50,15 @@ final class Operation {
     }
 }
 
-/// One request as the loop read it.
-public struct IncomingRequest {
-    public let frame: Data
-    public let caller: Caller
-
-    public init(frame: Data, caller: Caller = .local) {
-        self.frame = frame
-        self.caller = caller
-    }
-}
-
 extension ServiceHost {
     /// Requests read in one turn share one transaction: group commit, one fsync for the batch.
     /// A batch is bounded in count and in bytes, so memory follows the limits, not the clients.
     public static let batchLimit = 512
-    static let batchBytes = 8 << 20
+    public static let batchBytes = 8 << 20
+    /// PROTOCOL "Requests and replies": a larger request frame is `invalid_argument`, answered from its
+    /// size alone; libzmq closes the connection of a peer whose frame is over `largestFrame`.
     public static let largestRequest = 1 << 20
+    public static let largestFrame = 4 << 20
 
     func registerCommonOps() {
         // Outside any transaction: it reads only memory, and never waits for the log to be rewound.
@@ -157,14 +149,12 @@ extension ServiceHost {
     func serveAPI() throws {
         // Side by side rather than as pairs, which `map`, `zip` and the reply closures each copied
         // whole, a retain per member.
-        var envelopes: [ArraySlice<Data>] = [], requests: [IncomingRequest] = []
+        var envelopes: [[Data]] = [], requests: [IncomingRequest] = []
         var bytes = 0
-        while requests.count < Self.batchLimit, bytes < Self.batchBytes,
-              let (frames, userId) = try nextRequest() {
-            let frame = frames.last ?? Data()
-            bytes += frame.count
-            envelopes.append(frames.dropLast())
-            requests.append(IncomingRequest(frame: frame, caller: caller(userId: userId)))
+        while requests.count < Self.batchLimit, bytes < Self.batchBytes, let (envelope, request) = try nextRequest() {
+            bytes += request.frame.count
+            envelopes.append(envelope)
+            requests.append(request)
         }
         guard !requests.isEmpty else { return }
         // A deferred request keeps its envelope until its answer comes (Deferred.swift). A reply
@@ -184,9 +174,9 @@ extension ServiceHost {
     }
 
     /// A held request first, then what waits on the socket.
-    private func nextRequest() throws -> (frames: [Data], property: String?)? {
-        guard let first = held.popFirst() else { return try api.receiveMultipart(dontWait: true, property: "User-Id") }
-        heldBytes -= first.frames.last?.count ?? 0
+    private func nextRequest() throws -> (envelope: [Data], request: IncomingRequest)? {
+        guard let first = held.popFirst() else { return try receiveRequest(from: api) }
+        heldBytes -= first.request.frame.count
         return first
     }
 
@@ -204,22 +194,20 @@ extension ServiceHost {
             }
             guard (try? Poller.readable([api], timeoutMilliseconds: 2))?[0] == true else { continue }
             while held.count < Self.batchLimit, heldBytes < Self.batchBytes,
-                  let message = try? api.receiveMultipart(dontWait: true, property: "User-Id") {
-                let frame = message.frames.last ?? Data()
-                guard (try? RequestHead(frame: frame))?.op == Ops.health.name else {
+                  let message = try? receiveRequest(from: api) {
+                guard (try? RequestHead(frame: message.request.frame))?.op == Ops.health.name else {
                     held.append(message)
-                    heldBytes += frame.count
+                    heldBytes += message.request.frame.count
                     continue
                 }
-                let reply = process([IncomingRequest(frame: frame, caller: caller(userId: message.property))])[0]
-                sendReply(reply, to: message.frames.dropLast())
+                sendReply(process([message.request])[0], to: message.envelope)
             }
         }
     }
 
     /// Everything before the body is the routing envelope (identity, and the delimiter if any).
     /// One reply that cannot go (its client vanished) must not cost the others theirs.
-    private func sendReply(_ reply: Data, to envelope: ArraySlice<Data>) {
+    private func sendReply(_ reply: Data, to envelope: [Data]) {
         do {
             try api.send(multipart: envelope, then: reply, dontWait: true)
         } catch {
@@ -282,6 +270,7 @@ extension ServiceHost {
             let head: RequestHead
             let operation: Operation
             do throws(WireError) {
+                try request.checkSize()
                 head = try RequestHead(frame: request.frame)
                 guard let found = operations[head.op], allowedOps?.contains(found.info) ?? true else {
                     throw WireError(.unknownOp, "\(name) has no op \"\(head.op.prefix(60))\"", field: "op")

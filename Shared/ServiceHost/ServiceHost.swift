@@ -65,10 +65,12 @@ public final class ServiceHost {
     /// Syncs commits; replies and events wait in it for the sync that covers them.
     let commits: CommitSync
     private var refusalsSynced = Date.distantPast
+    /// When each server socket's closed connections were last logged (`connectionClosed`).
+    var closesLogged: [String: Date] = [:]
     /// Whether `run` is serving: the loop thread is the caller, and requests can be answered meanwhile.
     private var isServing = false
     /// Requests read while the loop answered only `health`, served first on the next turn.
-    var held = Deque<(frames: [Data], property: String?)>()
+    var held = Deque<(envelope: [Data], request: IncomingRequest)>()
     var heldBytes = 0
 
     public init(service: ServiceName, apiEndpoint: String, eventsEndpoint: String, dataDirectory: URL,
@@ -115,8 +117,6 @@ public final class ServiceHost {
         // The ZAP handler first: a CURVE server bound before it would let anyone in.
         self.security = try security.map { try SocketSecurity($0, context: context, logger: logger) }
         api = try Socket(context, .router)
-        // A request is at most 1 MB (PROTOCOL: as the intake): a larger one drops its connection.
-        try api.setMaxMessageSize(bytes: Int64(Self.largestRequest))
         try api.setReceiveHighWaterMark(100_000)
         try api.setSendHighWaterMark(100_000)
         events = try EventSocket(context: context, service: service)
@@ -124,9 +124,9 @@ public final class ServiceHost {
         // Every refusal reason exists from the start at 0, so an alert's rate() has a series to read.
         for reason in ["request", "subscription"] + ZAPHandler.Refusal.allCases.map(\.rawValue) { metrics.authRefused(reason, by: 0) }
 
-        try secureServer(api, role: "api")
+        try serve(api, role: "api", takingRequests: true)
         self.apiEndpoint = try api.bind(apiEndpoint)
-        try secureServer(events.socket, role: "events")
+        try serve(events.socket, role: "events")
         try events.bind(eventsEndpoint)
         registerCommonOps()
         watch(events.socket) { [unowned self] in serveSubscriptions() }
@@ -163,19 +163,6 @@ public final class ServiceHost {
     /// Adds a socket to the loop's poll; `onReadable` runs on the loop thread when it has input.
     public func watch(_ socket: Socket, _ onReadable: @escaping () -> Void) { watched.append((socket, onReadable)) }
 
-    /// Makes `socket` a CURVE server with this service's keys, when it runs with keys (the intake).
-    public func secureServer(_ socket: Socket, role: String) throws {
-        guard let security else { return }
-        try security.makeServer(socket)
-        let monitor = try HandshakeMonitor(socket, role: role, context: context)
-        watch(monitor.socket) { [unowned self] in
-            for address in monitor.drain() {
-                refused(.revoked(key: nil), reason: "handshake", "\(monitor.role) \(address): a plaintext peer or a wrong server key",
-                        counter: "authRefused.handshake")
-            }
-        }
-    }
-
     /// How to connect to `upstream`: CURVE with this service's certificate when it runs with keys.
     public func credentials(for upstream: ServiceName) throws -> CurveCredentials? {
         try security?.settings.credentials(for: upstream)
@@ -184,7 +171,10 @@ public final class ServiceHost {
     /// Who sent a message whose connection carries `userId` (the ZAP handler's User-Id property).
     public func caller(userId: String?) -> Caller { security?.caller(userId: userId) ?? .local }
 
-    func follow(_ feed: UpstreamFeed) { feeds.append(feed) }
+    func follow(_ feed: UpstreamFeed) {
+        feeds.append(feed)
+        count(UpstreamFeed.resetCounter, by: 0)
+    }
 
     // MARK: Transactions and the outbox
 
@@ -261,9 +251,11 @@ public final class ServiceHost {
 
     // MARK: Counters, errors, refusals
 
+    /// Counts in `health.counters` and `lht_<counter in snake case>_total`. `by: 0` makes both exist
+    /// at 0, so every family a service has is in every scrape (and `promtool` sees it from the start).
     public func count(_ counter: String, by amount: Int64 = 1) {
         counters[counter, default: 0] += amount
-        if amount != 0 { metrics.count(counter, by: amount) }
+        metrics.count(counter, by: amount)
     }
 
     /// Counts in a labelled metric family only (not in `health`): `lht_<family>_total{label="value"}`,

@@ -86,25 +86,3 @@ final class SocketSecurity {
 
     var refusals: [ZAPHandler.Refusal: Int] { zap.refusals }
 }
-
-/// Hears of peers libzmq itself turns away at the CURVE handshake (plaintext, a wrong server key),
-/// which never reach the ZAP handler, so they are logged and counted like the handler's refusals.
-final class HandshakeMonitor {
-    let socket: Socket
-    let role: String
-
-    /// Starts monitoring `server` (bound or not).
-    init(_ server: Socket, role: String, context: Context) throws {
-        self.role = role
-        socket = try server.monitor(.handshakeFailed, context: context)
-    }
-
-    /// The failures waiting: the address libzmq names for each.
-    func drain() -> [String] {
-        var addresses: [String] = []
-        while let frames = try? socket.receiveMultipart(dontWait: true) {
-            addresses.append(frames.count > 1 ? String(decoding: frames[1], as: UTF8.self) : "")
-        }
-        return addresses
-    }
-}

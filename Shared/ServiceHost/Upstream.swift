@@ -54,6 +54,8 @@ public final class UpstreamFeed {
     private static let minimumRetry: TimeInterval = 2
     /// Events per `events.since` page: the most PROTOCOL allows.
     private static let pageSize = 1000
+    /// `health.counters` entry of the halts.
+    static let resetCounter = "upstreamReset"
 
     /// Subscribes to everything the upstream publishes: filtering by type happens in `apply`, since a
     /// topic filter would turn every other type's seq into a false gap.
@@ -322,7 +324,7 @@ public final class UpstreamFeed {
             }
         }
         halted = true
-        host.count("upstreamReset")
+        host.count(Self.resetCounter)
         host.recordError("the upstream has a different history: not following it", [
             "upstream": "\(upstream)", "was": "\(followed)", "now": "\(logId)", "applied": "\(appliedSeq)",
             "todo": "restore the upstream's data, or restart once with --accept-upstream-reset to follow the new history",

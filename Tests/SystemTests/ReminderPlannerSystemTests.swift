@@ -139,7 +139,7 @@ import Testing
         try rig.user("weeks")
         let monday = try rig.noalc("weeks", day: "2026-11-16")
         let wednesday = try rig.noalc("weeks", day: "2026-11-18")
-        for _ in 0..<250 where try rig.plannerClient.ok("health")["counters"]?["noalcDaysApplied"]?.intValue != 2 {
+        for _ in 0..<250 where try rig.plannerClient.ok("health")["counters"]?["noalcEntriesApplied"]?.intValue != 2 {
             Thread.sleep(forTimeInterval: 0.02)
         }
         let reminder = try rig.reminder("weeks", "noalc", "09:00")

@@ -142,7 +142,7 @@ import ZeroMQ
         var frames: [Data] = [
             Data([0xFF, 0xFE, 0xFD]),
             Data(repeating: UInt8(ascii: "["), count: 1 << 20),
-            // Just under the 1 MB a request may have (a larger one drops its connection: RequestSizeSystemTests).
+            // Just under the 1 MiB a request may have (a larger one is answered from its size: RequestSizeSystemTests).
             Data(("{\"v\":1,\"op\":\"session.log\",\"data\":{\"userId\":\"" + String(repeating: "x", count: (1 << 20) - 64) + "\"}}").utf8),
             Data(String(repeating: "{\"a\":", count: 50_000).utf8),
             Data(#"{"v":1,"op":"session.log","data":{"userId":["u1"],"activity":{},"start":null,"end":1e400}}"#.utf8),

@@ -20,7 +20,7 @@ extension ReminderPlanner {
             }
         case .noalcLogged(let entry):
             guard try PlannerStore.insert(noalcDay: entry.day, user: entry.userId, entry: entry.id, tx.db) else { return }
-            tx.afterCommit { [unowned self] in host.count("noalcDaysApplied") }
+            tx.afterCommit { [unowned self] in host.count("noalcEntriesApplied") }
             let zone = user(entry.userId).timeZone
             for reminder in reminders(of: entry.userId, activity: .noalc) {
                 // The entry's day is the target day of an occurrence on that day (evening rule) or the next (morning rule).

@@ -61,7 +61,7 @@ public final class ReminderPlanner: Service {
         }
         registerOps()
         host.count("sessionsApplied", by: 0)
-        host.count("noalcDaysApplied", by: 0)
+        host.count("noalcEntriesApplied", by: 0)
         for status in [OccurrenceStatus.fired, .suppressed, .skipped, .missed] { host.countMetric("decisions", "kind", Self.decisionKind(status), by: 0) }
         feed.catchUp()
         decideDue(through: time.now(), mode: .startup)

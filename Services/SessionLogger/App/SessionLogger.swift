@@ -45,9 +45,9 @@ public final class SessionLogger: Service {
         host = try ServiceHost(settings: settings.service, migrations: SessionStore.migrate, logger: logger, context: context)
         unreadable = UnreadableRows(host: host)
         intake = try Socket(host.context, .sub)
-        try intake.setMaxMessageSize(bytes: Int64(ServiceHost.largestRequest))
         try intake.setReceiveHighWaterMark(100_000)
-        try host.secureServer(intake, role: "intake")
+        // As the api: a frame over 4 MiB drops the publisher's connection, and one over 1 MiB is dropped here.
+        try host.serve(intake, role: "intake", takingRequests: true)
         try intake.subscribe("")
         intakeEndpoint = try intake.bind(settings.intake)
         host.count("intakeRejected", by: 0)
@@ -83,15 +83,19 @@ public final class SessionLogger: Service {
 
     /// Intake messages are two frames, `intake` and a request as the api takes it, from a publisher
     /// whose key (with keys on) says who it may log for. Nobody hears a rejection, so it is logged
-    /// and counted (`health` → `intakeRejected`; another user's data also → `unauthorized`).
+    /// and counted (`health` → `intakeRejected`; another user's data also → `unauthorized`). A turn
+    /// reads as much as an api batch, and a request over 1 MiB is rejected from its size alone.
     private func receiveIntake() {
         var requests: [IncomingRequest] = []
-        while requests.count < 512, let (frames, userId) = try? intake.receiveMultipart(dontWait: true, property: "User-Id") {
-            guard frames.count == 2, frames[0] == Data("intake".utf8) else {
+        var bytes = 0
+        while requests.count < ServiceHost.batchLimit, bytes < ServiceHost.batchBytes,
+              let (topic, request) = try? host.receiveRequest(from: intake) {
+            guard topic == [Data("intake".utf8)] else {
                 reject("expected two frames, the topic \"intake\" and a request", reason: "malformed")
                 continue
             }
-            requests.append(IncomingRequest(frame: frames[1], caller: host.caller(userId: userId)))
+            bytes += request.frame.count
+            requests.append(request)
         }
         guard !requests.isEmpty else { return }
         for reply in host.process(requests, allowedOps: [Ops.sessionLog.info, Ops.noalcLog.info]) {
