@@ -80,6 +80,7 @@ public final class NoAlcStreakService: Service {
         // Before the ready line, so a client asking right after start sees everything logged so far.
         // If the session logger does not answer, the loop keeps trying (PROTOCOL "Running the services").
         feed.catchUp(timeoutMilliseconds: 2000)
+        host.tzdataVersion = { TZData.system.version }
         host.onTick = { [unowned self] in feed.tick() }
     }
 

@@ -27,7 +27,7 @@ extension ReminderPlanner {
     /// may name any day, so a month ahead (the longest `reminder.upcoming`) is looked at.
     private func coverableOccurrences(of reminder: Reminder, zone: ZoneID) -> [PlannedOccurrence] {
         guard reminder.enabled, !reminder.weekdays.isEmpty else { return [] }
-        return OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: zone.timeZone,
+        return OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: zone.rules,
                                               from: firstPending(reminder), through: coverageHorizon(of: reminder))
     }
 
@@ -80,10 +80,10 @@ extension ReminderPlanner {
 
     func upcoming(_ query: UpcomingRequest, _ db: Database) throws -> [Occurrence] {
         let zone = user(query.userId).timeZone
-        let today = host.time.now().local(in: zone.timeZone).day
+        let today = host.time.now().local(in: zone).day
         var result: [Occurrence] = []
         for reminder in reminders.owned(by: query.userId) where reminder.enabled {
-            let planned = OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: zone.timeZone,
+            let planned = OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: zone.rules,
                                                          days: today...today.adding(days: query.days - 1))
                 .filter { $0.at >= reminder.createdAt }
             guard let first = planned.first, let last = planned.last else { continue }

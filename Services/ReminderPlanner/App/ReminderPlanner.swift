@@ -65,6 +65,7 @@ public final class ReminderPlanner: Service {
         for status in [OccurrenceStatus.fired, .suppressed, .skipped, .missed] { host.countMetric("decisions", "kind", Self.decisionKind(status), by: 0) }
         feed.catchUp()
         decideDue(through: time.now(), mode: .startup)
+        host.tzdataVersion = { TZData.system.version }
         // While decisions wait for a known gap, the catch-up's reply or deadline wakes the loop.
         host.nextDeadline = { [unowned self] in
             self.manualClock == nil && !self.feed.isWaitingForKnownGap ? self.scheduler.nextInstant : nil
@@ -198,8 +199,7 @@ public final class ReminderPlanner: Service {
     }
 }
 
-/// A scheduler passed from the thread that built it to the loop, which alone uses it from then on
-/// (its zones' offsets fill themselves in, so it is not shareable).
+/// A scheduler passed from the thread that built it to the loop, which alone uses it from then on.
 private struct BuiltScheduler: @unchecked Sendable {
     let scheduler: Scheduler
 }
