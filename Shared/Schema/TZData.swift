@@ -14,6 +14,8 @@ public final class TZData: Sendable {
         var rules: ZoneRules
         /// The file as it was when `rules` were read, or last looked at.
         var stamp: FileStamp?
+        /// Why the file no longer gives rules, while it does not.
+        var lost: String?
     }
 
     private struct State {
@@ -65,8 +67,10 @@ public final class TZData: Sendable {
         }
     }
 
-    /// The zones read so far.
-    public var loadedZones: [String] { state.withLock { Array($0.zones.keys) } }
+    /// The zones read so far with their rules now, and the reason for each whose file was lost.
+    public func snapshot() -> (rules: [String: ZoneRules], lost: [String: String]) {
+        state.withLock { state in (state.zones.mapValues(\.rules), state.zones.compactMapValues(\.lost)) }
+    }
 
     /// What `refresh` found.
     public struct Refresh: Sendable {
@@ -79,10 +83,14 @@ public final class TZData: Sendable {
         public var newVersion: String?
 
         public var isEmpty: Bool { changed.isEmpty && lost.isEmpty && newVersion == nil }
+
+        public init() {}
     }
 
     /// Looks at `tzdata.zi` and the file of every zone read so far (a `stat` each) and reads again
-    /// those that were replaced or rewritten. Cheap when nothing changed.
+    /// those that were replaced or rewritten. Cheap when nothing changed. What changed is reported
+    /// to this caller only; a service that shares the process with others compares `snapshot`s.
+    @discardableResult
     public func refresh() -> Refresh {
         var result = Refresh()
         let versionPath = directory + "/tzdata.zi"
@@ -108,11 +116,13 @@ public final class TZData: Sendable {
                 case .success(let rules):
                     if rules != loaded.rules { result.changed[name] = (loaded.rules, rules) }
                     loaded.rules = rules
+                    loaded.lost = nil
                 case .failure(let error):
-                    result.lost[name] = "\(error)"
+                    loaded.lost = "\(error)"
                 case nil:
-                    result.lost[name] = "no file \(path)"
+                    loaded.lost = "no file \(path)"
                 }
+                result.lost[name] = loaded.lost
                 state.zones[name] = loaded
             }
         }

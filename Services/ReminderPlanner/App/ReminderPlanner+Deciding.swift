@@ -143,7 +143,7 @@ extension ReminderPlanner {
             }
         }
         // Its announcement row, if any, stays: announcements only ever matter for undecided occurrences.
-        guard try PlannerStore.decide(reminder.id, at: planned.at, status: status, cause: cause, tx.db) else { return nil }
+        guard try PlannerStore.decide(reminder.id, planned, status: status, cause: cause, tx.db) else { return nil }
         let occurrence = makeOccurrence(reminder, planned, status: status, cause: cause)
         switch status {
         case .fired:

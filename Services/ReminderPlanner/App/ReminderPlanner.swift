@@ -26,9 +26,13 @@ public final class ReminderPlanner: Service {
     var restored: Set<OccurrenceKey> = []
     /// A `clock.set`/`clock.advance` is moving the clock step by step (and serving requests between steps).
     var movingClock = false
+    var tzdataWatch: TZDataWatch
+    /// Users to plan again after a tzdata update (`followTZData`).
+    var replanning = Replanning()
 
     public init(settings: PlannerSettings, logger: Logger, context: Context? = nil) throws {
         self.settings = settings
+        tzdataWatch = TZDataWatch(seconds: settings.tzdataCheckSeconds)
         let time: TimeSource
         if case .manual(let start) = settings.clock {
             manualClock = ManualTime(start)
@@ -68,10 +72,13 @@ public final class ReminderPlanner: Service {
         host.tzdataVersion = { TZData.system.version }
         // While decisions wait for a known gap, the catch-up's reply or deadline wakes the loop.
         host.nextDeadline = { [unowned self] in
-            self.manualClock == nil && !self.feed.isWaitingForKnownGap ? self.scheduler.nextInstant : nil
+            // Planning again after a tzdata update goes on at once, a step a turn.
+            if !self.replanning.isDone { return self.host.time.now() }
+            return self.manualClock == nil && !self.feed.isWaitingForKnownGap ? self.scheduler.nextInstant : nil
         }
         host.onTick = { [unowned self] in
             self.feed.tick()
+            self.followTZData()
             if self.manualClock == nil { self.decideRunning(through: self.host.time.now()) }
         }
     }
