@@ -176,16 +176,11 @@ enum PlannerStore {
         let occurrence: PlannedOccurrence?
     }
 
-    /// Stores a decision; false if the occurrence was decided before (it never is decided twice),
-    /// also at another instant: new zone rules can move a decided rule day's instant into the future.
-    /// That one is looked for within two days, a range of the primary key.
+    /// Stores a decision with its rule day and local time; false if the occurrence was decided before
+    /// (it never is decided twice).
     static func decide(_ reminder: RecordID, _ planned: PlannedOccurrence, status: OccurrenceStatus, cause: RecordID?,
                        _ db: Database) throws -> Bool {
-        try RawStatement.execute("""
-            INSERT OR IGNORE INTO decision (reminder_id, at_ms, status, cause, day, local_minute) SELECT ?1, ?2, ?3, ?4, ?5, ?6
-            WHERE NOT EXISTS (SELECT 1 FROM decision WHERE reminder_id = ?1 AND at_ms BETWEEN ?2 - 172800000 AND ?2 + 172800000
-                                                         AND day = ?5 AND local_minute = ?6)
-            """, db,
+        try RawStatement.execute("INSERT OR IGNORE INTO decision (reminder_id, at_ms, status, cause, day, local_minute) VALUES (?, ?, ?, ?, ?, ?)", db,
                                  [.text(reminder.description), .integer(planned.at.millisecondsSince1970), .text(status.rawValue),
                                   cause.map { .text($0.description) } ?? .null, .integer(Int64(planned.day.ordinal)),
                                   .integer(Int64(planned.localTime.minutesSinceMidnight))]) > 0

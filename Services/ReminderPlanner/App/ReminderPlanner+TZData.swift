@@ -35,6 +35,7 @@ extension ReminderPlanner {
     func followTZData() {
         if let refresh = tzdataWatch.check(logger: host.logger) { queueUsers(after: refresh) }
         if !replanning.isDone { replanStep() }
+        if !movedDecidedDays.isEmpty { movedDecidedDays = movedDecidedDays.filter { $0.value.until > decidedThrough } }
     }
 
     /// Every user with settings or reminders, by zone name.
@@ -86,8 +87,8 @@ extension ReminderPlanner {
 
     /// The user's reminders after new zone rules: a `reminder.changed` for each whose undecided
     /// occurrences moved, announcements withdrawn and made as coverage now says, and the schedule
-    /// at the next occurrence by the new rules. (A rule day decided before stays decided:
-    /// `PlannerStore.decide` knows it by its day.)
+    /// at the next occurrence by the new rules. A rule day decided by the old rules whose instant
+    /// the new ones put later stays decided (`movedDecidedDays`).
     private func replan(_ userId: UserID, before: ZoneRules, _ tx: Transaction) throws {
         let zone = user(userId).timeZone
         for (row, reminder) in reminders.rows(ownedBy: userId) {
@@ -96,8 +97,24 @@ extension ReminderPlanner {
                               encodedData: try wireEncoder().encode(ReminderChange.put(reminder)))
             }
             try reevaluate(reminder, zone: zone, in: tx)
-            tx.afterCommit { [unowned self] in scheduler.schedule(reminder, row: row, zone: zone, from: firstPending(reminder)) }
+            let moved = movedDecidedDay(reminder, before: before, now: zone.rules)
+            tx.afterCommit { [unowned self] in
+                if let moved { movedDecidedDays[reminder.id] = moved }
+                scheduler.schedule(reminder, row: row, zone: zone, from: firstPending(reminder))
+            }
         }
+    }
+
+    /// The reminder's last rule day decided by the old rules, if the new ones put it after
+    /// everything decided, with its new instant.
+    private func movedDecidedDay(_ reminder: Reminder, before: ZoneRules, now: ZoneRules) -> (day: LocalDay, until: Instant)? {
+        // A selected weekday comes round within a week.
+        let decided = OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: before,
+                                                     from: max(reminder.createdAt, decidedThrough.adding(seconds: -8 * 86_400)),
+                                                     through: decidedThrough)
+        guard reminder.enabled, let last = decided.last?.day,
+              let moved = OccurrenceCalendar.occurrence(on: last, at: reminder.time, in: now), moved.at > decidedThrough else { return nil }
+        return (last, moved.at)
     }
 
     private func occurrencesMoved(_ reminder: Reminder, before: ZoneRules, now: ZoneRules) -> Bool {

@@ -29,6 +29,9 @@ public final class ReminderPlanner: Service {
     var tzdataWatch: TZDataWatch
     /// Users to plan again after a tzdata update (`followTZData`).
     var replanning = Replanning()
+    /// Each reminder's last decided rule day whose instant a tzdata update moved past the decided
+    /// ones: that day is not decided again (`followTZData` forgets it once the new instant passed).
+    var movedDecidedDays: [RecordID: (day: LocalDay, until: Instant)] = [:]
 
     public init(settings: PlannerSettings, logger: Logger, context: Context? = nil) throws {
         self.settings = settings
