@@ -43,11 +43,15 @@ import Testing
         }
     }
 
-    /// Waits (up to the contract's 60 s) until the planner's health names `version`.
-    func waitForVersion(_ version: String, _ rig: PlannerRig) throws {
+    /// Installs Berlin with or without summer time as `version` while the planner runs, and waits
+    /// (up to the contract's 60 s) until its health names the version and `reminder` has had
+    /// `changes` `reminder.changed` events in all.
+    func update(daylightSaving: Bool, version: String, _ rig: PlannerRig, _ reminder: String, changes expected: Int) throws {
+        try install(Self.berlin(daylightSavingFrom2026: daylightSaving), version: version)
         let deadline = Date().addingTimeInterval(60)
         while try rig.plannerClient.ok("health")["tzdata"]?.stringValue != version, Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
         #expect(try rig.plannerClient.ok("health")["tzdata"]?.stringValue == version)
+        #expect(try changes(rig, reminder, count: expected) == expected)
     }
 
     /// (at, status) of the reminder's occurrences in `reminder.upcoming`, by rule day.
@@ -84,9 +88,7 @@ import Testing
 
         // Monday's is decided just before the update that brings summer time back.
         #expect(try rig.advance(to: "2026-03-30T06:30:00Z") == 3)
-        try install(Self.berlin(daylightSavingFrom2026: true), version: "2026lht-dst")
-        try waitForVersion("2026lht-dst", rig)
-        #expect(try changes(rig, workout, count: 2) == 2)
+        try update(daylightSaving: true, version: "2026lht-dst", rig, workout, changes: 2)
         #expect(try upcoming(rig, workout, days: 3) == [
             "2026-03-30": "2026-03-30T06:00:00Z fired",
             "2026-03-31": "2026-03-31T05:00:00Z scheduled", "2026-04-01": "2026-04-01T05:00:00Z scheduled",
@@ -95,9 +97,7 @@ import Testing
         // Tuesday's is decided at 05:00Z; the next update moves it to 06:00Z, after the clock: it
         // must not fire again.
         #expect(try rig.advance(to: "2026-03-31T05:30:00Z") == 1)
-        try install(Self.berlin(daylightSavingFrom2026: false), version: "2026lht-nodst2")
-        try waitForVersion("2026lht-nodst2", rig)
-        #expect(try changes(rig, workout, count: 3) == 3)
+        try update(daylightSaving: false, version: "2026lht-nodst2", rig, workout, changes: 3)
         #expect(try upcoming(rig, workout, days: 2) == [
             "2026-03-31": "2026-03-31T05:00:00Z fired", "2026-04-01": "2026-04-01T06:00:00Z scheduled",
         ])
