@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import LHTSchema
 
 private func rules(_ name: String) throws -> ZoneRules { try #require(TZData.system.rules(name), "\(name) missing from the tzdata") }
@@ -154,6 +155,41 @@ private func systemFile(_ name: String) throws -> [UInt8] {
             #expect(old.offset(at: change.utc - 1) == change.before && old.offset(at: change.utc) == change.after)
         }
         #expect(try ZoneRules(tzif: Self.tzif(version: 1, times: [100], types: [1], offsets: [0, -3600])).offset(at: 100) == -3600)
+    }
+
+    /// `zic -b slim` leaves every transition its footer implies out of the table (Berlin's end in
+    /// 1996): the footer gives them, the same as the fat file's table through 2037 and beyond.
+    @Test func slimFileReadsAsTheFatOne() throws {
+        let directory = temporaryDirectory("zic")
+        let source = directory.appendingPathComponent("berlin.zi")
+        try """
+            Rule EU 1977 1980 - Apr Sun>=1 1:00u 1:00 S
+            Rule EU 1977 only - Sep lastSun 1:00u 0 -
+            Rule EU 1978 only - Oct 1 1:00u 0 -
+            Rule EU 1979 1995 - Sep lastSun 1:00u 0 -
+            Rule EU 1981 max - Mar lastSun 1:00u 1:00 S
+            Rule EU 1996 max - Oct lastSun 1:00u 0 -
+            Zone Europe/Berlin 1:00 EU CE%sT
+
+            """.write(to: source, atomically: true, encoding: .utf8)
+        var read: [String: ZoneRules] = [:]
+        for bloat in ["slim", "fat"] {
+            let zic = Process()
+            zic.executableURL = URL(fileURLWithPath: "/usr/sbin/zic")
+            zic.arguments = ["-b", bloat, "-d", directory.appendingPathComponent(bloat).path, source.path]
+            try zic.run()
+            zic.waitUntilExit()
+            read[bloat] = try ZoneRules(tzif: [UInt8](Data(contentsOf: directory.appendingPathComponent("\(bloat)/Europe/Berlin"))))
+        }
+        let slim = try #require(read["slim"]), fat = try #require(read["fat"])
+        let through2400 = at("2400-12-31T00:00:00Z")
+        #expect(slim.transitions(from: 0, through: through2400).map(\.utc) == fat.transitions(from: 0, through: through2400).map(\.utc))
+        // The table holds the footer's changes through 2100; later ones are the footer's alone.
+        #expect(slim.transitions(from: 0, through: through2400).count == 2 * (2100 - 1977 + 1))
+        for hour in stride(from: Int64(0), to: through2400, by: 7 * 86_400 + 3_600) where slim.offset(at: hour) != fat.offset(at: hour) {
+            Issue.record("\(Instant(secondsSince1970: hour)): slim \(slim.offset(at: hour)), fat \(fat.offset(at: hour))")
+            break
+        }
     }
 
     @Test func everyCutOfARealFileIsAnError() throws {
