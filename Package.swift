@@ -89,7 +89,7 @@ let package = Package(
             path: "Tests/TestSupport"),
 
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
-        .testTarget(name: "LHTSchemaTests", dependencies: ["LHTSchema", "TestSupport"]),
+        .testTarget(name: "LHTSchemaTests", dependencies: ["LHTSchema", "TestSupport"], exclude: ["Reference"]),
         .testTarget(name: "LHTSecurityTests", dependencies: ["LHTSecurity", "ZeroMQ", "LHTSchema", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ServiceHostTests", dependencies: ["ServiceHost", "LHTSchema", "LHTClient", "ZeroMQ", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ReminderPlanningTests", dependencies: ["ReminderPlanning", "LHTSchema"]),

@@ -130,7 +130,7 @@ struct NoAlcLog: ParsableCommand {
     /// The 18:00 rule of SEMANTICS §2, applied to the current local time: before 18:00 a check-in is
     /// about yesterday, from 18:00 on about today.
     static func defaultDay(now: Instant, zone: ZoneID) -> LocalDay {
-        let local = now.local(in: zone.timeZone)
+        let local = now.local(in: zone)
         return local.minuteOfDay < 18 * 60 ? local.day.adding(days: -1) : local.day
     }
 }

@@ -68,7 +68,7 @@ struct CalendarCommand: ParsableCommand {
         let client = try Client(connection)
         let userId = try user.userID()
         let zone = try userZone(client, user: userId).zone
-        let monthText = month ?? String(Instant.now().local(in: zone.timeZone).day.description.prefix(7))
+        let monthText = month ?? String(Instant.now().local(in: zone).day.description.prefix(7))
         let days = MonthGrid.days(of: monthText)!
         guard let calendarRequest = CalendarGetRequest(userId: userId, month: monthText) else {
             throw Failure.local("\(monthText) is not a month the streak service takes")

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A calendar day with no zone attached (`YYYY-MM-DD`), counted by days since 1970-01-01.
 ///
@@ -165,43 +164,25 @@ public enum Weekday: String, CaseIterable, Codable, Sendable, Comparable {
     public static func < (lhs: Weekday, rhs: Weekday) -> Bool { lhs.index < rhs.index }
 }
 
-/// A validated IANA time zone identifier.
+/// A validated IANA time zone identifier: a zone the system's tzdata has (`TZData.system`).
 public struct ZoneID: Hashable, Sendable, CustomStringConvertible {
-    public let timeZone: TimeZone
-    /// As the user spelled it: Foundation reports "UTC" as "GMT", which would surprise them.
     public let identifier: String
     public var description: String { identifier }
 
     /// Accepts IANA names only (`Europe/Berlin`, `UTC`), not abbreviations or offsets.
     public init?(_ identifier: String) {
-        if let known = ZoneID.cache.withLock({ $0[identifier] }) {
-            self = known
-            return
-        }
-        guard !identifier.isEmpty, identifier.utf8.count <= 64, identifier.utf8.allSatisfy(ZoneID.allowed),
-              // Linux's knownTimeZoneIdentifiers misses real names (Asia/Kolkata, Etc/UTC); a zone that
-              // reports the very name asked for is an IANA zone, not an abbreviation or offset.
-              let zone = TimeZone(identifier: identifier), zone.identifier == identifier || identifier == "UTC" else { return nil }
-        timeZone = zone
+        guard TZData.system.rules(identifier) != nil else { return nil }
         self.identifier = identifier
-        ZoneID.cache.withLock { $0[identifier] = self }
     }
 
-    /// The characters of IANA names (`America/Port-au-Prince`, `Etc/GMT+5`, `America/Argentina/Buenos_Aires`).
-    /// Checked first: Foundation looks a name up in a cache of zones already built by its C string, so
-    /// once `Europe/Berlin` was built, `Europe/Berlin\u{0}x` came back as a zone with that very name.
-    private static func allowed(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-             UInt8(ascii: "/"), UInt8(ascii: "_"), UInt8(ascii: "-"), UInt8(ascii: "+"): true
-        default: false
-        }
-    }
+    /// The zone's rules as the system's tzdata has them now: a tzdata update replaces them.
+    /// (A zone once read never leaves `TZData`, so the fallback is never taken.)
+    public var rules: ZoneRules { TZData.system.rules(identifier) ?? .utc }
 
-    /// Zones by name: loading 100,000 users built an ICU time zone each, with nothing shared.
-    private static let cache = Mutex<[String: ZoneID]>([:])
+    public static let utc = ZoneID("UTC") ?? ZoneID(unchecked: "UTC")
 
-    public static let utc = ZoneID("UTC")!
+    /// UTC is UTC even on a machine without tzdata.
+    private init(unchecked identifier: String) { self.identifier = identifier }
 }
 
 enum Digits {

@@ -235,8 +235,10 @@ public struct HealthReply: Codable, Sendable {
     public let lastError: String?
     /// The identity of the service's event log (`EventsSinceReply.logId`).
     public let logId: RecordID?
+    /// The tzdata version whose zone rules the service uses (planner and streak service only).
+    public let tzdata: String?
 
-    enum CodingKeys: String, CodingKey { case service, version, uptimeSeconds, lastSeq, counters, upstreams, lastError, logId }
+    enum CodingKeys: String, CodingKey { case service, version, uptimeSeconds, lastSeq, counters, upstreams, lastError, logId, tzdata }
 
     /// Written by hand to write the counters in name order, so two replies with the same counts are the
     /// same bytes; the synthesized conformance writes a dictionary in its (per-process) hash order.
@@ -251,6 +253,7 @@ public struct HealthReply: Codable, Sendable {
         try container.encode(upstreams, forKey: .upstreams)
         try container.encode(lastError, forKey: .lastError)
         try container.encode(logId, forKey: .logId)
+        try container.encodeIfPresent(tzdata, forKey: .tzdata)
     }
 
     /// `upstreams` and `lastError` came later: a reply without them reads as none.
@@ -264,10 +267,11 @@ public struct HealthReply: Codable, Sendable {
         upstreams = try container.decodeIfPresent([UpstreamHealth].self, forKey: .upstreams) ?? []
         lastError = try container.decodeIfPresent(String.self, forKey: .lastError)
         logId = try container.decodeIfPresent(RecordID.self, forKey: .logId)
+        tzdata = try container.decodeIfPresent(String.self, forKey: .tzdata)
     }
 
     public init(service: String, version: String, uptimeSeconds: Int64, lastSeq: Int64, counters: [String: Int64],
-                upstreams: [UpstreamHealth] = [], lastError: String? = nil, logId: RecordID? = nil) {
+                upstreams: [UpstreamHealth] = [], lastError: String? = nil, logId: RecordID? = nil, tzdata: String? = nil) {
         self.service = service
         self.version = version
         self.uptimeSeconds = uptimeSeconds
@@ -276,6 +280,7 @@ public struct HealthReply: Codable, Sendable {
         self.upstreams = upstreams
         self.lastError = lastError
         self.logId = logId
+        self.tzdata = tzdata
     }
 }
 

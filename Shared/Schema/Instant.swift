@@ -130,8 +130,13 @@ public struct Instant: Hashable, Comparable, Sendable, CustomStringConvertible {
 
 extension Instant {
     /// The local day and wall-clock time of this instant in `zone`.
-    public func local(in zone: TimeZone) -> (day: LocalDay, minuteOfDay: Int, secondOfMinute: Int) {
-        let local = secondsSince1970 + Int64(zone.secondsFromGMT(for: date))
+    public func local(in zone: ZoneID) -> (day: LocalDay, minuteOfDay: Int, secondOfMinute: Int) {
+        local(in: zone.rules)
+    }
+
+    /// The same with the zone's rules in hand.
+    public func local(in rules: ZoneRules) -> (day: LocalDay, minuteOfDay: Int, secondOfMinute: Int) {
+        let local = secondsSince1970 + rules.offset(at: secondsSince1970)
         let days = local >= 0 ? local / 86_400 : (local - 86_399) / 86_400
         let secondOfDay = Int(local - days * 86_400)
         return (LocalDay(ordinal: Int(days)), secondOfDay / 60, secondOfDay % 60)

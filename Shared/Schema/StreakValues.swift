@@ -15,7 +15,7 @@ public struct StreakGetRequest: Codable, Sendable, Hashable {
 
     /// The day the streak is computed for: `asOf`, else today at `now` in `timeZone`, else in `serviceZone`.
     public func day(now: Instant, serviceZone: ZoneID) -> LocalDay {
-        asOf ?? now.local(in: (timeZone ?? serviceZone).timeZone).day
+        asOf ?? now.local(in: timeZone ?? serviceZone).day
     }
 }
 

@@ -45,6 +45,8 @@ public final class ServiceHost {
     public var onTick: (() -> Void)?
     /// The next instant the service wants `onTick` called by; the loop sleeps at most until then.
     public var nextDeadline: (() -> Instant?)?
+    /// The tzdata version for `health`, for a service whose answers depend on zone rules.
+    public var tzdataVersion: (() -> String)?
 
     let api: Socket
     let events: EventSocket
@@ -377,6 +379,6 @@ public final class ServiceHost {
         let upstreams = feeds.map { UpstreamHealth(name: $0.upstream.rawValue, appliedSeq: $0.appliedSeq, upstreamSeq: $0.upstreamSeq) }
         return HealthReply(service: name, version: version, uptimeSeconds: Int64(Date().timeIntervalSince(startedAt)),
                            lastSeq: eventLog.publishedSeq, counters: counters, upstreams: upstreams, lastError: lastError,
-                           logId: eventLog.identity)
+                           logId: eventLog.identity, tzdata: tzdataVersion?())
     }
 }

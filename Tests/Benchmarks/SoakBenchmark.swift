@@ -110,7 +110,7 @@ enum SoakBenchmark {
     /// Request `n` of the mix, and which service (0 logger, 1 planner, 2 streak) it goes to.
     static func request(_ n: Int) -> (Int, Data) {
         let user = UserID("soak\(n % 200)")!
-        let today = Instant.now().local(in: ZoneID.utc.timeZone).day
+        let today = Instant.now().local(in: ZoneID.utc).day
         switch n % 100 {
         case 0..<70:
             return (0, SessionLogBenchmark.sessionLog(n: n, client: 0xA0, user: user.rawValue))

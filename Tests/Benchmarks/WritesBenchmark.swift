@@ -128,7 +128,7 @@ enum WritesBenchmark {
 
     /// Days spread over the last eight years, each entry its own id.
     static func noalcLog(n: Int, client: Int) -> Data {
-        let today = Instant.now().local(in: ZoneID.utc.timeZone).day
+        let today = Instant.now().local(in: ZoneID.utc).day
         return LoadClients.frame(Ops.noalcLog, NoAlcLogRequest(id: RecordID(LoadClients.uuid(n, client: client))!, userId: UserID("bench\(client % 50)")!,
                                                                day: today.adding(days: -(n % 3000)), level: NoAlcLevel.allCases[n % 3]))
     }

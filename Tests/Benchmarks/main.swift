@@ -12,6 +12,7 @@ let benchmarks: [String: ([String]) throws -> Void] = [
     "planner": PlannerBenchmark.run,
     "soak": SoakBenchmark.run,
     "advance": AdvanceBenchmark.run,
+    "zones": ZonesBenchmark.run,
 ]
 /// Left out of `bench all`: they run for minutes by design.
 let longRunning: Set = ["soak", "advance"]

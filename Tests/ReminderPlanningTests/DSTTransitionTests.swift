@@ -29,26 +29,14 @@ import Testing
         var description: String { "\(Instant(secondsSince1970: utc)) \(before)→\(after)" }
     }
 
-    /// Transitions that change the offset, 2020-01-01 through 2030-12-31 (ICU also reports ones that
-    /// only rename the zone's rules; those change nothing here).
-    static func transitions(in zone: TimeZone) -> [Transition] {
-        var result: [Transition] = []
-        var cursor = Date(timeIntervalSince1970: 1_577_836_800) // 2020-01-01T00:00Z
-        let end = Date(timeIntervalSince1970: 1_924_992_000)    // 2031-01-01T00:00Z
-        while let next = zone.nextDaylightSavingTimeTransition(after: cursor), next < end {
-            let utc = Int64(next.timeIntervalSince1970)
-            let before = Int64(zone.secondsFromGMT(for: next.addingTimeInterval(-1)))
-            let after = Int64(zone.secondsFromGMT(for: next))
-            if before != after { result.append(Transition(utc: utc, before: before, after: after)) }
-            cursor = next
-        }
-        return result
+    /// Transitions that change the offset, 2020-01-01 through 2030-12-31.
+    static func transitions(in zone: ZoneRules) -> [Transition] {
+        zone.transitions(from: 1_577_836_800, through: 1_924_992_000).map { Transition(utc: $0.utc, before: $0.before, after: $0.after) }
     }
 
     @Test func zoneListIsBigEnough() {
         let withTransitions = Self.zones.filter { !Self.transitions(in: zone($0)).isEmpty }
         #expect(withTransitions.count >= 20)
-        #expect(Set(Self.zones.map { zone($0).identifier }).count == Self.zones.count)
     }
 
     @Test func rulesChangedWithinTheDecade() {

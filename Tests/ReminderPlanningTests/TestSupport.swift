@@ -2,8 +2,9 @@ import Foundation
 import LHTSchema
 @testable import ReminderPlanning
 
-func zone(_ identifier: String) -> TimeZone {
-    guard let zone = TimeZone(identifier: identifier) else { fatalError("zone \(identifier) missing from the tz data") }
+/// The zone's rules from the system's tzdata.
+func zone(_ identifier: String) -> ZoneRules {
+    guard let zone = TZData.system.rules(identifier) else { fatalError("zone \(identifier) missing from the tz data") }
     return zone
 }
 

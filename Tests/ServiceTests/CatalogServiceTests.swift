@@ -18,8 +18,13 @@ import TestSupport
             let catalog = Set(Ops.served(by: service.name).map(\.name))
             #expect(service.registeredOps == catalog, "\(service.name): not served \(catalog.subtracting(service.registeredOps)), not in the catalog \(service.registeredOps.subtracting(catalog))")
             // And each answers on its socket as the catalog says: health names the service.
-            #expect(try rig.client(service).call(Ops.health, NoFields()).service == service.name.rawValue)
+            let health = try rig.client(service).call(Ops.health, NoFields())
+            #expect(health.service == service.name.rawValue)
+            // The services whose answers depend on zone rules name the tzdata they use.
+            let usesZoneRules = [ServiceName.reminderPlanner, .noalcStreak].contains(service.name)
+            #expect(health.tzdata == (usesZoneRules ? TZData.system.version : nil))
         }
+        #expect(TZData.system.version != "unknown", "the system tzdata has no tzdata.zi")
         // Every op of the catalog is served by some service.
         #expect(Set(services.flatMap(\.registeredOps)) == Set(Ops.all.map(\.name)))
     }

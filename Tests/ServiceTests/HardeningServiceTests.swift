@@ -60,7 +60,7 @@ import TestSupport
         let rig = try ServiceRig(.inproc)
         let logger = try rig.sessionLogger()
         let client = rig.client(logger)
-        let today = Instant.now().local(in: ZoneID.utc.timeZone).day
+        let today = Instant.now().local(in: ZoneID.utc).day
         for bad in [today.adding(days: 2), day("9999-12-31"), day("1999-12-31"), day("0001-01-01")] {
             let refused = try client.refusal(Ops.noalcLog, NoAlcLogRequest(userId: henning, day: bad, level: .steady))
             #expect(refused.code == .invalidArgument && refused.field == "data.day", "\(bad): \(refused)")
@@ -147,17 +147,17 @@ import TestSupport
         let client = rig.client(try rig.streak(following: logger))
         for name in ["Pacific/Kiritimati", "Pacific/Pago_Pago", "UTC"] {
             let zone = try #require(ZoneID(name))
-            let before = Instant.now().local(in: zone.timeZone).day
+            let before = Instant.now().local(in: zone).day
             let state = try client.call(Ops.streakGet, StreakGetRequest(userId: henning, timeZone: zone))
-            let after = Instant.now().local(in: zone.timeZone).day
+            let after = Instant.now().local(in: zone).day
             #expect(state.asOf == before || state.asOf == after, "\(name): \(state.asOf)")
         }
         // asOf wins over the zone; without either, the service's --time-zone (UTC here).
         #expect(try client.call(Ops.streakGet, StreakGetRequest(userId: henning, asOf: day("2026-03-03"), timeZone: ZoneID("Pacific/Kiritimati")))
             .asOf == day("2026-03-03"))
-        let utcBefore = Instant.now().local(in: ZoneID.utc.timeZone).day
+        let utcBefore = Instant.now().local(in: ZoneID.utc).day
         let plain = try client.call(Ops.streakGet, StreakGetRequest(userId: henning))
-        #expect(plain.asOf == utcBefore || plain.asOf == Instant.now().local(in: ZoneID.utc.timeZone).day)
+        #expect(plain.asOf == utcBefore || plain.asOf == Instant.now().local(in: ZoneID.utc).day)
     }
 
     /// A stopped service's file, opened to write damaged rows (waiting out a checkpointer's moment of lock).

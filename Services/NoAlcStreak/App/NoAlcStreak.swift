@@ -61,6 +61,8 @@ public final class NoAlcStreakService: Service {
     private let zone: ZoneID
     private let histories: Histories
     private var feed: UpstreamFeed!
+    /// "Today" follows a tzdata update without a restart.
+    private var tzdata = TZDataWatch()
 
     public init(settings: NoAlcStreakSettings, logger: Logger, context: Context? = nil) throws {
         host = try ServiceHost(settings: settings.service, migrations: StreakStore.migrate, logger: logger, context: context)
@@ -80,7 +82,11 @@ public final class NoAlcStreakService: Service {
         // Before the ready line, so a client asking right after start sees everything logged so far.
         // If the session logger does not answer, the loop keeps trying (PROTOCOL "Running the services").
         feed.catchUp(timeoutMilliseconds: 2000)
-        host.onTick = { [unowned self] in feed.tick() }
+        host.tzdataVersion = { TZData.system.version }
+        host.onTick = { [unowned self] in
+            feed.tick()
+            _ = tzdata.check(logger: host.logger)
+        }
     }
 
     /// The service's tables as its migrations make them, for tools that measure its storage (`bench streak`).

@@ -23,10 +23,13 @@ public struct PlannerOptions: ServiceArguments {
     @Option(help: "system, or manual:<RFC 3339 instant> for a clock moved only by clock.set/clock.advance.")
     public var clock = "system"
 
+    @Option(name: .customLong("tzdata-check-seconds"), help: "How often to look for a tzdata update (1...60).")
+    public var tzdataCheckSeconds = TZDataWatch.defaultSeconds
+
     public init() {}
 
     public static let flagNames = CommonOptions.flagNames
-        + [ServiceName.sessionLogger.flag(.api), ServiceName.sessionLogger.flag(.events), "time-zone", "grace-minutes", "clock"]
+        + [ServiceName.sessionLogger.flag(.api), ServiceName.sessionLogger.flag(.events), "time-zone", "grace-minutes", "clock", "tzdata-check-seconds"]
 }
 
 /// Where the planner's "now" comes from.
@@ -53,6 +56,7 @@ public struct PlannerSettings: Sendable {
     public let defaultZone: ZoneID
     public let graceMinutes: Int
     public let clock: ClockSetting
+    public let tzdataCheckSeconds: Int
 
     public init(_ options: PlannerOptions) throws {
         defaultZone = try ZoneOption.validated(options.timeZone)
@@ -61,6 +65,11 @@ public struct PlannerSettings: Sendable {
             throw ValidationError("--grace-minutes: \(options.graceMinutes) is not 0...10080")
         }
         graceMinutes = options.graceMinutes
+        // An update must be seen within 60 s (PROTOCOL.md "Zone rules (tzdata)").
+        guard (1...60).contains(options.tzdataCheckSeconds) else {
+            throw ValidationError("--tzdata-check-seconds: \(options.tzdataCheckSeconds) is not 1...60")
+        }
+        tzdataCheckSeconds = options.tzdataCheckSeconds
         sessionLoggerAPI = try Endpoint.of(.sessionLogger, .api, given: options.sessionLoggerAPI)
         sessionLoggerEvents = try Endpoint.of(.sessionLogger, .events, given: options.sessionLoggerEvents)
         service = try ServiceSettings(.reminderPlanner, common: options.common)

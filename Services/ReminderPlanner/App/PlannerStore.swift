@@ -65,6 +65,14 @@ enum PlannerStore {
                 CREATE VIEW reminder_fields AS SELECT id, user_id, \(StoredRule.sqlColumns), title, body, created_at_ms FROM reminder;
                 """)
         }
+        // A decision remembers its rule day and local time: after new zone rules move that day's
+        // instant, the day is still known as decided (NULL in decisions taken before).
+        migrator.registerMigration("decision-rule-day") { db in
+            try db.execute(sql: """
+                ALTER TABLE decision ADD COLUMN day INTEGER;
+                ALTER TABLE decision ADD COLUMN local_minute INTEGER;
+                """)
+        }
     }
 
     // MARK: Users and reminders
@@ -164,22 +172,33 @@ enum PlannerStore {
     struct Recorded {
         let status: OccurrenceStatus
         let cause: RecordID?
+        /// The occurrence as it was decided; nil for decisions stored before days were.
+        let occurrence: PlannedOccurrence?
     }
 
-    /// Stores a decision; false if the occurrence was decided before (it never is decided twice).
-    static func decide(_ reminder: RecordID, at: Instant, status: OccurrenceStatus, cause: RecordID?, _ db: Database) throws -> Bool {
-        try RawStatement.execute("INSERT OR IGNORE INTO decision (reminder_id, at_ms, status, cause) VALUES (?, ?, ?, ?)", db,
-                                 [.text(reminder.description), .integer(at.millisecondsSince1970), .text(status.rawValue),
-                                  cause.map { .text($0.description) } ?? .null]) > 0
+    /// Stores a decision with its rule day and local time; false if the occurrence was decided before
+    /// (it never is decided twice).
+    static func decide(_ reminder: RecordID, _ planned: PlannedOccurrence, status: OccurrenceStatus, cause: RecordID?,
+                       _ db: Database) throws -> Bool {
+        try RawStatement.execute("INSERT OR IGNORE INTO decision (reminder_id, at_ms, status, cause, day, local_minute) VALUES (?, ?, ?, ?, ?, ?)", db,
+                                 [.text(reminder.description), .integer(planned.at.millisecondsSince1970), .text(status.rawValue),
+                                  cause.map { .text($0.description) } ?? .null, .integer(Int64(planned.day.ordinal)),
+                                  .integer(Int64(planned.localTime.minutesSinceMidnight))]) > 0
     }
 
     static func decisions(of reminder: RecordID, from: Instant, through: Instant, _ db: Database) throws -> [Int64: Recorded] {
         var result: [Int64: Recorded] = [:]
-        for row in try db.fetchRows("SELECT at_ms, status, cause FROM decision WHERE reminder_id = ? AND at_ms BETWEEN ? AND ?",
+        for row in try db.fetchRows("SELECT at_ms, status, cause, day, local_minute FROM decision WHERE reminder_id = ? AND at_ms BETWEEN ? AND ?",
                                     arguments: [reminder.description, from.millisecondsSince1970, through.millisecondsSince1970]) {
-            if let status = OccurrenceStatus(rawValue: row["status"]) {
-                result[row["at_ms"]] = Recorded(status: status, cause: (row["cause"] as String?).flatMap(RecordID.init))
+            guard let status = OccurrenceStatus(rawValue: row["status"]) else { continue }
+            let at: Int64 = row["at_ms"]
+            let occurrence = (row["day"] as Int?).flatMap { ordinal in
+                (row["local_minute"] as Int?).flatMap { LocalTime(hour: $0 / 60, minute: $0 % 60) }.map { localTime in
+                    PlannedOccurrence(day: LocalDay(ordinal: ordinal), weekday: LocalDay(ordinal: ordinal).weekday,
+                                      at: Instant(millisecondsSince1970: at), localTime: localTime)
+                }
             }
+            result[at] = Recorded(status: status, cause: (row["cause"] as String?).flatMap(RecordID.init), occurrence: occurrence)
         }
         return result
     }

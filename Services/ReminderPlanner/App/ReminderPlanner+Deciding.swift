@@ -127,6 +127,7 @@ extension ReminderPlanner {
     /// Decides one occurrence and stores its decision event; nil if it was decided before.
     private func decide(_ planned: PlannedOccurrence, of reminder: Reminder, user: UserSettings, now: Instant,
                         mode: DecisionMode, _ tx: Transaction) throws -> OccurrenceStatus? {
+        if !movedDecidedDays.isEmpty, let moved = movedDecidedDays[reminder.id], planned.day <= moved.day { return nil }
         let timeliness: Timeliness = switch mode {
         case .running: .onTime
         case .startup: Timeliness.classify(now: now, at: planned.at, graceMinutes: settings.graceMinutes)
@@ -143,7 +144,7 @@ extension ReminderPlanner {
             }
         }
         // Its announcement row, if any, stays: announcements only ever matter for undecided occurrences.
-        guard try PlannerStore.decide(reminder.id, at: planned.at, status: status, cause: cause, tx.db) else { return nil }
+        guard try PlannerStore.decide(reminder.id, planned, status: status, cause: cause, tx.db) else { return nil }
         let occurrence = makeOccurrence(reminder, planned, status: status, cause: cause)
         switch status {
         case .fired:

@@ -27,7 +27,7 @@ extension ReminderPlanner {
     /// may name any day, so a month ahead (the longest `reminder.upcoming`) is looked at.
     private func coverableOccurrences(of reminder: Reminder, zone: ZoneID) -> [PlannedOccurrence] {
         guard reminder.enabled, !reminder.weekdays.isEmpty else { return [] }
-        return OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: zone.timeZone,
+        return OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: zone.rules,
                                               from: firstPending(reminder), through: coverageHorizon(of: reminder))
     }
 
@@ -80,17 +80,23 @@ extension ReminderPlanner {
 
     func upcoming(_ query: UpcomingRequest, _ db: Database) throws -> [Occurrence] {
         let zone = user(query.userId).timeZone
-        let today = host.time.now().local(in: zone.timeZone).day
+        let today = host.time.now().local(in: zone).day
         var result: [Occurrence] = []
         for reminder in reminders.owned(by: query.userId) where reminder.enabled {
-            let planned = OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: zone.timeZone,
+            let planned = OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: zone.rules,
                                                          days: today...today.adding(days: query.days - 1))
                 .filter { $0.at >= reminder.createdAt }
             guard let first = planned.first, let last = planned.last else { continue }
-            let decisions = try PlannerStore.decisions(of: reminder.id, from: first.at, through: last.at, db)
+            // A day away on either side: new zone rules may have moved a decided day's instant.
+            let decisions = try PlannerStore.decisions(of: reminder.id, from: first.at.adding(seconds: -86_400),
+                                                       through: last.at.adding(seconds: 86_400), db)
+            let decidedDays = Dictionary(decisions.values.compactMap { decided in decided.occurrence.map { ($0.day, decided) } }) { first, _ in first }
             for occurrence in planned {
-                if let decided = decisions[occurrence.at.millisecondsSince1970] {
-                    result.append(makeOccurrence(reminder, occurrence, status: decided.status, cause: decided.cause))
+                if let decided = decisions[occurrence.at.millisecondsSince1970] ?? decidedDays[occurrence.day].flatMap({
+                    // The same rule day and time decided at another instant: shown as it was decided.
+                    $0.occurrence?.localTime == occurrence.localTime ? $0 : nil
+                }) {
+                    result.append(makeOccurrence(reminder, decided.occurrence ?? occurrence, status: decided.status, cause: decided.cause))
                 } else if occurrence.at >= firstPending(reminder) {
                     let restored = restored.contains(OccurrenceKey(reminder: reminder.id, at: occurrence.at))
                     let cause = restored ? nil : try cause(covering: occurrence, of: reminder, db)

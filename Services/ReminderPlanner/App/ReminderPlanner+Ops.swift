@@ -91,7 +91,7 @@ extension ReminderPlanner {
         let reminder = try reminder(input.reminderId, input)
         let zone = user(reminder.userId).timeZone
         guard reminder.enabled, input.at >= reminder.createdAt,
-              let planned = OccurrenceCalendar.occurrence(exactlyAt: input.at, time: reminder.time, on: reminder.weekdays, in: zone.timeZone)
+              let planned = OccurrenceCalendar.occurrence(exactlyAt: input.at, time: reminder.time, on: reminder.weekdays, in: zone.rules)
         else { throw WireError(.notFound, "\(input.at) is not an occurrence of reminder \(reminder.id)", field: "data.at") }
         let decided = try PlannerStore.decisions(of: reminder.id, from: planned.at, through: planned.at, tx.db)
         guard decided.isEmpty, planned.at >= firstPending(reminder) else {
@@ -109,7 +109,7 @@ extension ReminderPlanner {
     /// `reminder.test`: a `reminder.due` with `test:true` now, whatever the rule, coverage or pause.
     private func fireTest(_ reminder: Reminder, _ tx: Transaction) throws -> Occurrence {
         let settings = user(reminder.userId)
-        let local = tx.now.local(in: settings.timeZone.timeZone)
+        let local = tx.now.local(in: settings.timeZone)
         let planned = PlannedOccurrence(day: local.day, weekday: local.day.weekday, at: tx.now,
                                         localTime: LocalTime(hour: local.minuteOfDay / 60, minute: local.minuteOfDay % 60)!)
         let occurrence = makeOccurrence(reminder, planned, status: .fired, cause: nil)

@@ -14,7 +14,7 @@ extension ReminderPlanner {
             let zone = user(session.userId).timeZone
             for reminder in reminders(of: session.userId, activity: session.activity) {
                 let latest = session.end.adding(seconds: Int64(reminder.lookbackHours) * 3600)
-                let candidates = OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: zone.timeZone,
+                let candidates = OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: zone.rules,
                                                                 from: max(session.start, firstPending(reminder)), through: latest)
                 try announceCancellations(reminder, candidates, in: tx)
             }
@@ -25,7 +25,7 @@ extension ReminderPlanner {
             for reminder in reminders(of: entry.userId, activity: .noalc) {
                 // The entry's day is the target day of an occurrence on that day (evening rule) or the next (morning rule).
                 let ruleDay = reminder.time >= Coverage.noalcEveningStart ? entry.day : entry.day.adding(days: 1)
-                let candidates = OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: zone.timeZone, days: ruleDay...ruleDay)
+                let candidates = OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: zone.rules, days: ruleDay...ruleDay)
                 try announceCancellations(reminder, candidates, in: tx)
             }
         default:

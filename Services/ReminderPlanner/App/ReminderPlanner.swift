@@ -26,9 +26,16 @@ public final class ReminderPlanner: Service {
     var restored: Set<OccurrenceKey> = []
     /// A `clock.set`/`clock.advance` is moving the clock step by step (and serving requests between steps).
     var movingClock = false
+    var tzdataWatch: TZDataWatch
+    /// Users to plan again after a tzdata update (`followTZData`).
+    var replanning = Replanning()
+    /// Each reminder's last decided rule day whose instant a tzdata update moved past the decided
+    /// ones: that day is not decided again (`followTZData` forgets it once the new instant passed).
+    var movedDecidedDays: [RecordID: (day: LocalDay, until: Instant)] = [:]
 
     public init(settings: PlannerSettings, logger: Logger, context: Context? = nil) throws {
         self.settings = settings
+        tzdataWatch = TZDataWatch(seconds: settings.tzdataCheckSeconds)
         let time: TimeSource
         if case .manual(let start) = settings.clock {
             manualClock = ManualTime(start)
@@ -65,12 +72,16 @@ public final class ReminderPlanner: Service {
         for status in [OccurrenceStatus.fired, .suppressed, .skipped, .missed] { host.countMetric("decisions", "kind", Self.decisionKind(status), by: 0) }
         feed.catchUp()
         decideDue(through: time.now(), mode: .startup)
+        host.tzdataVersion = { TZData.system.version }
         // While decisions wait for a known gap, the catch-up's reply or deadline wakes the loop.
         host.nextDeadline = { [unowned self] in
-            self.manualClock == nil && !self.feed.isWaitingForKnownGap ? self.scheduler.nextInstant : nil
+            // Planning again after a tzdata update goes on at once, a step a turn.
+            if !self.replanning.isDone { return self.host.time.now() }
+            return self.manualClock == nil && !self.feed.isWaitingForKnownGap ? self.scheduler.nextInstant : nil
         }
         host.onTick = { [unowned self] in
             self.feed.tick()
+            self.followTZData()
             if self.manualClock == nil { self.decideRunning(through: self.host.time.now()) }
         }
     }
@@ -198,8 +209,7 @@ public final class ReminderPlanner: Service {
     }
 }
 
-/// A scheduler passed from the thread that built it to the loop, which alone uses it from then on
-/// (its zones' offsets fill themselves in, so it is not shareable).
+/// A scheduler passed from the thread that built it to the loop, which alone uses it from then on.
 private struct BuiltScheduler: @unchecked Sendable {
     let scheduler: Scheduler
 }

@@ -87,6 +87,9 @@ struct ReminderTable {
         return rowsByUser[Int(index)].map { ($0, reminder(at: $0)) }
     }
 
+    /// Every user with reminders.
+    var owners: [UserID] { zip(userIDs, rowsByUser).compactMap { $1.isEmpty ? nil : $0 } }
+
     /// Every reminder's scheduling rule, row and creation instant, user by user, without building `Reminder`s.
     func forEachUser(_ body: (UserID, _ rules: [(rule: Scheduler.Rule, row: Scheduler.Row, createdAt: Instant)]) -> Void) {
         for (user, indices) in rowsByUser.enumerated() where !indices.isEmpty {

@@ -28,9 +28,6 @@ struct Scheduler {
     private(set) var scheduledCount = 0
     /// Increases with every entry pushed: an entry is live iff its row's `Live` holds its ticket.
     private var lastTicket: UInt64 = 0
-    /// Zones' offsets remembered from their transitions, by identifier: scheduling asks Foundation
-    /// only when a zone's transitions are first needed.
-    private var zoneOffsets: [String: ZoneOffsets] = [:]
 
     /// Stale entries tolerated beyond the live count before the heap is rebuilt.
     static let compactionSlack = 64
@@ -111,7 +108,12 @@ struct Scheduler {
     /// (Re)schedules `reminder`, in `row`, at its first occurrence at or after `from`, or unschedules it.
     mutating func schedule(_ reminder: Reminder, row: Row, zone: ZoneID, from: Instant) {
         let rule = Rule(reminder)
-        guard rule.enabled, let next = OccurrenceCalendar.next(at: rule.time, on: rule.weekdays, in: offsets(of: zone), from: from) else {
+        schedule(reminder.id, row: row, at: rule.enabled ? OccurrenceCalendar.next(at: rule.time, on: rule.weekdays, in: zone.rules, from: from) : nil)
+    }
+
+    /// (Re)schedules reminder `id`, in `row`, at `next`, or unschedules it.
+    mutating func schedule(_ id: RecordID, row: Row, at next: PlannedOccurrence?) {
+        guard let next else {
             unschedule(row)
             return
         }
@@ -120,7 +122,7 @@ struct Scheduler {
         if Int(row) < live.count, live[Int(row)].isSameOccurrence(as: candidate) { return }
         lastTicket += 1
         setLive(candidate, at: row)
-        heap.insert(Entry(at: candidate.at, reminder: rule.id, ticket: lastTicket, row: row))
+        heap.insert(Entry(at: candidate.at, reminder: id, ticket: lastTicket, row: row))
         compactIfMostlyStale()
     }
 
@@ -134,7 +136,7 @@ struct Scheduler {
         // kept aside, and a rule costs one lookup by a single integer.
         struct Group: Hashable { let zone: ObjectIdentifier, from: Int64 }
         var computed: [Group: [Int: PlannedOccurrence?]] = [:]
-        var current: (zone: ZoneID, offsets: ZoneOffsets, group: Group, occurrences: [Int: PlannedOccurrence?])?
+        var current: (zone: ZoneID, rules: ZoneRules, group: Group, occurrences: [Int: PlannedOccurrence?])?
         var entries: [Entry] = []
         entries.reserveCapacity(count)
         live.reserveCapacity(count)
@@ -142,16 +144,16 @@ struct Scheduler {
             guard rule.enabled else { return }
             if current == nil || current!.zone.identifier != zone.identifier || current!.group.from != from.millisecondsSince1970 {
                 if let current { computed[current.group] = current.occurrences }
-                let offsets = offsets(of: zone)
-                let group = Group(zone: ObjectIdentifier(offsets), from: from.millisecondsSince1970)
-                current = (zone, offsets, group, computed[group] ?? [:])
+                let rules = zone.rules
+                let group = Group(zone: ObjectIdentifier(rules), from: from.millisecondsSince1970)
+                current = (zone, rules, group, computed[group] ?? [:])
             }
             let key = rule.time.minutesSinceMidnight << 7 | Int(rule.weekdays.bits)
             let next: PlannedOccurrence?
             if let known = current!.occurrences[key] {
                 next = known
             } else {
-                next = OccurrenceCalendar.next(at: rule.time, on: rule.weekdays, in: current!.offsets, from: from)
+                next = OccurrenceCalendar.next(at: rule.time, on: rule.weekdays, in: current!.rules, from: from)
                 current!.occurrences[key] = next
             }
             guard let next else { return }
@@ -185,13 +187,6 @@ struct Scheduler {
         if Int(row) >= live.count { live.append(contentsOf: repeatElement(.unscheduled, count: Int(row) + 1 - live.count)) }
         scheduledCount += (new == .unscheduled ? 0 : 1) - (live[Int(row)] == .unscheduled ? 0 : 1)
         live[Int(row)] = new
-    }
-
-    private mutating func offsets(of zone: ZoneID) -> ZoneOffsets {
-        if let known = zoneOffsets[zone.identifier] { return known }
-        let offsets = ZoneOffsets(zone.timeZone)
-        zoneOffsets[zone.identifier] = offsets
-        return offsets
     }
 
     /// Tickets are never reused, so an entry whose row now holds another ticket (or none) is stale.

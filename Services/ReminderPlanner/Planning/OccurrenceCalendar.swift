@@ -32,8 +32,8 @@ public struct PlannedOccurrence: Sendable, Hashable, CustomStringConvertible {
 /// Both are "wall time minus the offset in force just before the transition".
 ///
 /// Cost: one occurrence is two offset lookups on ordinary days (a few more next to a transition);
-/// days are iterated with integer arithmetic on `LocalDay`. No `Calendar`. Offsets come from a
-/// `TimeZone` (Foundation, each time) or a `ZoneOffsets` (the zone's transitions, remembered).
+/// days are iterated with integer arithmetic on `LocalDay`. No `Calendar`. Offsets come from the
+/// zone's `ZoneRules` (the system's tzdata).
 public enum OccurrenceCalendar {
     /// The occurrence of rule time `time` on rule day `day` in `zone`, or nil when that local day
     /// does not exist at all (Pacific/Apia skipped 2011-12-30 when it crossed the date line).

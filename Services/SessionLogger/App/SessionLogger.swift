@@ -70,7 +70,7 @@ public final class SessionLogger: Service {
             return try SessionStore.log(input, in: tx, unreadable: unreadable)
         }
         host.handle(Ops.noalcLog) { input, tx in
-            try input.checkDay(today: tx.now.local(in: ZoneID.utc.timeZone).day)
+            try input.checkDay(today: tx.now.local(in: ZoneID.utc).day)
             return try SessionStore.log(input, in: tx, unreadable: unreadable)
         }
         host.handle(Ops.sessionList) { query, tx in try SessionListReply(sessions: SessionStore.sessions(query, in: tx.db, unreadable: unreadable)) }

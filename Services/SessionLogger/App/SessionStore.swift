@@ -113,7 +113,7 @@ enum SessionStore {
         let sessions = try sessions(SessionListRequest(userId: query.userId, from: earliest, until: latest), in: db, unreadable: unreadable)
         var milliseconds: [LocalDay: [Activity: Int64]] = [:]
         for session in sessions {
-            let day = session.start.local(in: query.timeZone.timeZone).day
+            let day = session.start.local(in: query.timeZone).day
             guard day >= query.from, day <= query.until else { continue }
             milliseconds[day, default: [:]][session.activity, default: 0] += session.end.milliseconds(since: session.start)
         }

@@ -114,7 +114,7 @@ extension Instant {
 
     /// The UTC wall time of this instant, as a reminder's `time`.
     var utcTime: LocalTime {
-        let minute = local(in: ZoneID.utc.timeZone).minuteOfDay
+        let minute = local(in: ZoneID.utc).minuteOfDay
         return LocalTime(hour: minute / 60, minute: minute % 60)!
     }
 }

@@ -13,12 +13,12 @@ final class PlannerRig {
     private(set) var events: EventLog
 
     /// `clock` is the manual clock's start, e.g. "2026-11-16T08:00:00+01:00" (a Monday in Berlin).
-    init(clock: String, extraArguments: [String] = []) throws {
+    init(clock: String, extraArguments: [String] = [], environment: [String: String] = [:], errorLog: URL? = nil) throws {
         context = try Context()
         logger = try ServiceProcess("session-logger")
         planner = try ServiceProcess("reminder-planner", arguments: [
             "--clock", "manual:\(clock)", "--session-logger-api", logger.api, "--session-logger-events", logger.events,
-        ] + extraArguments)
+        ] + extraArguments, environment: environment, errorLog: errorLog)
         loggerClient = try WireClient(logger.api, context: context)
         plannerClient = try WireClient(planner.api, context: context)
         events = try EventLog(planner.events, context: context)

@@ -1,0 +1,131 @@
+import Foundation
+import LHTSchema
+import ReminderPlanning
+import ServiceHost
+
+// A tzdata update while running (PROTOCOL.md "Zone rules (tzdata)"). Every computation asks the
+// zone's current rules, so requests follow new ones at once; what was planned ahead with the old
+// ones — each reminder's next occurrence in the schedule, announced cancellations — is planned
+// again here, user by user, in committed steps between requests.
+extension ReminderPlanner {
+    /// Users still to plan again, in order, each with its zone and the rules the zone had before.
+    struct Replanning {
+        var queue: [(user: UserID, zone: String, before: ZoneRules)] = []
+        var next = 0
+        /// Users in the queue not planned yet: a second update finds them waiting.
+        var queued: Set<UserID> = []
+        /// Whether occurrences moved, by rule: most reminders share their zone, time and start.
+        var moved: [MovedKey: Bool] = [:]
+
+        var isDone: Bool { next == queue.count }
+    }
+
+    struct MovedKey: Hashable {
+        let before: ObjectIdentifier, now: ObjectIdentifier
+        let minute: Int, weekdays: UInt8, from: Int64
+    }
+
+    /// How far ahead a moved occurrence gets its reminder a `reminder.changed`: a year shows every
+    /// seasonal rule, and tzdata announces changes months ahead.
+    static let movedHorizonSeconds: Int64 = 366 * 86_400
+    /// Work per step; its commit costs about as much again (as `clockStepNanoseconds`).
+    static let replanStepNanoseconds: UInt64 = 10_000_000
+
+    /// The loop's turn: look for a tzdata update when due, then plan the next users again.
+    func followTZData() {
+        if let refresh = tzdataWatch.check(logger: host.logger) { queueUsers(after: refresh) }
+        if !replanning.isDone { replanStep() }
+        if !movedDecidedDays.isEmpty { movedDecidedDays = movedDecidedDays.filter { $0.value.until > decidedThrough } }
+    }
+
+    /// Every user with settings or reminders, by zone name.
+    private func usersByZone() -> [String: [UserID]] {
+        Dictionary(grouping: Set(reminders.owners).union(users.keys)) { user($0).timeZone.identifier }
+    }
+
+    private func queueUsers(after refresh: TZData.Refresh) {
+        let owners = usersByZone()
+        for (zone, reason) in refresh.lost {
+            // A lost zone is reported once (until its file comes back): so each of its users is logged once.
+            for user in owners[zone] ?? [] {
+                host.logger.warning("the zone is gone from tzdata; its last rules stay in use",
+                                    metadata: ["zone": "\(zone)", "userId": "\(user)", "reason": "\(reason)"])
+            }
+        }
+        if replanning.isDone { replanning = Replanning() }
+        // Rules are told apart by identity: forget the answers about ones that may be gone.
+        if !refresh.changed.isEmpty { replanning.moved = [:] }
+        for (zone, rules) in refresh.changed.sorted(by: { $0.key < $1.key }) {
+            for user in owners[zone] ?? [] where replanning.queued.insert(user).inserted {
+                replanning.queue.append((user, zone, rules.before))
+            }
+        }
+    }
+
+    /// Plans users again for at most `replanStepNanoseconds` of work, in one transaction.
+    private func replanStep() {
+        let started = DispatchTime.now().uptimeNanoseconds
+        do {
+            try host.write { tx in
+                var next = replanning.next
+                while next < replanning.queue.count,
+                      next == replanning.next || DispatchTime.now().uptimeNanoseconds - started < Self.replanStepNanoseconds {
+                    let (userId, zone, before) = replanning.queue[next]
+                    // A user who changed zone meanwhile was planned in the new one by `user.put`.
+                    if user(userId).timeZone.identifier == zone { try replan(userId, before: before, tx) }
+                    next += 1
+                }
+                tx.afterCommit { [unowned self] in
+                    for done in replanning.queue[replanning.next..<next] { replanning.queued.remove(done.user) }
+                    replanning.next = next
+                }
+            }
+        } catch {
+            host.recordError("planning again after a tzdata update failed; will retry", ["error": "\(error)"])
+        }
+    }
+
+    /// The user's reminders after new zone rules: a `reminder.changed` for each whose undecided
+    /// occurrences moved, announcements withdrawn and made as coverage now says, and the schedule
+    /// at the next occurrence by the new rules. A rule day decided by the old rules whose instant
+    /// the new ones put later stays decided (`movedDecidedDays`).
+    private func replan(_ userId: UserID, before: ZoneRules, _ tx: Transaction) throws {
+        let zone = user(userId).timeZone
+        for (row, reminder) in reminders.rows(ownedBy: userId) {
+            if occurrencesMoved(reminder, before: before, now: zone.rules) {
+                try tx.append(Events.reminderChanged, userId: reminder.userId, activity: reminder.activity,
+                              encodedData: try wireEncoder().encode(ReminderChange.put(reminder)))
+            }
+            try reevaluate(reminder, zone: zone, in: tx)
+            let moved = movedDecidedDay(reminder, before: before, now: zone.rules)
+            tx.afterCommit { [unowned self] in
+                if let moved { movedDecidedDays[reminder.id] = moved }
+                scheduler.schedule(reminder, row: row, zone: zone, from: firstPending(reminder))
+            }
+        }
+    }
+
+    /// The reminder's last rule day decided by the old rules, if the new ones put it after
+    /// everything decided, with its new instant.
+    private func movedDecidedDay(_ reminder: Reminder, before: ZoneRules, now: ZoneRules) -> (day: LocalDay, until: Instant)? {
+        // A selected weekday comes round within a week.
+        let decided = OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: before,
+                                                     from: max(reminder.createdAt, decidedThrough.adding(seconds: -8 * 86_400)),
+                                                     through: decidedThrough)
+        guard reminder.enabled, let last = decided.last?.day,
+              let moved = OccurrenceCalendar.occurrence(on: last, at: reminder.time, in: now), moved.at > decidedThrough else { return nil }
+        return (last, moved.at)
+    }
+
+    private func occurrencesMoved(_ reminder: Reminder, before: ZoneRules, now: ZoneRules) -> Bool {
+        guard reminder.enabled else { return false }
+        let from = firstPending(reminder), through = from.adding(seconds: Self.movedHorizonSeconds)
+        let key = MovedKey(before: ObjectIdentifier(before), now: ObjectIdentifier(now), minute: reminder.time.minutesSinceMidnight,
+                           weekdays: WeekdayMask(reminder.weekdays).bits, from: from.millisecondsSince1970)
+        if let known = replanning.moved[key] { return known }
+        let moved = OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: before, from: from, through: through)
+            != OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: now, from: from, through: through)
+        replanning.moved[key] = moved
+        return moved
+    }
+}
