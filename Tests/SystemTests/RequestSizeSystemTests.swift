@@ -43,7 +43,7 @@ import ZeroMQ
         Thread.sleep(forTimeInterval: 1)
         let client = try WireClient(logger.api, context: context)
         #expect(try client.ok("health")["service"]?.stringValue == "session-logger")
-        let peak = try #require(Self.peakResident(logger.process.processIdentifier))
+        let peak = try #require(Self.peakResident(logger.process.pid))
         #expect(peak < 300 << 20, "peak resident \(peak >> 20) MB")
     }
 }
