@@ -32,7 +32,7 @@ let package = Package(
         .target(name: "ZeroMQ", dependencies: ["CZeroMQ"], path: "Shared/ZeroMQ"),
         .target(name: "LHTSchema", path: "Shared/Schema", exclude: ["PROTOCOL.md", "SEMANTICS.md"]),
         .target(name: "LHTClient", dependencies: ["ZeroMQ", "LHTSchema"], path: "Shared/Client"),
-        // Child processes by posix_spawn and waitpid, for the tests and the bench.
+        // Child processes by posix_spawn and waitpid, for `lht subscribe --exec` and the tests.
         .target(name: "Spawn", path: "Shared/Spawn"),
         // CurveZMQ certificates, the key directory and the ZAP handler a service starts before binding.
         .target(
@@ -74,7 +74,7 @@ let package = Package(
         .executableTarget(name: "NoAlcStreakMain", dependencies: ["NoAlcStreak"], path: "Services/NoAlcStreak/Main"),
         .executableTarget(
             name: "LHTCommand",
-            dependencies: ["LHTClient", "LHTSecurity", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["LHTClient", "LHTSecurity", "Spawn", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Services/LHT"),
 
         // Benchmarks are an executable, not tests: `swift run -c release bench <name>`.
