@@ -32,6 +32,8 @@ let package = Package(
         .target(name: "ZeroMQ", dependencies: ["CZeroMQ"], path: "Shared/ZeroMQ"),
         .target(name: "LHTSchema", path: "Shared/Schema", exclude: ["PROTOCOL.md", "SEMANTICS.md"]),
         .target(name: "LHTClient", dependencies: ["ZeroMQ", "LHTSchema"], path: "Shared/Client"),
+        // Child processes by posix_spawn and waitpid, for `lht subscribe --exec` and the tests.
+        .target(name: "Spawn", path: "Shared/Spawn"),
         // CurveZMQ certificates, the key directory and the ZAP handler a service starts before binding.
         .target(
             name: "LHTSecurity",
@@ -72,7 +74,7 @@ let package = Package(
         .executableTarget(name: "NoAlcStreakMain", dependencies: ["NoAlcStreak"], path: "Services/NoAlcStreak/Main"),
         .executableTarget(
             name: "LHTCommand",
-            dependencies: ["LHTClient", "LHTSecurity", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["LHTClient", "LHTSecurity", "Spawn", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Services/LHT"),
 
         // Benchmarks are an executable, not tests: `swift run -c release bench <name>`.
@@ -85,12 +87,12 @@ let package = Package(
         // Shared test support: the in-process service harness, typed test clients, temp directories.
         .target(
             name: "TestSupport",
-            dependencies: ["ZeroMQ", "LHTSchema", "LHTClient", "ServiceHost", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["ZeroMQ", "LHTSchema", "LHTClient", "ServiceHost", "Spawn", .product(name: "Logging", package: "swift-log")],
             path: "Tests/TestSupport"),
 
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "LHTSchemaTests", dependencies: ["LHTSchema", "TestSupport"], exclude: ["Reference"]),
-        .testTarget(name: "LHTSecurityTests", dependencies: ["LHTSecurity", "ZeroMQ", "LHTSchema", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "LHTSecurityTests", dependencies: ["LHTSecurity", "ZeroMQ", "LHTSchema", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ServiceHostTests", dependencies: ["ServiceHost", "LHTSchema", "LHTClient", "ZeroMQ", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ReminderPlanningTests", dependencies: ["ReminderPlanning", "LHTSchema"]),
         .testTarget(name: "StreakRulesTests", dependencies: ["StreakRules", "LHTSchema", "TestSupport"]),

@@ -5,6 +5,7 @@ import FoundationNetworking
 #endif
 import LHTClient
 import LHTSchema
+import Spawn
 import Synchronization
 
 /// Where `lht subscribe` hands each event on (ntfy's subscriber: a command, the desktop, an ntfy topic),
@@ -173,21 +174,19 @@ struct DesktopTarget: DeliveryTarget {
 }
 
 /// Runs a program with standard output and error inherited; exit status 0 is success, anything else worth a retry.
+/// In a process group of its own: a ^C stops the subscriber between hand-overs, not the command in the middle of one.
 private func runToEnd(_ executable: String, _ arguments: [String], extra: [String: String], what: String) throws(DeliveryError) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    process.environment = ProcessInfo.processInfo.environment.merging(extra) { $1 }
-    process.standardInput = FileHandle.nullDevice
+    let process: ChildProcess
     do {
-        try process.run()
+        process = try ChildProcess(executable, arguments, environment: ProcessInfo.processInfo.environment.merging(extra) { $1 },
+                                   ownProcessGroup: true)
     } catch {
         throw DeliveryError(description: "\(what) could not be started: \(error)", retry: true)
     }
-    process.waitUntilExit()
-    guard process.terminationReason == .exit, process.terminationStatus == 0 else {
-        let how = process.terminationReason == .exit ? "exited with \(process.terminationStatus)" : "was killed by signal \(process.terminationStatus)"
-        throw DeliveryError(description: "\(what) \(how)", retry: true)
+    switch process.wait() {
+    case .exited(0): return
+    case .exited(let code): throw DeliveryError(description: "\(what) exited with \(code)", retry: true)
+    case .signalled(let signal): throw DeliveryError(description: "\(what) was killed by signal \(signal)", retry: true)
     }
 }
 

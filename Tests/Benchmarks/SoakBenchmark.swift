@@ -18,7 +18,7 @@ enum SoakBenchmark {
         let name: String
         let child: StreakBenchmark.Child
         let directory: URL
-        var pid: Int32 { child.process.processIdentifier }
+        var pid: Int32 { child.process.pid }
         var database: String { directory.appendingPathComponent("\(name).sqlite").path }
     }
 

@@ -6,6 +6,7 @@ import NoAlcStreak
 import StreakRules
 import ServiceHost
 import Synchronization
+import TestSupport
 import ZeroMQ
 
 /// `bench streak [--quick] [--years Y] [--runs K] [--users N] [--days D] [--requests R] [--compute-only] [--through-logger]`
@@ -250,7 +251,7 @@ enum StreakBenchmark {
         let p99 = percentile(streakSamples, 0.99)
         print(String(format: "streak.get p99 − echo p99 = %.0f µs", (p99 - percentile(echoSamples, 0.99)) / .microseconds(1)))
         print("target streak.get p99 ≤ 200 µs: " + (p99 <= streakGetTarget ? "met" : "NOT met"))
-        print(String(format: "peak RSS of noalc-streak (VmHWM): %.0f MB", ProcessStatus.megabytes("VmHWM", of: "\(streak.process.processIdentifier)")))
+        print(String(format: "peak RSS of noalc-streak (VmHWM): %.0f MB", ProcessStatus.megabytes("VmHWM", of: "\(streak.process.pid)")))
     }
 
     /// The catch-up rate beside a bare DEALER pulling the same `events.since` pages from the logger,
@@ -408,26 +409,22 @@ enum StreakBenchmark {
 
     /// A built executable started like the system tests start it: wildcard ports, endpoints read from `ready`.
     final class Child {
-        let process = Process()
+        let process: ChildProcess
         private(set) var endpoints: [String: String] = [:]
 
         init(_ name: String, _ arguments: [String], readyTimeout: TimeInterval = 60) throws {
             let directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-            process.executableURL = directory.appendingPathComponent(name)
-            process.arguments = arguments
             var environment = ProcessInfo.processInfo.environment
             environment["LHT_LOG_LEVEL"] = environment["LHT_LOG_LEVEL"] ?? "error"
-            process.environment = environment
-            let output = Pipe()
-            process.standardOutput = output
-            try process.run()
-            // The ready line is all a service prints on standard output; a read of nothing means it exited.
+            let output = temporaryDirectory("bench-\(name)-out").appendingPathComponent("stdout")
+            process = try ChildProcess(directory.appendingPathComponent(name).path, arguments, environment: environment, stdout: .file(output.path))
+            // The ready line is all a service prints on standard output.
             var text = ""
             let deadline = Date().addingTimeInterval(readyTimeout)
             while !text.contains("\n") {
-                let chunk = output.fileHandleForReading.availableData
-                guard !chunk.isEmpty, Date() < deadline else { throw BenchError("\(name) printed no ready line") }
-                text += String(decoding: chunk, as: UTF8.self)
+                guard process.isRunning, Date() < deadline else { throw BenchError("\(name) printed no ready line") }
+                Thread.sleep(forTimeInterval: 0.01)
+                text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
             }
             for part in text.split(separator: "\n")[0].split(separator: " ").dropFirst(2) {
                 let pair = part.split(separator: "=", maxSplits: 1)
@@ -435,10 +432,10 @@ enum StreakBenchmark {
             }
         }
 
+        /// SIGTERM and the exit.
         func stop() {
-            guard process.isRunning else { return }
             process.terminate()
-            process.waitUntilExit()
+            process.wait()
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TestSupport
 import ZeroMQ
 
 /// `bench zmq-pubsub [--messages N] [--rounds R]`
@@ -116,19 +117,8 @@ enum ZeroMQPubSub {
     }
 
     static func execute(_ path: String, _ arguments: [String]) throws -> (Int32, String, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        let output = Pipe(), errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        // Both outputs are a few lines, well under a pipe's buffer, so reading one then the other is safe.
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: out, as: UTF8.self),
-                String(decoding: err, as: UTF8.self))
+        let run = try CapturedProcess(path, arguments).finish(timeout: 3600)
+        return (run.status, run.stdout, run.stderr)
     }
 
     // MARK: The Swift side

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 // `bench <name> [arguments]`: one entry per benchmark; each parses its own arguments.
 // `bench all [--quick]` runs every benchmark but the long-running ones, each in a child process
@@ -23,12 +24,8 @@ let longRunning: Set = ["soak", "advance"]
     for name in benchmarks.keys.sorted() where !longRunning.contains(name) {
         print("\n=== bench \(name) \(arguments.joined(separator: " "))", terminator: "\n")
         fflush(nil)  // the header before the child's own output
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL
-        child.arguments = [name] + arguments
-        try child.run()
-        child.waitUntilExit()
-        if child.terminationStatus != 0 { failed.append(name) }
+        let child = try ChildProcess(URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path, [name] + arguments)
+        if child.wait() != .exited(0) { failed.append(name) }
     }
     print(String(format: "\nall benchmarks in %.0f s", Date().timeIntervalSince(started)) + (failed.isEmpty ? "" : "; failed: \(failed.joined(separator: ", "))"))
     if !failed.isEmpty { exit(1) }

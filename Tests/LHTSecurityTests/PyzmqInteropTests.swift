@@ -2,24 +2,18 @@ import Foundation
 import LHTSchema
 import LHTSecurity
 import Testing
+import TestSupport
 import ZeroMQ
 
 enum Python {
     /// Runs `python3 -c script args…`; returns its exit status and standard output.
     static func run(_ script: String, _ arguments: [String] = []) throws -> (status: Int32, output: String) {
-        let process = try start(script, arguments)
-        let output = (process.standardOutput as! Pipe).fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+        let run = try start(script, arguments).finish()
+        return (run.status, run.stdout)
     }
 
-    static func start(_ script: String, _ arguments: [String]) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script] + arguments
-        process.standardOutput = Pipe()
-        try process.run()
-        return process
+    static func start(_ script: String, _ arguments: [String]) throws -> CapturedProcess {
+        try CapturedProcess("/usr/bin/env", ["python3", "-c", script] + arguments)
     }
 
     static let hasZMQ: Bool = (try? run("import zmq, zmq.auth").status) == 0
@@ -86,10 +80,9 @@ struct PyzmqInteropTests {
         """
         let process = try Python.start(script, [keys.out + "/alice.key_secret", keys.keys.servicesPath + "/session-logger.key", server.endpoint])
         let served = try server.serveOne(within: 10_000)
-        let output = (process.standardOutput as! Pipe).fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let output = try process.finish().stdout
         #expect(served?.body == Data("from python".utf8))
         #expect(server.zap?.resolve(served?.userId) == .user(UserID("alice")!))
-        #expect(String(decoding: output, as: UTF8.self) == "re: from python\n")
+        #expect(output == "re: from python\n")
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import LHTSchema
+import Synchronization
 import Testing
 import ZeroMQ
 
@@ -259,11 +260,11 @@ private final class DeliveryRig {
     }
 
     /// `lht subscribe --user dora` at the notifier, returned once it listens.
-    func subscribe(_ arguments: [String], environment: [String: String] = [:], waitForListening: Bool = true) throws -> Child {
-        let child = try Child(["subscribe", "--user", "dora", "--notifier-events", notifier.events, "--notifier", notifier.api] + arguments,
-                              environment: environment)
-        if waitForListening { try child.waitForError("listening on ") }
-        return child
+    func subscribe(_ arguments: [String], environment: [String: String] = [:], waitForListening: Bool = true) throws -> CapturedProcess {
+        let subscriber = try child(["subscribe", "--user", "dora", "--notifier-events", notifier.events, "--notifier", notifier.api] + arguments,
+                                   environment: environment)
+        if waitForListening { try subscriber.waitForError("listening on ") }
+        return subscriber
     }
 
     /// dora's notifications as the notifier lists them, after waiting for `count` of them.
@@ -287,8 +288,8 @@ private func waitUntil(_ what: String, timeout: TimeInterval = 15, _ condition: 
 
 /// A port on 127.0.0.1 that nothing listens on right now.
 private func freeLoopbackPort() throws -> Int {
-    let run = try Child(executable: "/usr/bin/env", ["python3", "-c",
-        "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"]).finish()
+    let run = try child(["python3", "-c", "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"],
+                        executable: URL(fileURLWithPath: "/usr/bin/env")).finish()
     guard let port = Int(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) else { throw HarnessError("no free port: \(run.stderr)") }
     return port
 }
@@ -324,7 +325,7 @@ private final class NtfyRecorder {
         server.serve_forever()
         """
 
-    let process: Child
+    let process: CapturedProcess
     let log: URL
     let base: String
 
@@ -332,10 +333,10 @@ private final class NtfyRecorder {
         let script = directory.appendingPathComponent("ntfy_recorder.py")
         try Self.script.write(to: script, atomically: true, encoding: .utf8)
         log = directory.appendingPathComponent("ntfy-requests-\(UUID().uuidString.prefix(6)).jsonl")
-        process = try Child(executable: "/usr/bin/env", ["python3", script.path, String(port), log.path, String(failFirst)])
+        process = try child(["python3", script.path, String(port), log.path, String(failFirst)], executable: URL(fileURLWithPath: "/usr/bin/env"))
         try process.waitForOutput("listening ")
-        guard let bound = process.stdout.split(separator: " ").last.flatMap({ Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) else {
-            throw HarnessError("the ntfy recorder printed no port: \(process.stdout)")
+        guard let bound = process.output.split(separator: " ").last.flatMap({ Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) else {
+            throw HarnessError("the ntfy recorder printed no port: \(process.output)")
         }
         base = "http://127.0.0.1:\(bound)"
     }
@@ -351,7 +352,7 @@ private final class FakeHealthService: @unchecked Sendable {
     let endpoint: String
     private let context: Context
     private let socket: Socket
-    private let stopped = OutputBuffer()
+    private let stopped = Atomic<Bool>(false)
 
     init(reply data: String) throws {
         context = try Context()
@@ -359,7 +360,7 @@ private final class FakeHealthService: @unchecked Sendable {
         endpoint = try socket.bind("tcp://127.0.0.1:*")
         let frame = Data("{\"v\":1,\"ok\":true,\"data\":\(data)}".utf8)
         Thread.detachNewThread { [self] in
-            while stopped.text.isEmpty {
+            while !stopped.load(ordering: .relaxed) {
                 guard (try? Poller.readable([socket], timeoutMilliseconds: 100))?.first == true,
                       let frames = try? socket.receiveMultipart(dontWait: true), frames.count >= 2 else { continue }
                 _ = try? socket.send(multipart: Array(frames.dropLast()) + [frame])
@@ -367,99 +368,19 @@ private final class FakeHealthService: @unchecked Sendable {
         }
     }
 
-    deinit { stopped.append("stop") }
+    deinit { stopped.store(true, ordering: .relaxed) }
 }
 
 // MARK: Processes
 
-private struct ChildRun {
-    let status: Int32
-    let stdout: String
-    let stderr: String
-    let seconds: TimeInterval
-}
-
 /// `lht <arguments>` to its end.
-private func runChild(_ arguments: [String]) throws -> ChildRun { try Child(arguments).finish() }
+private func runChild(_ arguments: [String]) throws -> ProcessRun { try child(arguments).finish() }
 
 /// A child process (`lht` unless told otherwise) with its outputs collected, without the test's LHT_*
 /// variables, proxies or desktop session; `environment` adds to that.
-private final class Child {
-    private let process = Process()
-    private let out = OutputBuffer()
-    private let err = OutputBuffer()
-    private let started = Date()
-
-    var stdout: String { out.text }
-
-    convenience init(_ arguments: [String], environment: [String: String] = [:]) throws {
-        try self.init(executable: BuildProducts.executable("lht").path, arguments, environment: environment)
-    }
-
-    init(executable: String, _ arguments: [String], environment extra: [String: String] = [:]) throws {
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let dropped: Set<String> = ["NO_COLOR", "DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS",
-                                    "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"]
-        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("LHT_") && !dropped.contains($0.key) }
-            .merging(extra) { $1 }
-        let stdoutPipe = Pipe(), stderrPipe = Pipe()
-        process.standardOutput = stdoutPipe
-        process.standardError = stderrPipe
-        process.standardInput = FileHandle.nullDevice
-        for (pipe, buffer) in [(stdoutPipe, out), (stderrPipe, err)] {
-            pipe.fileHandleForReading.readabilityHandler = { handle in
-                let data = handle.availableData
-                if data.isEmpty { handle.readabilityHandler = nil } else { buffer.append(String(decoding: data, as: UTF8.self)) }
-            }
-        }
-        try process.run()
-    }
-
-    func waitForOutput(_ text: String, timeout: TimeInterval = 15) throws { try wait(for: text, in: out, timeout: timeout) }
-    func waitForError(_ text: String, timeout: TimeInterval = 15) throws { try wait(for: text, in: err, timeout: timeout) }
-
-    private func wait(for text: String, in buffer: OutputBuffer, timeout: TimeInterval) throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while !buffer.text.contains(text) {
-            guard process.isRunning, Date() < deadline else {
-                throw HarnessError("\(process.arguments ?? []) did not print \"\(text)\": \(out.text) \(err.text)")
-            }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-    }
-
-    /// SIGTERM, and the exit (SIGKILL after 10 s): its status (or the signal that ended it).
-    @discardableResult
-    func terminate() -> Int32 {
-        if process.isRunning { process.terminate() }
-        let deadline = Date().addingTimeInterval(10)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-        return process.terminationStatus
-    }
-
-    /// Waits for the exit (killing the process after `timeout`) and the last of its output.
-    func finish(timeout: TimeInterval = 40) throws -> ChildRun {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            throw HarnessError("\(process.arguments ?? []) did not exit within \(timeout) s: \(out.text) \(err.text)")
-        }
-        process.waitUntilExit()
-        let seconds = Date().timeIntervalSince(started)
-        Thread.sleep(forTimeInterval: 0.05)
-        return ChildRun(status: process.terminationStatus, stdout: out.text, stderr: err.text, seconds: seconds)
-    }
-
-    /// SIGKILL: the test's threads block SIGTERM, and children such as the ntfy recorder inherit that.
-    deinit {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-    }
+private func child(_ arguments: [String], executable: URL = BuildProducts.executable("lht"),
+                   environment: [String: String] = [:]) throws -> CapturedProcess {
+    try userProcess(executable, arguments, dropping: ["NO_COLOR", "DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS",
+                                                      "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"],
+                    environment: environment)
 }

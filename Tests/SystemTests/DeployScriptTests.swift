@@ -8,36 +8,20 @@ import Testing
         .deletingLastPathComponent().appendingPathComponent("deploy/lht-services")
 
     func run(_ arguments: [String], dataDirectory: URL) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = [Self.script.path] + arguments + ["--data-dir", dataDirectory.path, "--no-build"]
         var environment = ProcessInfo.processInfo.environment
         environment["LHT_BIN_DIR"] = BuildProducts.directory.path
-        process.environment = environment
         // A file, not a pipe: the services the script leaves running inherit its descriptors, and a
         // pipe would then never reach end-of-file.
         let log = temporaryDirectory("lht-deploy-out").appendingPathComponent("\(arguments[0]).out")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
-        let output = try FileHandle(forWritingTo: log)
-        defer { try? output.close() }
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        process.waitUntilExit()
-        return (process.terminationStatus, (try? String(contentsOf: log, encoding: .utf8)) ?? "")
+        let bash = try ChildProcess("/bin/bash", [Self.script.path] + arguments + ["--data-dir", dataDirectory.path, "--no-build"],
+                                      environment: environment, stdout: .file(log.path), stderr: .file(log.path))
+        return (bash.wait().status, (try? String(contentsOf: log, encoding: .utf8)) ?? "")
     }
 
     /// Runs `executable` with only `environment`'s LHT_* variables; its exit status.
     func shell(_ executable: String, _ arguments: [String], environment: [String: String]) throws -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("LHT_") }.merging(environment) { $1 }
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        return process.terminationStatus
+        let environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("LHT_") }.merging(environment) { $1 }
+        return try ChildProcess(executable, arguments, environment: environment, stdout: .null, stderr: .null).wait().status
     }
 
     func pids(in directory: URL) -> [Int32] {

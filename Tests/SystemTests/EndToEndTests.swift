@@ -195,7 +195,7 @@ import ZeroMQ
         let py = try system.addUser("py")
         let reminder = try system.addReminder(["mindfulness", "--time", "07:00"], user: "py")
         let notifier = system.services[.notifier]!
-        let python = try BackgroundProcess(URL(fileURLWithPath: "/usr/bin/env"), [
+        let python = try userProcess(URL(fileURLWithPath: "/usr/bin/env"), [
             "python3", repositoryRoot.appendingPathComponent("deploy/clients/python_client.py").path, "--user", "py",
             "--api", system.logger.api, "--intake", system.logger.endpoints["intake"]!, "--notifier-events", notifier.events,
             "--start", "2026-11-16T07:00:00+01:00", "--minutes", "20", "--noalc-day", "2026-11-15", "--wait", "20",

@@ -277,17 +277,10 @@ import ZeroMQ
         for arguments in [["--policy", "nope"], ["--time-zone", "Mars/Olympus"], ["--policy=classic", "--time-zone=Mars/Olympus"],
                           ["--session-logger-api", "http://nope"], ["--session-logger-events", "tcp://127.0.0.1:notaport"]] {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("streak-flags-\(UUID().uuidString.prefix(8))")
-            let process = Process()
-            process.executableURL = BuildProducts.executable("noalc-streak")
-            process.arguments = arguments + ["--data-dir", directory.path, "--api", "tcp://127.0.0.1:*", "--events", "tcp://127.0.0.1:*"]
-            let stderr = Pipe()
-            process.standardError = stderr
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 2, "\(arguments)")
-            let message = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            #expect(message.split(separator: "\n").count == 1, "\(message)")
+            let run = try CapturedProcess(BuildProducts.executable("noalc-streak").path,
+                                          arguments + ["--data-dir", directory.path, "--api", "tcp://127.0.0.1:*", "--events", "tcp://127.0.0.1:*"]).finish()
+            #expect(run.status == 2, "\(arguments)")
+            #expect(run.stderr.split(separator: "\n").count == 1, "\(run.stderr)")
             #expect(!FileManager.default.fileExists(atPath: directory.path), "\(arguments)")
         }
     }

@@ -362,17 +362,9 @@ private final class NotifierRig {
 
 /// Runs the notifier executable to its exit; returns the status and standard error.
 private func runNotifier(_ arguments: [String], environment extra: [String: String] = [:]) throws -> (Int32, String) {
-    let process = Process()
-    process.executableURL = BuildProducts.executable("notifier")
-    process.arguments = arguments
-    process.environment = ProcessInfo.processInfo.environment.merging(extra) { $1 }
-    let stderr = Pipe()
-    process.standardError = stderr
-    process.standardOutput = FileHandle.nullDevice
-    try process.run()
-    let output = stderr.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+    let run = try CapturedProcess(BuildProducts.executable("notifier").path, arguments,
+                                  environment: ProcessInfo.processInfo.environment.merging(extra) { $1 }).finish()
+    return (run.status, run.stderr)
 }
 
 /// A JSON literal as the wire decodes it.

@@ -71,16 +71,12 @@ import ZeroMQ
             static_configs: [\(targets)]
         """.write(to: config, atomically: true, encoding: .utf8)
         let port = try Tools.freePort()
-        let prometheus = Process()
-        prometheus.executableURL = try Tools.path("prometheus")
-        prometheus.arguments = ["--config.file=\(config.path)", "--storage.tsdb.path=\(directory.appendingPathComponent("data").path)",
-                                "--web.listen-address=127.0.0.1:\(port)"]
         let log = directory.appendingPathComponent("prometheus.log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        prometheus.standardOutput = try FileHandle(forWritingTo: log)
-        prometheus.standardError = try FileHandle(forWritingTo: log)
-        try prometheus.run()
-        defer { prometheus.terminate(); prometheus.waitUntilExit() }
+        let prometheus = try ChildProcess(try Tools.path("prometheus").path, [
+            "--config.file=\(config.path)", "--storage.tsdb.path=\(directory.appendingPathComponent("data").path)",
+            "--web.listen-address=127.0.0.1:\(port)",
+        ], stdout: .file(log.path), stderr: .file(log.path))
+        defer { prometheus.terminate(); prometheus.wait() }
 
         // Every target up, then the session logger's one acked session.log read back as a series.
         let deadline = Date().addingTimeInterval(60)
@@ -223,7 +219,7 @@ import ZeroMQ
             }
             while logger.process.isRunning, Date().timeIntervalSince(signalled) < 5 { Thread.sleep(forTimeInterval: 0.005) }
             // The exit as the reading saw it (at most one receive timeout late), not after the half-second drain.
-            stopped = (logger.process.isRunning ? nil : logger.process.terminationStatus, (exited ?? Date()).timeIntervalSince(signalled))
+            stopped = (logger.process.poll()?.status, (exited ?? Date()).timeIntervalSince(signalled))
             #expect(stopped?.status == 0, "round \(round)")
             #expect((stopped?.seconds ?? 99) < 2.5, "round \(round): exit took \(stopped?.seconds ?? -1) s")
             #expect(acked.count >= total / 3, "round \(round): \(acked.count) acked")
@@ -271,7 +267,7 @@ import ZeroMQ
         let logger = try ServiceProcess("session-logger", arguments: ["--metrics", "off"], environment: ["NOTIFY_SOCKET": path])
         let ready = socket.receive(timeout: 5)
         #expect(ready?.split(separator: "\n").contains("READY=1") == true, "\(String(describing: ready))")
-        #expect(ready?.contains("MAINPID=\(logger.process.processIdentifier)") == true)
+        #expect(ready?.contains("MAINPID=\(logger.process.pid)") == true)
         #expect(logger.terminate(timeout: 5).status == 0)
         #expect(socket.receive(timeout: 2) == "STOPPING=1")
     }
@@ -394,47 +390,25 @@ enum Tools {
 
     static func run(_ tool: String, _ arguments: [String], input: Data? = nil, environment: [String: String]? = nil) throws
         -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = tool.hasPrefix("/") ? URL(fileURLWithPath: tool) : try path(tool)
-        process.arguments = arguments
-        if let environment { process.environment = environment }
         let directory = temporaryDirectory("lht-tool")
-        let outputFile = directory.appendingPathComponent("output")
-        _ = FileManager.default.createFile(atPath: outputFile.path, contents: nil)
-        let output = try FileHandle(forWritingTo: outputFile)
-        process.standardOutput = output
-        process.standardError = output
-        let stdin = Pipe()
-        process.standardInput = input == nil ? FileHandle.nullDevice : stdin
-        try process.run()
-        if let input {
-            stdin.fileHandleForWriting.write(input)
-            try stdin.fileHandleForWriting.close()
-        }
-        process.waitUntilExit()
-        try output.close()
-        return (process.terminationStatus, (try? String(contentsOf: outputFile, encoding: .utf8)) ?? "")
+        let inputFile = directory.appendingPathComponent("input"), outputFile = directory.appendingPathComponent("output")
+        if let input { try input.write(to: inputFile) }
+        let process = try ChildProcess(tool.hasPrefix("/") ? tool : try path(tool).path, arguments, environment: environment,
+                                       stdin: input == nil ? .null : .file(inputFile.path),
+                                       stdout: .file(outputFile.path), stderr: .file(outputFile.path))
+        return (process.wait().status, (try? String(contentsOf: outputFile, encoding: .utf8)) ?? "")
     }
 
-    /// Runs a service that is expected to exit by itself (a start-up error), killing it after 10 s.
+    /// Runs a service that is expected to exit by itself (a start-up error); one still running after 10 s is
+    /// killed and an error.
     static func runService(_ name: String, _ arguments: [String], environment extra: [String: String] = [:]) throws
         -> (status: Int32, stderr: String) {
-        let process = Process()
-        process.executableURL = BuildProducts.executable(name)
-        let directory = temporaryDirectory("lht-ops")
-        process.arguments = ["--data-dir", directory.appendingPathComponent("data").path, "--api", "tcp://127.0.0.1:*",
-                             "--events", "tcp://127.0.0.1:*"] + (name == "session-logger" ? ["--intake", "tcp://127.0.0.1:*"] : []) + arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(extra) { _, given in given }
-        let errors = directory.appendingPathComponent("stderr")
-        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
-        process.standardError = try FileHandle(forWritingTo: errors)
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let deadline = Date().addingTimeInterval(10)
-        while process.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-        return (process.terminationStatus, (try? String(contentsOf: errors, encoding: .utf8)) ?? "")
+        let data = temporaryDirectory("lht-ops").appendingPathComponent("data")
+        let run = try CapturedProcess(BuildProducts.executable(name).path, [
+            "--data-dir", data.path, "--api", "tcp://127.0.0.1:*", "--events", "tcp://127.0.0.1:*",
+        ] + (name == "session-logger" ? ["--intake", "tcp://127.0.0.1:*"] : []) + arguments,
+            environment: ProcessInfo.processInfo.environment.merging(extra) { _, given in given }).finish(timeout: 10)
+        return (run.status, run.stderr)
     }
 
     /// GET over plain HTTP/1.1 on loopback (URLSession needs FoundationNetworking; a socket is enough).

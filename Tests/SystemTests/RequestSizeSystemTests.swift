@@ -109,7 +109,7 @@ import ZeroMQ
         #expect(answered == clients * framesEach)
         let client = try WireClient(logger.api, context: context)
         #expect(try client.ok("health")["service"]?.stringValue == "session-logger")
-        let peak = try #require(Self.peakResident(logger.process.processIdentifier))
+        let peak = try #require(Self.peakResident(logger.process.pid))
         print("\(clients) clients × \(framesEach) frames of 4 MiB: peak resident \(peak >> 20) MiB")
         #expect(peak <= 300_000_000, "peak resident \(peak >> 20) MiB")
     }

@@ -336,7 +336,7 @@ import ZeroMQ
         #expect(intake.stderr.split(separator: "\n").count == 1, "\(intake.stderr)")
 
         // --insecure: it starts, and says so.
-        let insecure = try BackgroundProcess(BuildProducts.executable("session-logger"), [
+        let insecure = try userProcess(BuildProducts.executable("session-logger"), [
             "--data-dir", data.path, "--api", "tcp://0.0.0.0:*", "--events", "tcp://127.0.0.1:*", "--intake", "tcp://127.0.0.1:*", "--insecure",
         ])
         defer { insecure.terminate() }

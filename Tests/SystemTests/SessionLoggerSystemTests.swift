@@ -247,46 +247,26 @@ import ZeroMQ
 
     @Test func unusableFlagsExitTwoBeforeBinding() throws {
         for arguments in [["--api", "http://nope"], ["--intake", "tcp://127.0.0.1:notaport"], ["--data-dir", "/proc/forbidden"]] {
-            let process = Process()
-            process.executableURL = BuildProducts.executable("session-logger")
-            process.arguments = arguments
-            let stderr = Pipe()
-            process.standardError = stderr
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 2, "\(arguments)")
-            let message = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            #expect(message.split(separator: "\n").count == 1, "\(message)")
+            let run = try CapturedProcess(BuildProducts.executable("session-logger").path, arguments).finish()
+            #expect(run.status == 2, "\(arguments)")
+            #expect(run.stderr.split(separator: "\n").count == 1, "\(run.stderr)")
         }
     }
 
     @Test func environmentVariablesConfigureAndFlagsWin() throws {
         let directory = temporaryDirectory()
-        let process = Process()
-        process.executableURL = BuildProducts.executable("session-logger")
-        process.arguments = ["--api", "tcp://127.0.0.1:*", "--intake=tcp://127.0.0.1:*"]
         var environment = ProcessInfo.processInfo.environment
         environment["LHT_DATA_DIR"] = directory.path
         environment["LHT_EVENTS"] = "tcp://127.0.0.1:*"
         environment["LHT_API"] = "tcp://127.0.0.1:1"  // the flag wins
-        process.environment = environment
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = stdout.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
-        process.terminate()
-        process.waitUntilExit()
-        let text = String(decoding: line, as: UTF8.self)
+        let process = try CapturedProcess(BuildProducts.executable("session-logger").path,
+                                          ["--api", "tcp://127.0.0.1:*", "--intake=tcp://127.0.0.1:*"], environment: environment)
+        try? process.waitForOutput("\n")
+        let status = process.terminate()
+        let text = process.output
         #expect(text.hasPrefix("ready session-logger api=tcp://127.0.0.1:"))
         #expect(!text.contains("127.0.0.1:1 "))
         #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("session-logger.sqlite").path))
-        #expect(process.terminationStatus == 0)
+        #expect(status == 0)
     }
 }

@@ -135,12 +135,12 @@ final class LHTSystem {
     }
 
     /// `lht subscribe` in the background, returned once it is listening.
-    func startSubscribe(_ arguments: [String], as identity: [String]? = nil) throws -> BackgroundProcess {
+    func startSubscribe(_ arguments: [String], as identity: [String]? = nil) throws -> CapturedProcess {
         var flags: [String] = identity ?? adminFlags
         if let notifier = services[.notifier] { flags += ["--notifier-events", notifier.events] }
         if let streak = services[.streak] { flags += ["--streak-events", streak.events] }
         flags += ["--planner-events", services[.planner]!.events, "--session-logger-events", logger.events]
-        let process = try BackgroundProcess(BuildProducts.executable("lht"), ["subscribe"] + arguments + flags)
+        let process = try userProcess(BuildProducts.executable("lht"), ["subscribe"] + arguments + flags)
         try process.waitForError("listening on ")
         return process
     }
@@ -152,13 +152,6 @@ final class LHTSystem {
 }
 
 // MARK: Processes
-
-struct ProcessRun {
-    let status: Int32
-    let stdout: String
-    let stderr: String
-    let seconds: TimeInterval
-}
 
 let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent()
@@ -184,75 +177,15 @@ func runLHT(_ arguments: [String]) throws -> ProcessRun {
 
 /// Runs a program to its end (at most `timeout`), collecting both outputs.
 func runProcess(_ executable: URL, _ arguments: [String], timeout: TimeInterval = 30) throws -> ProcessRun {
-    let process = try BackgroundProcess(executable, arguments)
-    return try process.finish(timeout: timeout)
+    try userProcess(executable, arguments).finish(timeout: timeout)
 }
 
-/// A child process whose outputs are collected as they come.
-final class BackgroundProcess {
-    private let process = Process()
-    private let stdout = OutputBuffer()
-    private let stderr = OutputBuffer()
-    private let started = Date()
-
-    init(_ executable: URL, _ arguments: [String]) throws {
-        process.executableURL = executable
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("LHT_") && $0.key != "NO_COLOR" }
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        for (pipe, buffer) in [(out, stdout), (err, stderr)] {
-            pipe.fileHandleForReading.readabilityHandler = { handle in
-                let data = handle.availableData
-                if data.isEmpty { handle.readabilityHandler = nil } else { buffer.append(String(decoding: data, as: UTF8.self)) }
-            }
-        }
-        try process.run()
-    }
-
-    var output: String { stdout.text }
-    var errors: String { stderr.text }
-
-    /// SIGTERM and the exit.
-    func terminate() {
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-    }
-
-    func waitForOutput(_ text: String, timeout: TimeInterval = 10) throws { try wait(for: text, in: stdout, timeout: timeout) }
-    func waitForError(_ text: String, timeout: TimeInterval = 10) throws { try wait(for: text, in: stderr, timeout: timeout) }
-
-    private func wait(for text: String, in buffer: OutputBuffer, timeout: TimeInterval) throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while !buffer.text.contains(text) {
-            guard process.isRunning, Date() < deadline else {
-                throw HarnessError("\(process.executableURL!.lastPathComponent) did not print \"\(text)\": \(stdout.text) \(stderr.text)")
-            }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-    }
-
-    /// Waits for the exit (killing the process after `timeout`) and the last of its output.
-    func finish(timeout: TimeInterval = 30) throws -> ProcessRun {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-            throw HarnessError("\(process.executableURL!.lastPathComponent) \(process.arguments ?? []) did not exit within \(timeout) s")
-        }
-        process.waitUntilExit()
-        let seconds = Date().timeIntervalSince(started)
-        // The pipes' last bytes arrive on the reader threads just after the exit.
-        Thread.sleep(forTimeInterval: 0.05)
-        return ProcessRun(status: process.terminationStatus, stdout: stdout.text, stderr: stderr.text, seconds: seconds)
-    }
-
-    deinit {
-        if process.isRunning { process.terminate() }
-    }
+/// A child process as a user's shell starts it (without the test's LHT_* variables or NO_COLOR;
+/// `environment` adds to that), its outputs collected as they come.
+func userProcess(_ executable: URL, _ arguments: [String], dropping dropped: Set<String> = ["NO_COLOR"],
+                 environment extra: [String: String] = [:]) throws -> CapturedProcess {
+    let environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("LHT_") && !dropped.contains($0.key) }
+    return try CapturedProcess(executable.path, arguments, environment: environment.merging(extra) { $1 })
 }
 
 /// The first capture group of `pattern` in `text`.

@@ -1,6 +1,5 @@
 import Foundation
 import LHTSchema
-import Synchronization
 import Testing
 import ZeroMQ
 // temporaryDirectory and HarnessError, for every file of this target.
@@ -22,9 +21,11 @@ final class ServiceProcess: @unchecked Sendable {
     let name: String
     let dataDirectory: URL
     private(set) var arguments: [String]
-    private(set) var process: Process
+    /// Killed and reaped, if still running, when it is replaced or this object goes away.
+    private(set) var process: ChildProcess!
     private(set) var endpoints: [String: String] = [:]
-    private let output = OutputBuffer()
+    /// Standard output, a file per start: the ready line is all a service prints there.
+    private var outputFile: URL!
     /// Added to the environment (after LHT_LOG_LEVEL=warning, so it can override it).
     let environment: [String: String]
     /// Where standard error goes (appended); nil: nowhere.
@@ -45,7 +46,6 @@ final class ServiceProcess: @unchecked Sendable {
             all += [flag, "tcp://127.0.0.1:*"]
         }
         self.arguments = all + arguments
-        process = Process()
         try start(timeout: timeout)
     }
 
@@ -54,84 +54,59 @@ final class ServiceProcess: @unchecked Sendable {
         for (flag, value) in changes {
             if let index = arguments.firstIndex(of: flag), index + 1 < arguments.count { arguments[index + 1] = value } else { arguments += [flag, value] }
         }
-        process = Process()
         endpoints = [:]
-        output.clear()
         try start(timeout: timeout)
     }
 
     private func start(timeout: TimeInterval) throws {
-        process.executableURL = BuildProducts.executable(name)
-        process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["LHT_LOG_LEVEL"] = "warning"
         environment.merge(self.environment) { _, given in given }
-        process.environment = environment
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        if let errorLog {
-            if !FileManager.default.fileExists(atPath: errorLog.path) { _ = FileManager.default.createFile(atPath: errorLog.path, contents: nil) }
-            let handle = try FileHandle(forWritingTo: errorLog)
-            handle.seekToEndOfFile()
-            process.standardError = handle
-        } else {
-            process.standardError = FileHandle.nullDevice
-        }
-        stdout.fileHandleForReading.readabilityHandler = { [output] handle in
-            let data = handle.availableData
-            if !data.isEmpty { output.append(String(decoding: data, as: UTF8.self)) }
-        }
-        try process.run()
+        outputFile = temporaryDirectory("lht-\(name)-out").appendingPathComponent("stdout")
+        process = try ChildProcess(BuildProducts.executable(name).path, arguments, environment: environment,
+                                   stdout: .file(outputFile.path), stderr: errorLog.map { .file($0.path) } ?? .null)
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            if let line = output.text.split(separator: "\n").first(where: { $0.hasPrefix("ready ") }) {
+            let exited = process.poll()
+            if case let line = readyLine, !line.isEmpty {
                 for part in line.split(separator: " ").dropFirst(2) {
                     let pair = part.split(separator: "=", maxSplits: 1)
                     if pair.count == 2 { endpoints[String(pair[0])] = String(pair[1]) }
                 }
                 return
             }
-            if !process.isRunning { throw HarnessError("\(name) exited with \(process.terminationStatus) before ready") }
+            if let exited { throw HarnessError("\(name) exited with \(exited.status) before ready") }
             Thread.sleep(forTimeInterval: 0.02)
         }
-        process.terminate()
+        process.kill()
         throw HarnessError("\(name) printed no ready line within \(timeout) s")
     }
 
     /// SIGTERM, then waits for the exit status.
     @discardableResult
     func stop() -> Int32 {
-        guard process.isRunning else { return process.terminationStatus }
         process.terminate()
-        process.waitUntilExit()
-        return process.terminationStatus
+        return process.wait().status
     }
 
-    /// The `ready` line as printed.
-    var readyLine: String { output.text.split(separator: "\n").first(where: { $0.hasPrefix("ready ") }).map(String.init) ?? "" }
+    /// The `ready` line as printed ("" until then).
+    var readyLine: String {
+        let output = (try? String(contentsOf: outputFile, encoding: .utf8)) ?? ""
+        return output.split(separator: "\n").first(where: { $0.hasPrefix("ready ") }).map(String.init) ?? ""
+    }
 
     /// SIGTERM, then the exit status and how long the exit took (nil status: still running after `timeout`).
     func terminate(timeout: TimeInterval) -> (status: Int32?, seconds: TimeInterval) {
         let started = Date()
         process.terminate()
-        while process.isRunning, Date().timeIntervalSince(started) < timeout { Thread.sleep(forTimeInterval: 0.005) }
-        return (process.isRunning ? nil : process.terminationStatus, Date().timeIntervalSince(started))
+        var exited = process.poll()
+        while exited == nil, Date().timeIntervalSince(started) < timeout {
+            Thread.sleep(forTimeInterval: 0.005)
+            exited = process.poll()
+        }
+        return (exited?.status, Date().timeIntervalSince(started))
     }
 
     /// SIGKILL: no chance to flush or finish anything.
-    func kill() {
-        guard process.isRunning else { return }
-        Foundation.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
-
-    deinit { kill() }
-}
-
-/// Standard output collected from the pipe's reader thread.
-final class OutputBuffer: Sendable {
-    private let storage = Mutex<String>("")
-    var text: String { storage.withLock { $0 } }
-    func append(_ text: String) { storage.withLock { $0 += text } }
-    func clear() { storage.withLock { $0 = "" } }
+    func kill() { process.kill() }
 }
