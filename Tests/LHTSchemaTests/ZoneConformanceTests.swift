@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import LHTSchema
 
 /// `ZoneRules` reads every zone of the system's tzdata as `zdump -v` and Python's `zoneinfo` do:
@@ -16,21 +17,14 @@ import Testing
     /// Each zone's samples in time order, as the script printed them.
     static let reference: Result<[String: [Sample]], ReferenceError> = {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Reference/zone-reference.py")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script.path]
-        process.environment = ProcessInfo.processInfo.environment.merging(["TZDIR": TZData.system.directory]) { _, given in given }
-        let output = Pipe(), errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        do { try process.run() } catch { return .failure(ReferenceError(text: "python3: \(error)")) }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            return .failure(ReferenceError(text: String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)))
-        }
+        let run: ProcessRun
+        do {
+            let environment = ProcessInfo.processInfo.environment.merging(["TZDIR": TZData.system.directory]) { _, given in given }
+            run = try CapturedProcess("/usr/bin/env", ["python3", script.path], environment: environment).finish(timeout: 300)
+        } catch { return .failure(ReferenceError(text: "python3: \(error)")) }
+        guard run.status == 0 else { return .failure(ReferenceError(text: run.stderr)) }
         var zones: [String: [Sample]] = [:]
-        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+        for line in run.stdout.split(separator: "\n") {
             let fields = line.split(separator: " ")
             guard fields.count == 4, let utc = Int64(fields[1]), let zdump = Int64(fields[2]), let zoneinfo = Int64(fields[3]) else {
                 return .failure(ReferenceError(text: "unreadable line \(line)"))

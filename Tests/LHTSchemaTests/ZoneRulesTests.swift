@@ -174,11 +174,8 @@ private func systemFile(_ name: String) throws -> [UInt8] {
             """.write(to: source, atomically: true, encoding: .utf8)
         var read: [String: ZoneRules] = [:]
         for bloat in ["slim", "fat"] {
-            let zic = Process()
-            zic.executableURL = URL(fileURLWithPath: "/usr/sbin/zic")
-            zic.arguments = ["-b", bloat, "-d", directory.appendingPathComponent(bloat).path, source.path]
-            try zic.run()
-            zic.waitUntilExit()
+            let zic = try CapturedProcess("/usr/sbin/zic", ["-b", bloat, "-d", directory.appendingPathComponent(bloat).path, source.path]).finish()
+            try #require(zic.status == 0, "zic: \(zic.stderr)")
             read[bloat] = try ZoneRules(tzif: [UInt8](Data(contentsOf: directory.appendingPathComponent("\(bloat)/Europe/Berlin"))))
         }
         let slim = try #require(read["slim"]), fat = try #require(read["fat"])
