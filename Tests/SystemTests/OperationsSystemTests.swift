@@ -111,8 +111,15 @@ import ZeroMQ
     }
 
     @Test func defaultMetricsAddressTakenOnlyWarns() throws {
-        // Someone holds 7309 (this listener, or a service another test started on the defaults).
-        let listener = try? Tools.Listener(port: 7309)
+        // Someone holds 7309: this listener, once the port is free. A service another test starts on
+        // the defaults (DeployScriptTests) holds it only for a while, and one that let it go between a
+        // single look and this logger's start let the logger bind it. Only one that holds it for the
+        // whole minute (services a developer left running) is left to hold it for us.
+        var listener = try? Tools.Listener(port: 7309)
+        for _ in 0..<600 where listener == nil {
+            Thread.sleep(forTimeInterval: 0.1)
+            listener = try? Tools.Listener(port: 7309)
+        }
         let errors = temporaryDirectory("lht-ops").appendingPathComponent("stderr")
         let logger = try ServiceProcess("session-logger", errorLog: errors)
         #expect(!logger.readyLine.contains("metrics="), "\(logger.readyLine)")
