@@ -119,4 +119,36 @@ import Testing
         #expect(try upcoming(rig, workout, days: 1) == ["2026-04-01": "2026-04-01T06:00:00Z fired"])
         #expect(try changes(rig, workout, count: 3) == 3)
     }
+
+    /// A day decided just before an update that moves it past the clock stays decided when the
+    /// planner is killed after the update and started again before the new instant; a reminder
+    /// given another time meanwhile has a new day.
+    @Test func aMovedDecidedDayOutlivesARestart() throws {
+        try install(Self.berlin(daylightSavingFrom2026: true), version: "2026lht-dst")
+        let rig = try PlannerRig(clock: "2026-03-31T04:00:00Z", extraArguments: ["--tzdata-check-seconds", "1"],
+                                 environment: ["TZDIR": tzdir.path])
+        try rig.user("henning")
+        let workout = try rig.reminder("henning", "workout", "07:00")
+        let mindfulness = try rig.reminder("henning", "mindfulness", "07:00")
+        // Tuesday's 07:00 is 05:00Z in summer time; the update (no summer time) moves it to 06:00Z.
+        #expect(try rig.advance(to: "2026-03-31T05:30:00Z") == 2)
+        try update(daylightSaving: false, version: "2026lht-nodst", rig, workout, changes: 2)
+        rig.planner.kill()
+        try rig.planner.restart()
+        try rig.reconnect()
+        #expect(try upcoming(rig, workout, days: 1) == ["2026-03-31": "2026-03-31T05:00:00Z fired"])
+        // Now 07:30 (06:30Z, after the clock): a new time, so Tuesday's occurrence at it is new.
+        _ = try rig.reminder("henning", "mindfulness", "07:30", id: mindfulness)
+        #expect(try rig.advance(to: "2026-03-31T07:00:00Z") == 1)
+        #expect(try rig.advance(to: "2026-04-01T06:00:00Z") == 1)
+        // Every decision event stored, both runs': each day of each reminder once.
+        let names = [workout: "workout", mindfulness: "mindfulness"]
+        let decisions = try rig.plannerClient.ok("events.since", ["limit": 1000])["events"]!.arrayValue
+            .filter { ["reminder.due", "reminder.suppressed", "reminder.skipped", "reminder.missed"].contains($0["type"]!.stringValue!) }
+            .map { "\($0["type"]!.stringValue!) \(names[$0["data"]!["reminderId"]!.stringValue!]!) \($0["data"]!["at"]!.stringValue!)" }
+        #expect(decisions.sorted() == [
+            "reminder.due mindfulness 2026-03-31T05:00:00Z", "reminder.due mindfulness 2026-03-31T06:30:00Z",
+            "reminder.due workout 2026-03-31T05:00:00Z", "reminder.due workout 2026-04-01T06:00:00Z",
+        ])
+    }
 }
