@@ -132,14 +132,15 @@ extension ReminderPlanner {
         }
     }
 
-    /// The reminder's last rule day decided by the old rules, if the new ones put it after
-    /// everything decided, with its new instant.
+    /// The reminder's last decided rule day, if the new rules put it after everything decided,
+    /// with its new instant.
     private func movedDecidedDay(_ reminder: Reminder, before: ZoneRules, now: ZoneRules) -> MovedDecidedDay? {
         // A selected weekday comes round within a week.
         let decided = OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: before,
                                                      from: max(reminder.createdAt, decidedThrough.adding(seconds: -8 * 86_400)),
                                                      through: decidedThrough)
-        guard reminder.enabled, let last = decided.last?.day,
+        // A day an earlier update moved is decided too, though the old rules put it after the clock.
+        guard reminder.enabled, let last = [decided.last?.day, movedDecidedDays[reminder.id]?.day].compactMap({ $0 }).max(),
               let moved = OccurrenceCalendar.occurrence(on: last, at: reminder.time, in: now), moved.at > decidedThrough else { return nil }
         return MovedDecidedDay(day: last, until: moved.at)
     }
