@@ -9,15 +9,15 @@ import Testing
 @Suite struct TZDataSystemTests {
     let tzdir = temporaryDirectory("tzdir")
 
-    /// Europe/Berlin with the EU rules, or with them until 2026 and plain CET from then on (and
-    /// UTC, the planner's default zone).
-    static func berlin(daylightSavingFrom2026: Bool) -> String {
+    /// Europe/Berlin with the EU rules, or with them until 2026 and a fixed offset from then on,
+    /// plain CET unless told (and UTC, the planner's default zone).
+    static func berlin(daylightSavingFrom2026: Bool, fixedFrom2026: String = "1:00 - CET") -> String {
         """
         Zone Etc/UTC 0 - UTC
         Link Etc/UTC UTC
         Rule EU 1981 max - Mar lastSun 1:00u 1:00 S
         Rule EU 1996 max - Oct lastSun 1:00u 0 -
-        Zone Europe/Berlin 1:00 EU CE%sT\(daylightSavingFrom2026 ? "" : " 2026\n\t1:00 - CET")
+        Zone Europe/Berlin 1:00 EU CE%sT\(daylightSavingFrom2026 ? "" : " 2026\n\t\(fixedFrom2026)")
 
         """
     }
@@ -43,11 +43,11 @@ import Testing
         }
     }
 
-    /// Installs Berlin with or without summer time as `version` while the planner runs, and waits
-    /// (up to the contract's 60 s) until its health names the version and `reminder` has had
-    /// `changes` `reminder.changed` events in all.
-    func update(daylightSaving: Bool, version: String, _ rig: PlannerRig, _ reminder: String, changes expected: Int) throws {
-        try install(Self.berlin(daylightSavingFrom2026: daylightSaving), version: version)
+    /// Installs `source` (a `berlin`) as `version` while the planner runs, and waits (up to the
+    /// contract's 60 s) until its health names the version and `reminder` has had `changes`
+    /// `reminder.changed` events in all.
+    func update(_ source: String, version: String, _ rig: PlannerRig, _ reminder: String, changes expected: Int) throws {
+        try install(source, version: version)
         let deadline = Date().addingTimeInterval(60)
         while try rig.plannerClient.ok("health")["tzdata"]?.stringValue != version, Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
         #expect(try rig.plannerClient.ok("health")["tzdata"]?.stringValue == version)
@@ -88,7 +88,7 @@ import Testing
 
         // Monday's is decided just before the update that brings summer time back.
         #expect(try rig.advance(to: "2026-03-30T06:30:00Z") == 3)
-        try update(daylightSaving: true, version: "2026lht-dst", rig, workout, changes: 2)
+        try update(Self.berlin(daylightSavingFrom2026: true), version: "2026lht-dst", rig, workout, changes: 2)
         #expect(try upcoming(rig, workout, days: 3) == [
             "2026-03-30": "2026-03-30T06:00:00Z fired",
             "2026-03-31": "2026-03-31T05:00:00Z scheduled", "2026-04-01": "2026-04-01T05:00:00Z scheduled",
@@ -97,7 +97,7 @@ import Testing
         // Tuesday's is decided at 05:00Z; the next update moves it to 06:00Z, after the clock: it
         // must not fire again.
         #expect(try rig.advance(to: "2026-03-31T05:30:00Z") == 1)
-        try update(daylightSaving: false, version: "2026lht-nodst2", rig, workout, changes: 3)
+        try update(Self.berlin(daylightSavingFrom2026: false), version: "2026lht-nodst2", rig, workout, changes: 3)
         #expect(try upcoming(rig, workout, days: 2) == [
             "2026-03-31": "2026-03-31T05:00:00Z fired", "2026-04-01": "2026-04-01T06:00:00Z scheduled",
         ])
@@ -118,5 +118,53 @@ import Testing
         try rig.user("henning")
         #expect(try upcoming(rig, workout, days: 1) == ["2026-04-01": "2026-04-01T06:00:00Z fired"])
         #expect(try changes(rig, workout, count: 3) == 3)
+    }
+
+    /// A planner on summer-time Berlin with henning's `activities` at 07:00, each decided on
+    /// Tuesday 2026-03-31 at 05:00Z with the clock left at 05:30Z; then an update without summer
+    /// time moves that day to 06:00Z. Returns the reminders' ids.
+    func tuesdayMovedPastTheClock(_ activities: [String]) throws -> (PlannerRig, [String]) {
+        try install(Self.berlin(daylightSavingFrom2026: true), version: "2026lht-dst")
+        let rig = try PlannerRig(clock: "2026-03-31T04:00:00Z", extraArguments: ["--tzdata-check-seconds", "1"],
+                                 environment: ["TZDIR": tzdir.path])
+        try rig.user("henning")
+        let ids = try activities.map { try rig.reminder("henning", $0, "07:00") }
+        #expect(try rig.advance(to: "2026-03-31T05:30:00Z") == activities.count)
+        try update(Self.berlin(daylightSavingFrom2026: false), version: "2026lht-nodst", rig, ids[0], changes: 2)
+        return (rig, ids)
+    }
+
+    /// The moved day stays decided when the planner is killed after the update and started again
+    /// before the new instant; a reminder given another time meanwhile has a new day.
+    @Test func aMovedDecidedDayOutlivesARestart() throws {
+        let (rig, ids) = try tuesdayMovedPastTheClock(["workout", "mindfulness"])
+        let (workout, mindfulness) = (ids[0], ids[1])
+        rig.planner.kill()
+        try rig.planner.restart()
+        try rig.reconnect()
+        #expect(try upcoming(rig, workout, days: 1) == ["2026-03-31": "2026-03-31T05:00:00Z fired"])
+        // Now 07:30 (06:30Z, after the clock): a new time, so Tuesday's occurrence at it is new.
+        _ = try rig.reminder("henning", "mindfulness", "07:30", id: mindfulness)
+        #expect(try rig.advance(to: "2026-03-31T07:00:00Z") == 1)
+        #expect(try rig.advance(to: "2026-04-01T06:00:00Z") == 1)
+        // Every decision event stored, both runs': each day of each reminder once.
+        let names = [workout: "workout", mindfulness: "mindfulness"]
+        let decisions = try rig.plannerClient.ok("events.since", ["limit": 1000])["events"]!.arrayValue
+            .filter { ["reminder.due", "reminder.suppressed", "reminder.skipped", "reminder.missed"].contains($0["type"]!.stringValue!) }
+            .map { "\($0["type"]!.stringValue!) \(names[$0["data"]!["reminderId"]!.stringValue!]!) \($0["data"]!["at"]!.stringValue!)" }
+        #expect(decisions.sorted() == [
+            "reminder.due mindfulness 2026-03-31T05:00:00Z", "reminder.due mindfulness 2026-03-31T06:30:00Z",
+            "reminder.due workout 2026-03-31T05:00:00Z", "reminder.due workout 2026-04-01T06:00:00Z",
+        ])
+    }
+
+    /// A second update that moves the moved day later still (to 07:00Z) leaves it decided too.
+    @Test func aDayMovedTwiceStaysDecided() throws {
+        let (rig, ids) = try tuesdayMovedPastTheClock(["workout"])
+        try update(Self.berlin(daylightSavingFrom2026: false, fixedFrom2026: "0:00 - GMT"), version: "2026lht-gmt", rig, ids[0], changes: 3)
+        #expect(try rig.advance(to: "2026-03-31T06:30:00Z") == 0)
+        #expect(try rig.advance(to: "2026-04-01T07:00:00Z") == 1)
+        let due = try rig.events.of("reminder.due", count: 2).map { $0["data"]!["at"]!.stringValue! }
+        #expect(due == ["2026-03-31T05:00:00Z", "2026-04-01T07:00:00Z"])
     }
 }

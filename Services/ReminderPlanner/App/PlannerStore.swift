@@ -73,6 +73,11 @@ enum PlannerStore {
                 ALTER TABLE decision ADD COLUMN local_minute INTEGER;
                 """)
         }
+        // `ReminderPlanner.movedDecidedDays`, stored with the step that planned again: a restart
+        // before a moved day's new instant must not decide it again.
+        migrator.registerMigration("moved-decided-day") { db in
+            try db.execute(sql: "CREATE TABLE moved_decided_day (reminder_id TEXT PRIMARY KEY NOT NULL, day INTEGER NOT NULL, until_ms INTEGER NOT NULL)")
+        }
     }
 
     // MARK: Users and reminders
@@ -232,6 +237,32 @@ enum PlannerStore {
 
     static func withdrawAnnouncement(_ reminder: RecordID, at: Int64, _ db: Database) throws {
         try db.run("DELETE FROM announced WHERE reminder_id = ? AND at_ms = ?", arguments: [reminder.description, at])
+    }
+
+    // MARK: Rule days moved by new zone rules
+
+    /// A few rows at most (none but after a tzdata update), read once at start.
+    static func movedDecidedDays(_ db: Database) throws -> [RecordID: MovedDecidedDay] {
+        var result: [RecordID: MovedDecidedDay] = [:]
+        for row in try db.fetchRows("SELECT reminder_id, day, until_ms FROM moved_decided_day") {
+            if let id = RecordID(row["reminder_id"] as String) {
+                result[id] = MovedDecidedDay(day: LocalDay(ordinal: row["day"]), until: Instant(millisecondsSince1970: row["until_ms"]))
+            }
+        }
+        return result
+    }
+
+    static func save(_ moved: MovedDecidedDay, of reminder: RecordID, _ db: Database) throws {
+        try db.run("INSERT OR REPLACE INTO moved_decided_day (reminder_id, day, until_ms) VALUES (?, ?, ?)",
+                   arguments: [reminder.description, moved.day.ordinal, moved.until.millisecondsSince1970])
+    }
+
+    static func forgetMovedDecidedDay(of reminder: RecordID, _ db: Database) throws {
+        try db.run("DELETE FROM moved_decided_day WHERE reminder_id = ?", arguments: [reminder.description])
+    }
+
+    static func forgetMovedDecidedDays(through: Instant, _ db: Database) throws {
+        try db.run("DELETE FROM moved_decided_day WHERE until_ms <= ?", arguments: [through.millisecondsSince1970])
     }
 
     // MARK: Planner state

@@ -29,6 +29,7 @@ extension ReminderPlanner {
         host.handle(Ops.reminderDelete, owner: { ownerOfReminder($0.id) }) { [unowned self] query, tx in
             let reminder = try reminder(query.id, query)
             try PlannerStore.delete(reminder: reminder.id, tx.db)
+            try forgetMovedDecidedDay(of: reminder.id, tx)
             let deleted = ReminderDeleted(id: reminder.id, userId: reminder.userId, activity: reminder.activity)
             try tx.append(Events.reminderChanged, userId: reminder.userId, activity: reminder.activity, data: .deleted(deleted))
             try persistDecidedThrough(tx)
@@ -79,6 +80,9 @@ extension ReminderPlanner {
             enabled: weekdays.isEmpty ? false : input.enabled ?? true, title: input.title, body: input.body,
             createdAt: existing?.createdAt ?? tx.now)
         try PlannerStore.save(reminder, tx.db)
+        if let existing, existing.time != reminder.time || WeekdayMask(existing.weekdays) != WeekdayMask(reminder.weekdays) {
+            try forgetMovedDecidedDay(of: existing.id, tx)
+        }
         let change = try wireEncoder().encode(ReminderChange.put(reminder))
         try tx.append(Events.reminderChanged, userId: reminder.userId, activity: reminder.activity, encodedData: change)
         try reevaluate(reminder, isNew: existing == nil, zone: user(reminder.userId).timeZone, in: tx)

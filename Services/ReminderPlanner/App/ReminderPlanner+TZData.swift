@@ -35,7 +35,33 @@ extension ReminderPlanner {
     func followTZData() {
         if let refresh = tzdataWatch.check(logger: host.logger) { queueUsers(after: refresh) }
         if !replanning.isDone { replanStep() }
-        if !movedDecidedDays.isEmpty { movedDecidedDays = movedDecidedDays.filter { $0.value.until > decidedThrough } }
+        forgetPassedMovedDays()
+    }
+
+    /// Forgets the moved decided days whose new instant is decided: a transaction of its own, once
+    /// for those an update moved, that stores `decidedThrough` too, so a restart starts past them.
+    private func forgetPassedMovedDays() {
+        guard movedDecidedDays.values.contains(where: { $0.until <= decidedThrough }) else { return }
+        let through = decidedThrough
+        do {
+            try host.write { tx in
+                try PlannerStore.forgetMovedDecidedDays(through: through, tx.db)
+                try persistDecidedThrough(tx)
+                tx.afterCommit { [unowned self] in movedDecidedDays = movedDecidedDays.filter { $0.value.until > through } }
+            }
+        } catch {
+            host.recordError("forgetting passed moved days failed; will retry", ["error": "\(error)"])
+        }
+    }
+
+    /// Forgets the reminder's moved decided day, stored and in memory (back if `tx` rolls back): once
+    /// deleted, or given another time or weekdays, its days are new ones.
+    func forgetMovedDecidedDay(of id: RecordID, _ tx: Transaction) throws {
+        // Every stored day is in memory: most puts and deletes need no statement.
+        guard let moved = movedDecidedDays[id] else { return }
+        try PlannerStore.forgetMovedDecidedDay(of: id, tx.db)
+        movedDecidedDays[id] = nil
+        tx.onRollback { [unowned self] in movedDecidedDays[id] = moved }
     }
 
     /// Every user with settings or reminders, by zone name.
@@ -88,7 +114,7 @@ extension ReminderPlanner {
     /// The user's reminders after new zone rules: a `reminder.changed` for each whose undecided
     /// occurrences moved, announcements withdrawn and made as coverage now says, and the schedule
     /// at the next occurrence by the new rules. A rule day decided by the old rules whose instant
-    /// the new ones put later stays decided (`movedDecidedDays`).
+    /// the new ones put later stays decided (`movedDecidedDays`, stored in this step's transaction).
     private func replan(_ userId: UserID, before: ZoneRules, _ tx: Transaction) throws {
         let zone = user(userId).timeZone
         for (row, reminder) in reminders.rows(ownedBy: userId) {
@@ -98,6 +124,7 @@ extension ReminderPlanner {
             }
             try reevaluate(reminder, zone: zone, in: tx)
             let moved = movedDecidedDay(reminder, before: before, now: zone.rules)
+            if let moved { try PlannerStore.save(moved, of: reminder.id, tx.db) }
             tx.afterCommit { [unowned self] in
                 if let moved { movedDecidedDays[reminder.id] = moved }
                 scheduler.schedule(reminder, row: row, zone: zone, from: firstPending(reminder))
@@ -105,16 +132,17 @@ extension ReminderPlanner {
         }
     }
 
-    /// The reminder's last rule day decided by the old rules, if the new ones put it after
-    /// everything decided, with its new instant.
-    private func movedDecidedDay(_ reminder: Reminder, before: ZoneRules, now: ZoneRules) -> (day: LocalDay, until: Instant)? {
+    /// The reminder's last decided rule day, if the new rules put it after everything decided,
+    /// with its new instant.
+    private func movedDecidedDay(_ reminder: Reminder, before: ZoneRules, now: ZoneRules) -> MovedDecidedDay? {
         // A selected weekday comes round within a week.
         let decided = OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: before,
                                                      from: max(reminder.createdAt, decidedThrough.adding(seconds: -8 * 86_400)),
                                                      through: decidedThrough)
-        guard reminder.enabled, let last = decided.last?.day,
+        // A day an earlier update moved is decided too, though the old rules put it after the clock.
+        guard reminder.enabled, let last = [decided.last?.day, movedDecidedDays[reminder.id]?.day].compactMap({ $0 }).max(),
               let moved = OccurrenceCalendar.occurrence(on: last, at: reminder.time, in: now), moved.at > decidedThrough else { return nil }
-        return (last, moved.at)
+        return MovedDecidedDay(day: last, until: moved.at)
     }
 
     private func occurrencesMoved(_ reminder: Reminder, before: ZoneRules, now: ZoneRules) -> Bool {
@@ -128,4 +156,11 @@ extension ReminderPlanner {
         replanning.moved[key] = moved
         return moved
     }
+}
+
+/// A reminder's rule day decided by old zone rules, and its instant by the new ones (`until`),
+/// after everything decided: the day is not decided again there.
+struct MovedDecidedDay {
+    let day: LocalDay
+    let until: Instant
 }

@@ -31,7 +31,8 @@ public final class ReminderPlanner: Service {
     var replanning = Replanning()
     /// Each reminder's last decided rule day whose instant a tzdata update moved past the decided
     /// ones: that day is not decided again (`followTZData` forgets it once the new instant passed).
-    var movedDecidedDays: [RecordID: (day: LocalDay, until: Instant)] = [:]
+    /// Stored as well (`moved_decided_day`), so it outlives a restart; this copy spares decisions a query.
+    var movedDecidedDays: [RecordID: MovedDecidedDay] = [:]
 
     public init(settings: PlannerSettings, logger: Logger, context: Context? = nil) throws {
         self.settings = settings
@@ -48,7 +49,7 @@ public final class ReminderPlanner: Service {
         let stored = try host.read { db in
             (users: try PlannerStore.users(db), reminderCount: try PlannerStore.reminderCount(db),
              decidedThrough: try PlannerStore.value("decidedThroughMs", db), manualNow: try PlannerStore.value("manualNowMs", db),
-             restored: try PlannerStore.restoredOccurrences(db))
+             restored: try PlannerStore.restoredOccurrences(db), moved: try PlannerStore.movedDecidedDays(db))
         }
         if let manualClock {
             // A restart never moves a manual clock backwards, whatever the flag says.
@@ -58,6 +59,7 @@ public final class ReminderPlanner: Service {
         // A fresh planner has nothing to catch up on: occurrences exist from now on.
         decidedThrough = stored.decidedThrough.map(Instant.init(millisecondsSince1970:)) ?? time.now()
         restored = stored.restored
+        movedDecidedDays = stored.moved
         users.reserveCapacity(stored.users.count)
         for user in stored.users { users[user.userId] = user }
         try loadReminders(expecting: stored.reminderCount)
