@@ -1,6 +1,7 @@
 import Foundation
 import LHTSchema
 import Testing
+import TestSupport
 
 /// A tzdata update reaches a running planner (PROTOCOL.md "Zone rules (tzdata)"): Europe/Berlin
 /// compiled with `zic` into a private TZDIR, once without daylight saving time from 2026 on and
@@ -28,12 +29,8 @@ import Testing
         let staging = temporaryDirectory("tzdir-staging")
         let sourceFile = staging.appendingPathComponent("berlin.zi")
         try source.write(to: sourceFile, atomically: true, encoding: .utf8)
-        let zic = Process()
-        zic.executableURL = URL(fileURLWithPath: "/usr/sbin/zic")
-        zic.arguments = ["-d", staging.appendingPathComponent("out").path, sourceFile.path]
-        try zic.run()
-        zic.waitUntilExit()
-        try #require(zic.terminationStatus == 0, "zic failed")
+        let zic = try CapturedProcess("/usr/sbin/zic", ["-d", staging.appendingPathComponent("out").path, sourceFile.path]).finish()
+        try #require(zic.status == 0, "zic: \(zic.stderr)")
         try "# version \(version)\n".write(to: staging.appendingPathComponent("out/tzdata.zi"), atomically: true, encoding: .utf8)
         for directory in ["Europe", "Etc"] {
             try FileManager.default.createDirectory(at: tzdir.appendingPathComponent(directory), withIntermediateDirectories: true)
