@@ -28,8 +28,9 @@ public final class ChildProcess: Sendable {
         }
     }
 
-    /// Where a standard stream goes. The child opens files itself (appending, created if missing),
-    /// so the parent holds no descriptor that another thread's child could inherit.
+    /// Where a standard stream goes. The child opens files itself (appending; created if missing,
+    /// 0600, since what a service prints may name users), so the parent holds no descriptor that
+    /// another thread's child could inherit.
     public enum Stream: Sendable {
         case inherit
         case null
@@ -54,8 +55,8 @@ public final class ChildProcess: Sendable {
             let flags = descriptor == STDIN_FILENO ? O_RDONLY : O_WRONLY | O_CREAT | O_APPEND
             switch stream {
             case .inherit: break
-            case .null: posix_spawn_file_actions_addopen(&actions, descriptor, "/dev/null", flags, 0o644)
-            case .file(let path): posix_spawn_file_actions_addopen(&actions, descriptor, path, flags, 0o644)
+            case .null: posix_spawn_file_actions_addopen(&actions, descriptor, "/dev/null", flags, 0)
+            case .file(let path): posix_spawn_file_actions_addopen(&actions, descriptor, path, flags, 0o600)
             }
         }
         closeInheritedDescriptors(&actions)

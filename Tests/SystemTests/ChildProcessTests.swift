@@ -66,6 +66,8 @@ import Testing
                                      stdout: .file(output.path), stderr: .file(output.path))
         #expect(child.wait() == .exited(0))
         #expect(try String(contentsOf: output, encoding: .utf8) == "from a file\nto-stderr\n")
+        // Made by the child, readable by this user only.
+        #expect(try FileManager.default.attributesOfItem(atPath: output.path)[.posixPermissions] as? Int == 0o600)
     }
 
     /// A test thread (or libdispatch's) may block SIGTERM, and a child would inherit that mask.
