@@ -108,12 +108,7 @@ struct Scheduler {
     /// (Re)schedules `reminder`, in `row`, at its first occurrence at or after `from`, or unschedules it.
     mutating func schedule(_ reminder: Reminder, row: Row, zone: ZoneID, from: Instant) {
         let rule = Rule(reminder)
-        schedule(reminder.id, row: row, at: rule.enabled ? OccurrenceCalendar.next(at: rule.time, on: rule.weekdays, in: zone.rules, from: from) : nil)
-    }
-
-    /// (Re)schedules reminder `id`, in `row`, at `next`, or unschedules it.
-    mutating func schedule(_ id: RecordID, row: Row, at next: PlannedOccurrence?) {
-        guard let next else {
+        guard rule.enabled, let next = OccurrenceCalendar.next(at: rule.time, on: rule.weekdays, in: zone.rules, from: from) else {
             unschedule(row)
             return
         }
@@ -122,7 +117,7 @@ struct Scheduler {
         if Int(row) < live.count, live[Int(row)].isSameOccurrence(as: candidate) { return }
         lastTicket += 1
         setLive(candidate, at: row)
-        heap.insert(Entry(at: candidate.at, reminder: id, ticket: lastTicket, row: row))
+        heap.insert(Entry(at: candidate.at, reminder: rule.id, ticket: lastTicket, row: row))
         compactIfMostlyStale()
     }
 
