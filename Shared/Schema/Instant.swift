@@ -103,7 +103,7 @@ public struct Instant: Hashable, Comparable, Sendable, CustomStringConvertible {
     public func write(into buffer: UnsafeMutableBufferPointer<UInt8>, withMilliseconds: Bool = true) -> Int {
         let seconds = secondsSince1970
         let millis = Int(millisecondsSince1970 - seconds * 1000)
-        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let days = floorDivide(seconds, 86_400)
         let secondOfDay = Int(seconds - days * 86_400)
         let (year, month, day) = LocalDay(ordinal: Int(days)).components
         var index = 0
@@ -137,7 +137,7 @@ extension Instant {
     /// The same with the zone's rules in hand.
     public func local(in rules: ZoneRules) -> (day: LocalDay, minuteOfDay: Int, secondOfMinute: Int) {
         let local = secondsSince1970 + rules.offset(at: secondsSince1970)
-        let days = local >= 0 ? local / 86_400 : (local - 86_399) / 86_400
+        let days = floorDivide(local, 86_400)
         let secondOfDay = Int(local - days * 86_400)
         return (LocalDay(ordinal: Int(days)), secondOfDay / 60, secondOfDay % 60)
     }

@@ -178,5 +178,6 @@ extension POSIXTZ {
     }
 }
 
+/// Division rounded towards minus infinity: the day of an instant before 1970 is the one before.
 @inline(__always)
-func floorDivide(_ a: Int64, _ b: Int64) -> Int64 { a >= 0 ? a / b : (a - b + 1) / b }
+public func floorDivide(_ a: Int64, _ b: Int64) -> Int64 { a >= 0 ? a / b : (a - b + 1) / b }

@@ -62,7 +62,7 @@ import Testing
             let transitionWall = transition.utc + transition.before
             for step in -8...8 {
                 let wall = transitionWall + Int64(step) * 900
-                let ruleDay = LocalDay(ordinal: Int(floorDiv(wall, 86_400)))
+                let ruleDay = LocalDay(ordinal: Int(floorDivide(wall, 86_400)))
                 let secondOfDay = floorMod(wall, 86_400)
                 guard secondOfDay % 60 == 0 else { failures.append("\(identifier) \(transition): odd wall"); continue }
                 let ruleTime = LocalTime(hour: Int(secondOfDay / 3600), minute: Int(secondOfDay / 60 % 60))!

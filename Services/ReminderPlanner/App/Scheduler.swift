@@ -74,7 +74,7 @@ struct Scheduler {
         func isSameOccurrence(as other: Live) -> Bool { at == other.at && packed & 0xFFFF == other.packed & 0xFFFF }
 
         private static func utcDay(_ milliseconds: Int64) -> Int {
-            Int(milliseconds >= 0 ? milliseconds / 86_400_000 : (milliseconds - 86_399_999) / 86_400_000)
+            Int(floorDivide(milliseconds, 86_400_000))
         }
     }
 

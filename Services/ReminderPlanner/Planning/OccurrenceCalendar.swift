@@ -102,8 +102,8 @@ public enum OccurrenceCalendar {
     /// |offset| ≤ the bound, and a gap shift is still "wall minus a real offset".
     static func candidateOrdinals(time: LocalTime, from: Instant, through: Instant) -> ClosedRange<Int> {
         let timeSeconds = Int64(time.minutesSinceMidnight) * 60
-        let low = floorDiv(from.secondsSince1970 - offsetBoundSeconds - timeSeconds, secondsPerDay)
-        let high = floorDiv(through.secondsSince1970 + offsetBoundSeconds - timeSeconds, secondsPerDay)
+        let low = floorDivide(from.secondsSince1970 - offsetBoundSeconds - timeSeconds, secondsPerDay)
+        let high = floorDivide(through.secondsSince1970 + offsetBoundSeconds - timeSeconds, secondsPerDay)
         return Int(low)...Int(max(low, high))
     }
 
@@ -205,7 +205,4 @@ public struct WeekdayMask: Sendable, Hashable {
 }
 
 @inline(__always)
-func floorDiv(_ a: Int64, _ b: Int64) -> Int64 { a >= 0 ? a / b : (a - b + 1) / b }
-
-@inline(__always)
-func floorMod(_ a: Int64, _ b: Int64) -> Int64 { a - floorDiv(a, b) * b }
+func floorMod(_ a: Int64, _ b: Int64) -> Int64 { a - floorDivide(a, b) * b }
