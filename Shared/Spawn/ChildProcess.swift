@@ -118,6 +118,23 @@ public final class ChildProcess: Sendable {
 
     public var isRunning: Bool { poll() == nil }
 
+    /// The termination once the child has ended, looking every 5 ms for up to `seconds`; nil if it
+    /// still runs then.
+    public func poll(forUpTo seconds: Double) -> Termination? {
+        func now() -> Double {
+            var time = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &time)
+            return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+        }
+        let deadline = now() + seconds
+        var ended = poll()
+        while ended == nil, now() < deadline {
+            usleep(5_000)
+            ended = poll()
+        }
+        return ended
+    }
+
     /// Blocks until the child has ended, and reaps it.
     @discardableResult
     public func wait() -> Termination {

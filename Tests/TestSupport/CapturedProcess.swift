@@ -50,7 +50,7 @@ public final class CapturedProcess: Sendable {
 
     /// Waits for the exit (killing the child after `timeout`) and returns what it printed.
     public func finish(timeout: TimeInterval = 40) throws -> ProcessRun {
-        guard let ended = termination(within: timeout) else {
+        guard let ended = process.poll(forUpTo: timeout) else {
             process.kill()
             throw HarnessError("\(name) did not exit within \(timeout) s: \(output) \(errors)")
         }
@@ -61,16 +61,6 @@ public final class CapturedProcess: Sendable {
     @discardableResult
     public func terminate(timeout: TimeInterval = 10) -> Int32 {
         process.terminate()
-        return (termination(within: timeout) ?? process.kill()).status
-    }
-
-    /// The termination, polled until `timeout`; nil if the child still runs.
-    private func termination(within timeout: TimeInterval) -> ChildProcess.Termination? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if let termination = process.poll() { return termination }
-            Thread.sleep(forTimeInterval: 0.01)
-        }
-        return process.poll()
+        return (process.poll(forUpTo: timeout) ?? process.kill()).status
     }
 }

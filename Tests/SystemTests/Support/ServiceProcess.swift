@@ -99,11 +99,7 @@ final class ServiceProcess: @unchecked Sendable {
     func terminate(timeout: TimeInterval) -> (status: Int32?, seconds: TimeInterval) {
         let started = Date()
         process.terminate()
-        var exited = process.poll()
-        while exited == nil, Date().timeIntervalSince(started) < timeout {
-            Thread.sleep(forTimeInterval: 0.005)
-            exited = process.poll()
-        }
+        let exited = process.poll(forUpTo: timeout)
         return (exited?.status, Date().timeIntervalSince(started))
     }
 
