@@ -2,7 +2,7 @@
 import PackageDescription
 
 // Layering, bottom up: libzmq (system library) → ZeroMQ (safe wrapper) → LHTSchema (wire values)
-// → ServiceHost (flags, api loop, event log) → one library per service → one thin executable each.
+// → Storage (the log and tables) → ServiceHost (flags, api loop) → one library per service → one thin executable each.
 // Pure decision modules (ReminderPlanning, StreakRules, NotificationRendering) know no sockets or files.
 let package = Package(
     name: "LeanHealthTimer",
@@ -39,12 +39,22 @@ let package = Package(
             name: "LHTSecurity",
             dependencies: ["ZeroMQ", "LHTSchema", .product(name: "Logging", package: "swift-log")],
             path: "Shared/Security"),
+        // A service's log, durable tables, projections and cursors (SQLiteStore): what ServiceHost stores.
+        .target(
+            name: "Storage",
+            dependencies: [
+                "ZeroMQ", "LHTSchema",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Shared/Storage"),
         .target(
             name: "ServiceHost",
             dependencies: [
-                "ZeroMQ", "LHTSchema", "LHTClient", "LHTSecurity",
+                "ZeroMQ", "LHTSchema", "LHTClient", "LHTSecurity", "Storage",
                 .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -61,16 +71,16 @@ let package = Package(
         .target(name: "NotificationRendering", dependencies: ["LHTSchema"], path: "Services/Notifier/Rendering"),
 
         // Services: a library each (the app, which tests build in-process too) and a thin executable.
-        .target(name: "SessionLogger", dependencies: ["ServiceHost"], path: "Services/SessionLogger/App"),
+        .target(name: "SessionLogger", dependencies: ["ServiceHost", "Storage"], path: "Services/SessionLogger/App"),
         .executableTarget(name: "SessionLoggerMain", dependencies: ["SessionLogger"], path: "Services/SessionLogger/Main"),
         .target(
             name: "ReminderPlanner",
-            dependencies: ["ServiceHost", "ReminderPlanning", .product(name: "HeapModule", package: "swift-collections")],
+            dependencies: ["ServiceHost", "Storage", "ReminderPlanning", .product(name: "HeapModule", package: "swift-collections")],
             path: "Services/ReminderPlanner/App"),
         .executableTarget(name: "ReminderPlannerMain", dependencies: ["ReminderPlanner"], path: "Services/ReminderPlanner/Main"),
-        .target(name: "Notifier", dependencies: ["ServiceHost", "NotificationRendering"], path: "Services/Notifier/App"),
+        .target(name: "Notifier", dependencies: ["ServiceHost", "Storage", "NotificationRendering"], path: "Services/Notifier/App"),
         .executableTarget(name: "NotifierMain", dependencies: ["Notifier"], path: "Services/Notifier/Main"),
-        .target(name: "NoAlcStreak", dependencies: ["ServiceHost", "StreakRules"], path: "Services/NoAlcStreak/App"),
+        .target(name: "NoAlcStreak", dependencies: ["ServiceHost", "Storage", "StreakRules"], path: "Services/NoAlcStreak/App"),
         .executableTarget(name: "NoAlcStreakMain", dependencies: ["NoAlcStreak"], path: "Services/NoAlcStreak/Main"),
         .executableTarget(
             name: "LHTCommand",
@@ -80,7 +90,7 @@ let package = Package(
         // Benchmarks are an executable, not tests: `swift run -c release bench <name>`.
         .executableTarget(
             name: "Bench",
-            dependencies: ["ZeroMQ", "ServiceHost", "LHTSchema", "LHTClient", "LHTSecurity", "SessionLogger", "ReminderPlanner", "ReminderPlanning", "NoAlcStreak", "StreakRules",
+            dependencies: ["ZeroMQ", "ServiceHost", "Storage", "LHTSchema", "LHTClient", "LHTSecurity", "SessionLogger", "ReminderPlanner", "ReminderPlanning", "NoAlcStreak", "StreakRules",
                            "TestSupport", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Tests/Benchmarks", exclude: ["c", "python", "README.md"]),
 
@@ -93,7 +103,8 @@ let package = Package(
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "LHTSchemaTests", dependencies: ["LHTSchema", "TestSupport"], exclude: ["Reference"]),
         .testTarget(name: "LHTSecurityTests", dependencies: ["LHTSecurity", "ZeroMQ", "LHTSchema", "TestSupport", .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "ServiceHostTests", dependencies: ["ServiceHost", "LHTSchema", "LHTClient", "ZeroMQ", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "LHTSchema", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "ServiceHostTests", dependencies: ["ServiceHost", "Storage", "LHTSchema", "LHTClient", "ZeroMQ", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ReminderPlanningTests", dependencies: ["ReminderPlanning", "LHTSchema"]),
         .testTarget(name: "StreakRulesTests", dependencies: ["StreakRules", "LHTSchema", "TestSupport"]),
         .testTarget(name: "NotificationRenderingTests", dependencies: ["NotificationRendering", "LHTSchema"]),
@@ -101,7 +112,7 @@ let package = Package(
         .testTarget(
             name: "ServiceTests",
             dependencies: ["TestSupport", "SessionLogger", "ReminderPlanner", "Notifier", "NoAlcStreak", "LHTSecurity",
-                           "ServiceHost", "LHTClient", "LHTSchema", "ZeroMQ",
+                           "ServiceHost", "Storage", "LHTClient", "LHTSchema", "ZeroMQ",
                            .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            // To damage a stopped service's SQLite file on purpose.
                            .product(name: "GRDB", package: "GRDB.swift")]),

@@ -3,6 +3,7 @@ import GRDB
 import LHTSchema
 import Logging
 import ZeroMQ
+import Storage
 
 /// Where a handler runs (see `ServiceHost.handle`).
 public enum Placement: Sendable {

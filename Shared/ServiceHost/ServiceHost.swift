@@ -5,6 +5,7 @@ import LHTClient
 import LHTSchema
 import LHTSecurity
 import Logging
+import Storage
 import ZeroMQ
 
 /// Where "now" comes from. The planner can run on a manual clock; everything else reads the system.
@@ -17,21 +18,20 @@ public final class SystemTime: TimeSource {
     public func now() -> Instant { Instant.now() }
 }
 
-/// The shared shell of every service: the api ROUTER, the events XPUB, the SQLite store with its
-/// outbox, and one loop on one thread that owns all of them. Requests are handled in
+/// The shared shell of every service: the api ROUTER, the events XPUB, the store with its log
+/// (`Storage`), and one loop on one thread that owns all of them. Requests are handled in
 /// `ServiceHost+Requests.swift`; who may do what comes from the catalog (`Access`).
 public final class ServiceHost {
     public let service: ServiceName
     public var name: String { service.rawValue }
     public let version = "1.0.0"
-    /// The page size of a new database file.
-    static let pageSize = 1024
-    /// The writer's page cache.
-    static let cacheKilobytes = 16 << 10
     public let logger: Logger
     public let context: Context
-    public let database: DatabaseQueue
-    public let eventLog: EventLog
+    public let store: SQLiteStore
+    public var database: DatabaseQueue { store.database }
+    public var eventLog: EventLog { store.eventLog }
+    /// Syncs commits; replies and events wait in it for the sync that covers them.
+    var commits: CommitSync { store.commits }
     public let time: TimeSource
     public private(set) var apiEndpoint = ""
     public var eventsEndpoint: String { events.endpoint ?? "" }
@@ -53,8 +53,6 @@ public final class ServiceHost {
     let security: SocketSecurity?
     let metrics = HostMetrics()
     var operations: [String: Operation] = [:]
-    /// The transaction in progress, so a nested `write` joins it instead of deadlocking.
-    private var current: Transaction?
     private var watched: [(socket: Socket, onReadable: () -> Void)] = []
     private var feeds: [UpstreamFeed] = []
     /// Requests to other services in flight (`UpstreamClient`): polled by the loop, never waited for.
@@ -63,9 +61,6 @@ public final class ServiceHost {
     private var lastError: String?
     /// Refusals already logged, by key and reason: a misbehaving client must not flood the log.
     private var refusalsLogged: [String: Date] = [:]
-    private let checkpointer: WALCheckpointer
-    /// Syncs commits; replies and events wait in it for the sync that covers them.
-    let commits: CommitSync
     private var refusalsSynced = Date.distantPast
     /// When each server socket's closed connections were last logged (`connectionClosed`).
     var closesLogged: [String: Date] = [:]
@@ -76,7 +71,7 @@ public final class ServiceHost {
     var heldBytes = 0
 
     public init(service: ServiceName, apiEndpoint: String, eventsEndpoint: String, dataDirectory: URL,
-                migrations: (inout DatabaseMigrator) -> Void, logger: Logger, time: TimeSource = SystemTime(),
+                migrations: (inout DatabaseMigrator) -> Void, projection: Projection? = nil, logger: Logger, time: TimeSource = SystemTime(),
                 security: SecuritySettings? = nil, walLimit: Int64 = WALCheckpointer.defaultLimit, context: Context? = nil) throws {
         self.service = service
         self.logger = logger
@@ -84,37 +79,8 @@ public final class ServiceHost {
         let context = try context ?? Context()
         self.context = context
         _ = try DataDirectory.prepared(dataDirectory.path)
-        var configuration = Configuration()
-        // The checkpointer's connection can hold a lock for a moment: wait, do not fail.
-        configuration.busyMode = .timeout(5)
-        configuration.prepareDatabase { db in
-            // WAL, so readers never block the writer; synchronous=NORMAL, since `CommitSync` syncs the log
-            // before anything that depends on a commit leaves (an ack still means "on disk"). Checkpoints
-            // are not this connection's job (see WALCheckpointer).
-            // A commit writes every page it touched to the log: 1 KB pages (for a new file; an existing
-            // one keeps its size) write a quarter of what 4 KB pages do for one logged session.
-            // The page cache holds a whole batch's pages and the indexes' hot pages: with SQLite's default
-            // 2 MB, pwrite and pread were 23 % of the logger's loop under load (14 % with this cache).
-            try db.execute(sql: """
-                PRAGMA page_size = \(Self.pageSize); PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
-                PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = \(walLimit); PRAGMA cache_size = -\(Self.cacheKilobytes)
-                """)
-        }
-        let path = dataDirectory.appendingPathComponent("\(service.rawValue).sqlite").path
-        try DataDirectory.createPrivateFile(path)
-        database = try DatabaseQueue(path: path, configuration: configuration)
-        var migrator = DatabaseMigrator()
-        EventLog.migrate(&migrator)
-        migrations(&migrator)
-        let upgrading = try database.read { try !migrator.hasCompletedMigrations($0) }
-        try migrator.migrate(database)
-        if upgrading { try Self.reclaimFreePages(database, logger: logger) }
-        eventLog = try EventLog(source: service.rawValue, database: database)
-        // The migrations committed without a sync (synchronous=NORMAL): the log's identity, for one,
-        // must be on disk before `health` announces it.
-        commits = CommitSync(databasePath: path, logger: logger)
-        commits.didCommit()
-        checkpointer = try WALCheckpointer(path: path, limit: walLimit)
+        store = try SQLiteStore(directory: dataDirectory, name: service.rawValue, migrations: migrations, projection: projection,
+                                logger: logger, walLimit: walLimit)
 
         // The ZAP handler first: a CURVE server bound before it would let anyone in.
         self.security = try security.map { try SocketSecurity($0, context: context, logger: logger) }
@@ -134,26 +100,11 @@ public final class ServiceHost {
         watch(events.socket) { [unowned self] in serveSubscriptions() }
     }
 
-    /// A migration that rebuilds a table leaves the old one's pages free, and SQLite keeps them in
-    /// the file (90 MB of the planner's 172 MB after migrating a million reminders to the rule
-    /// column). So a start that migrated rewrites the file once, as a step of its own after the
-    /// migrations, and truncates the WAL that rewrite filled.
-    static func reclaimFreePages(_ database: DatabaseQueue, logger: Logger) throws {
-        let pageSize = try database.read { try Int.fetchOne($0, sql: "PRAGMA page_size") ?? 0 }
-        func pages(_ pragma: String) throws -> Int { try database.read { try Int.fetchOne($0, sql: "PRAGMA \(pragma)") ?? 0 } }
-        let free = try pages("freelist_count"), before = try pages("page_count")
-        guard free > 0 else { return }
-        try database.vacuum()
-        try database.writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
-        let after = try pages("page_count")
-        logger.info("reclaimed the pages a migration freed", metadata: ["bytesBefore": "\(before * pageSize)", "bytesAfter": "\(after * pageSize)"])
-    }
-
     /// The host of a service started from its flags: endpoints, data directory and keys from `settings`.
-    public convenience init(settings: ServiceSettings, migrations: (inout DatabaseMigrator) -> Void, logger: Logger,
-                            time: TimeSource = SystemTime(), context: Context? = nil) throws {
+    public convenience init(settings: ServiceSettings, migrations: (inout DatabaseMigrator) -> Void, projection: Projection? = nil,
+                            logger: Logger, time: TimeSource = SystemTime(), context: Context? = nil) throws {
         try self.init(service: settings.name, apiEndpoint: settings.api, eventsEndpoint: settings.events,
-                      dataDirectory: settings.dataDirectory, migrations: migrations, logger: logger, time: time,
+                      dataDirectory: settings.dataDirectory, migrations: migrations, projection: projection, logger: logger, time: time,
                       security: settings.security, context: context)
         acceptUpstreamReset = settings.acceptUpstreamReset
         if settings.insecure && settings.security == nil {
@@ -182,48 +133,13 @@ public final class ServiceHost {
 
     /// Runs `body` in one write transaction; its commit actions run after it commits, and its events
     /// are published once the commit is on disk (`CommitSync`). Inside another `write` it becomes a
-    /// savepoint of that transaction.
+    /// savepoint of that transaction. `copyOfUpstream`: see `SQLiteStore.write`.
     @discardableResult
-    public func write<T>(_ body: (Transaction) throws -> T) throws -> T {
-        if let current { return try current.isolated { try body(current) } }
-        if checkpointer.takeRewindRequest() { rewindLog() }
-        let now = time.now()
-        var transaction: Transaction?
-        let result: T
-        do {
-            result = try database.write { db -> T in
-                let started = Transaction(db: db, eventLog: eventLog, now: now)
-                transaction = started
-                current = started
-                defer { current = nil }
-                return try body(started)
-            }
-        } catch {
-            // Rolled back (the body threw, or the commit failed): memory goes back with the database.
-            transaction?.rollBack()
-            throw error
-        }
-        commits.didCommit()
-        finish(transaction!)
-        return result
-    }
-
-    /// The log passed its limit: once every frame is copied back, the next transaction rewinds it.
-    /// The checkpointer's thread copies them while nothing is written; the loop answers `health`
-    /// meanwhile (other requests wait for the next turn). Not all copied: asked again next time.
-    private func rewindLog() {
-        let checkpoint = checkpointer.checkpointNow()
-        if isServing {
-            answerHealthOnly(until: { checkpoint.isFinished })
-        } else {
-            checkpoint.wait()
-        }
-        if !checkpoint.copiedAll { checkpointer.requestRewind() }
+    public func write<T>(copyOfUpstream: Bool = false, _ body: (Transaction) throws -> T) throws -> T {
+        try store.write(now: time.now(), copyOfUpstream: copyOfUpstream, body) { finish($0) }
     }
 
     private func finish(_ transaction: Transaction) {
-        if let last = transaction.events.last { eventLog.committed(through: last.seq) }
-        for action in transaction.commitActions { action() }
         let pending = transaction.events
         guard let last = pending.last else { return }
         commits.afterDurable { [unowned self] in
@@ -249,7 +165,7 @@ public final class ServiceHost {
         try? events.send(topic: Heartbeat.topic, frame)
     }
 
-    public func read<T>(_ body: (Database) throws -> T) throws -> T { try database.read(body) }
+    public func read<T>(_ body: (Database) throws -> T) throws -> T { try store.read(body) }
 
     // MARK: Counters, errors, refusals
 
@@ -327,7 +243,12 @@ public final class ServiceHost {
             recordError("the commit sync thread did not start", ["error": "\(error)"])
         }
         isServing = true
-        defer { commits.stopThread() }
+        store.waitWhileRewinding = { [unowned self] isFinished in answerHealthOnly(until: isFinished) }
+        defer {
+            store.waitWhileRewinding = nil
+            commits.stopThread()
+            store.close()
+        }
         let sockets = [api] + watched.map(\.socket) + (commits.wake.map { [$0] } ?? [])
         while !shutdown.isRequested {
             var timeout = held.isEmpty ? 100 : 0

@@ -3,6 +3,7 @@ import Foundation
 import LHTClient
 import LHTSchema
 import Logging
+import Storage
 
 /// The flags every service takes; their defaults come from the endpoint table (`ServiceName.defaultEndpoint`).
 public struct CommonOptions: ParsableArguments {
@@ -121,7 +122,11 @@ public struct ServiceSettings: Sendable {
         } catch {
             throw ValidationError("--keys: \(error)")
         }
-        dataDirectory = try DataDirectory.prepared(common.dataDir ?? "./.lht-data/\(name.rawValue)")
+        do {
+            dataDirectory = try DataDirectory.prepared(common.dataDir ?? "./.lht-data/\(name.rawValue)")
+        } catch {
+            throw ValidationError("\(error)")
+        }
     }
 
     /// Without keys a service is for one machine only (PROTOCOL "Security"): an endpoint it binds
@@ -140,34 +145,6 @@ extension Endpoint {
     /// Another service's endpoint from its flag (`--planner-events`), or the table's default.
     public static func of(_ service: ServiceName, _ role: SocketRole, given: String?) throws -> String {
         try validated(given ?? service.defaultEndpoint(role), flag: service.flag(role))
-    }
-}
-
-public enum DataDirectory {
-    /// Creates the directory (0700, whatever the umask: it holds health data) and proves it
-    /// writable, so a bad `--data-dir` fails before anything is bound.
-    public static func prepared(_ path: String) throws -> URL {
-        let url = URL(fileURLWithPath: path, isDirectory: true).standardizedFileURL
-        do {
-            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            guard chmod(url.path, 0o700) == 0 else { throw CocoaError(.fileWriteNoPermission) }
-            let probe = url.appendingPathComponent(".write-probe-\(getpid())")
-            try createPrivateFile(probe.path)
-            try FileManager.default.removeItem(at: probe)
-        } catch {
-            throw ValidationError("--data-dir: \(path) is not a writable directory")
-        }
-        return url
-    }
-
-    /// Creates `path` (if missing) readable and writable by its owner only, whatever the umask.
-    /// SQLite gives its `-wal` and `-shm` files the mode of the database file, so creating the
-    /// database this way keeps all three private.
-    public static func createPrivateFile(_ path: String) throws {
-        let descriptor = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path]) }
-        defer { close(descriptor) }
-        guard fchmod(descriptor, 0o600) == 0 else { throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path]) }
     }
 }
 

@@ -4,6 +4,7 @@ import LHTClient
 import LHTSchema
 import Logging
 import ZeroMQ
+import Storage
 
 /// Follows another service's events exactly once and in order: live events from the SUB, and
 /// `events.since` only when something shows a gap — a live event past the next seq, a heartbeat
@@ -66,7 +67,7 @@ public final class UpstreamFeed {
         follower = try EventFollower(context: host.context, eventsEndpoint: eventsEndpoint, apiEndpoint: apiEndpoint,
                                      credentials: host.credentials(for: upstream))
         client = try UpstreamClient(host: host, upstream: upstream, endpoint: apiEndpoint)
-        (appliedSeq, followedLog) = try host.read { db in try EventLog.cursor(upstream.rawValue, in: db) }
+        (appliedSeq, followedLog) = try host.store.cursor(upstream.rawValue)
         host.watch(follower.subscriber) { [unowned self] in receiveLive() }
         host.follow(self)
         host.upstreamProgressed(self)
@@ -286,7 +287,7 @@ public final class UpstreamFeed {
         let contiguous = start == 0 && end == ordered.count ? ordered : Array(ordered[start..<end])
         let lastSeq = contiguous[contiguous.count - 1].seq
         do {
-            try host.write { tx in
+            try host.write(copyOfUpstream: true) { tx in
                 let results = try tx.eachIsolated(contiguous, isFatal: { $0 is DatabaseError }) { try apply($0, tx) }
                 for (index, result) in results.enumerated() {
                     if case .failure(let error) = result {

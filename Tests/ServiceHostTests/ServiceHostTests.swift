@@ -5,6 +5,7 @@ import Logging
 import Testing
 import TestSupport
 @testable import ServiceHost
+import Storage
 
 /// The host in-process on a real SQLite file: the outbox, transactions and request handling.
 @Suite struct ServiceHostTests {
@@ -190,8 +191,8 @@ import TestSupport
     /// per logged record with 4 KB pages, 3.5 KB with 1 KB pages).
     @Test func aNewDatabaseHasSmallPages() throws {
         let host = try makeHost()
-        #expect(try host.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") } == ServiceHost.pageSize)
-        #expect(ServiceHost.pageSize == 1024)
+        #expect(try host.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") } == SQLiteStore.pageSize)
+        #expect(SQLiteStore.pageSize == 1024)
     }
 
     @Test func environmentFillsFlagsNotGiven() {

@@ -4,6 +4,7 @@ import LHTClient
 import LHTSchema
 @testable import ReminderPlanner
 @testable import ServiceHost
+@testable import Storage
 import Testing
 import TestSupport
 
@@ -196,7 +197,7 @@ import TestSupport
         #expect(expected.count == (0..<9_000).count { $0 % 7 != 0 })
         #expect(nextOccurrences(restarted.scheduler) == expected)
         // Loading read through a small page cache and gave the connection its own back.
-        #expect(try restarted.host.read { try Int.fetchOne($0, sql: "PRAGMA cache_size") } == -ServiceHost.cacheKilobytes)
+        #expect(try restarted.host.read { try Int.fetchOne($0, sql: "PRAGMA cache_size") } == -SQLiteStore.cacheKilobytes)
         withExtendedLifetime(rig) {}
     }
 

@@ -5,6 +5,7 @@ import LHTClient
 import LHTSchema
 import Logging
 import ServiceHost
+import Storage
 import StreakRules
 import ZeroMQ
 

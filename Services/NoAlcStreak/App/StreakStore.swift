@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import LHTSchema
 import ServiceHost
+import Storage
 import StreakRules
 
 /// One user's NoAlc days, latest entry per day, sorted by day, and the streak walked through them:

@@ -5,6 +5,7 @@ import LHTSchema
 import Logging
 import NotificationRendering
 import ServiceHost
+import Storage
 import ZeroMQ
 
 /// Turns the planner's `reminder.due` into notifications (`notify.<userId>.<activity>`), and a tap

@@ -19,19 +19,19 @@ import ZeroMQ
 /// A sync that fails cannot be retried (the kernel may have dropped the pages it could not write),
 /// and readers have seen the commit already: the process exits, and SQLite recovers the log from
 /// the file when it starts again.
-final class CommitSync {
+public final class CommitSync {
     /// Synced on the loop's thread outside `run`, on the syncer's while it runs: never both at once.
     private let file: LogFile
     private let logger: Logger
-    /// Commits so far; the loop's side.
-    private var committed: UInt64 = 0
+    /// Commits so far that asked for a sync; the loop's side.
+    private(set) var committed: UInt64 = 0
     /// What waits for a sync, in commit order: each action with the commit it waits for.
     private var waiting = Deque<(commit: UInt64, action: () -> Void)>()
     private var syncer: Syncer?
     /// Readable when the syncer made more commits durable (the loop polls it).
-    private(set) var wake: Socket?
+    public private(set) var wake: Socket?
     /// Runs on the syncer thread before each sync: tests hold the disk back with it.
-    var beforeSync: (@Sendable () -> Void)?
+    public var beforeSync: (@Sendable () -> Void)?
 
     init(databasePath: String, logger: Logger) {
         file = LogFile(databasePath: databasePath)
@@ -52,7 +52,7 @@ final class CommitSync {
     }
 
     /// Runs `action` once every commit made so far is on disk: at once when they are.
-    func afterDurable(_ action: @escaping () -> Void) {
+    public func afterDurable(_ action: @escaping () -> Void) {
         if waiting.isEmpty && durable >= committed {
             action()
         } else {
@@ -61,7 +61,7 @@ final class CommitSync {
     }
 
     /// Runs the actions whose commits are on disk now, in order. Loop thread.
-    func runDurable() {
+    public func runDurable() {
         if let wake { while (try? wake.receive(dontWait: true)) ?? nil != nil {} }
         let durable = durable
         while let first = waiting.first, first.commit <= durable {
@@ -71,7 +71,7 @@ final class CommitSync {
     }
 
     /// From here on commits are synced on a thread of their own (`run`).
-    func startThread(context: Context) throws {
+    public func startThread(context: Context) throws {
         let endpoint = Context.uniqueInprocEndpoint("commit-sync")
         let wake = try Socket(context, .pair)
         _ = try wake.bind(endpoint)
@@ -80,7 +80,7 @@ final class CommitSync {
     }
 
     /// Syncs what is left, ends the thread, runs every waiting action, and syncs inline again.
-    func stopThread() {
+    public func stopThread() {
         syncer?.stop()
         runDurable()
         syncer = nil

@@ -1,0 +1,171 @@
+import Foundation
+import GRDB
+import LHTSchema
+import Logging
+
+/// Tables derived from a service's log alone (the session logger's sessions and NoAlc entries):
+/// the queryable view of records whose durable copy is the log row.
+///
+/// A projection lives in a file of its own that is never synced: a request waits for one sync, of
+/// the log, and the projection's pages (random b-tree leaves: every user's index, every record's
+/// id) stay in the page cache until the kernel writes them back, so a page touched many times is
+/// written once. The live path writes a projection's rows in the transaction that appends their
+/// event, so reads see them at once; `replay` writes the same rows from a logged event, for the
+/// events a projection file is behind by (a `kill -9` between the two files' commits), or all of
+/// them for a file rebuilt (new, from an older layout, or suspect after a reboot).
+public struct Projection: Sendable {
+    /// Creates the projection's tables; the migrations are recorded in the projection's file.
+    public let migrate: @Sendable (inout DatabaseMigrator) -> Void
+    /// Writes the rows one logged event makes, exactly as the live path wrote them.
+    public let replay: @Sendable (_ event: ReceivedEvent, _ db: Database) throws -> Void
+
+    public init(migrate: @escaping @Sendable (inout DatabaseMigrator) -> Void,
+                replay: @escaping @Sendable (_ event: ReceivedEvent, _ db: Database) throws -> Void) {
+        self.migrate = migrate
+        self.replay = replay
+    }
+}
+
+/// A projection's file: attached to the log's connection as `projection`, with its place in the
+/// log (`applied_seq`, with the log's identity) updated in every transaction that appends, and the
+/// service's upstream cursors: a rebuilt file starts each upstream over from its first event, so
+/// copies of upstream events may live here too (applying one again must change nothing).
+///
+/// Unsynced writes survive a crash of the process (the kernel holds them) but not of the machine.
+/// So the file records the boot it was opened in and whether it was closed cleanly (synced): a
+/// file that was open when the machine went down is rebuilt from the log.
+final class ProjectionFile {
+    static let schema = "projection"
+    let path: String
+    private let projection: Projection
+    private let logger: Logger
+
+    init(path: String, projection: Projection, bootID: String, logger: Logger) throws {
+        self.path = path
+        self.projection = projection
+        self.logger = logger
+        if let state = try? Self.state(at: path), state.bootID != bootID || bootID.isEmpty, !state.clean {
+            logger.notice("the projection file was open when the machine stopped: rebuilding it from the log", metadata: ["file": "\(path)"])
+            try Self.remove(path)
+        } else if FileManager.default.fileExists(atPath: path), (try? Self.state(at: path)) == nil {
+            logger.warning("the projection file is unreadable: rebuilding it from the log", metadata: ["file": "\(path)"])
+            try Self.remove(path)
+        }
+        try DataDirectory.createPrivateFile(path)
+        let queue = try DatabaseQueue(path: path, configuration: Self.configuration())
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("projection state") { db in
+            try db.execute(sql: """
+                CREATE TABLE projection_state (applied_seq INTEGER NOT NULL, log_id TEXT, boot_id TEXT NOT NULL, clean INTEGER NOT NULL);
+                INSERT INTO projection_state (applied_seq, boot_id, clean) VALUES (0, '', 0);
+                CREATE TABLE cursor (upstream TEXT PRIMARY KEY NOT NULL, seq INTEGER NOT NULL, log_id TEXT);
+                """)
+        }
+        projection.migrate(&migrator)
+        try migrator.migrate(queue)
+        // Open from now on: unclean until `close` syncs it.
+        try queue.write { try $0.execute(sql: "UPDATE projection_state SET boot_id = ?, clean = 0", arguments: [bootID]) }
+        try queue.close()
+    }
+
+    private static func configuration() -> Configuration {
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA page_size = \(SQLiteStore.pageSize); PRAGMA journal_mode = PERSIST; PRAGMA synchronous = OFF")
+        }
+        return configuration
+    }
+
+    private static func state(at path: String) throws -> (bootID: String, clean: Bool)? {
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        var configuration = configuration()
+        configuration.readonly = true
+        let queue = try DatabaseQueue(path: path, configuration: configuration)
+        defer { try? queue.close() }
+        return try queue.read { db in
+            guard try db.tableExists("projection_state") else { return ("", true) }
+            let row = try Row.fetchOne(db, sql: "SELECT boot_id, clean FROM projection_state")
+            return (row?["boot_id"] ?? "", (row?["clean"] as Int64? ?? 0) != 0)
+        }
+    }
+
+    private static func remove(_ path: String) throws {
+        for file in [path, path + "-journal"] where FileManager.default.fileExists(atPath: file) {
+            try FileManager.default.removeItem(atPath: file)
+        }
+    }
+
+    /// Attaches the file to the log's connection. Synchronous OFF: nothing here waits for the disk.
+    /// A rollback journal (PERSIST: reused, never deleted), not a WAL: no checkpoints to run, and a
+    /// `kill -9` mid-commit still rolls back.
+    static func attach(_ path: String, to db: Database) throws {
+        try db.execute(sql: "ATTACH DATABASE ? AS \(schema)", arguments: [path])
+        try db.execute(sql: """
+            PRAGMA \(schema).journal_mode = PERSIST; PRAGMA \(schema).synchronous = OFF; PRAGMA \(schema).cache_size = -\(SQLiteStore.cacheKilobytes)
+            """)
+    }
+
+    /// Records that the projection holds every event through `seq`; in the appending transaction.
+    func applied(through seq: Int64, in db: Database) throws {
+        try RawStatement.execute("UPDATE \(Self.schema).projection_state SET applied_seq = ?", db, [.integer(seq)])
+    }
+
+    /// Replays the events the file is behind the log by; starts over when it is of another log
+    /// (a log file replaced) or ahead of it.
+    func catchUp(_ database: DatabaseQueue, log: EventLog) throws {
+        let (appliedSeq, logID) = try database.read { db in
+            let row = try Row.fetchOne(db, sql: "SELECT applied_seq, log_id FROM \(Self.schema).projection_state")
+            return (row?["applied_seq"] as Int64? ?? 0, row?["log_id"] as String?)
+        }
+        var from = appliedSeq
+        if appliedSeq > 0 && (logID != log.identity.description || appliedSeq > log.lastSeq) {
+            logger.notice("the projection is of another log: rebuilding it", metadata: ["appliedSeq": "\(appliedSeq)", "lastSeq": "\(log.lastSeq)"])
+            try database.write { db in
+                let tables = try String.fetchAll(db, sql: """
+                    SELECT name FROM \(Self.schema).sqlite_master
+                    WHERE type = 'table' AND name NOT IN ('projection_state', 'grdb_migrations') AND name NOT LIKE 'sqlite_%'
+                    """)
+                for table in tables { try db.execute(sql: "DELETE FROM \(Self.schema).\(table)") }
+            }
+            from = 0
+        }
+        try database.write { db in
+            try db.execute(sql: "UPDATE \(Self.schema).projection_state SET log_id = ?", arguments: [log.identity.description])
+        }
+        guard from < log.lastSeq else { return }
+        let started = Date()
+        var replayed = 0
+        while from < log.lastSeq {
+            try database.write { db in
+                try RawStatement.run("SELECT seq, envelope FROM outbox WHERE seq > ? ORDER BY seq LIMIT 10000", db, [.integer(from)]) { row -> Never? in
+                    let event = try WireJSON.decode(ReceivedEvent.self, fromBytes: row.blob(1))
+                    try projection.replay(event, db)
+                    from = row.integer(0)
+                    replayed += 1
+                    return nil
+                }
+                try applied(through: from, in: db)
+            }
+        }
+        logger.info("projection caught up from the log", metadata: [
+            "events": "\(replayed)", "fromSeq": "\(appliedSeq)", "seconds": "\(String(format: "%.2f", Date().timeIntervalSince(started)))"])
+    }
+
+    /// Syncs the file and marks it clean: a reboot from here on need not rebuild it.
+    func close(_ database: DatabaseQueue) throws {
+        try database.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA \(Self.schema).synchronous = FULL")
+            try db.inTransaction {
+                try db.execute(sql: "UPDATE \(Self.schema).projection_state SET clean = 1")
+                return .commit
+            }
+            try db.execute(sql: "PRAGMA \(Self.schema).synchronous = OFF")
+        }
+    }
+}
+
+/// This boot of the machine (Linux's `boot_id`); empty where there is none.
+public enum BootID {
+    public static let current: String =
+        (try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+}
