@@ -80,9 +80,9 @@ import TestSupport
         _ = try rig.client(logger).call(Ops.noalcLog, NoAlcLogRequest(userId: henning, day: day("2026-03-01"), level: .easy))
         #expect(logger.stop())
 
-        // Damage the stopped service's file: a non-UUID id, an unknown activity, a text where a number
-        // belongs, an unknown NoAlc level.
-        let database = try damageable(directory + "/session-logger.sqlite")
+        // Damage the stopped service's projection file, where its tables are: a non-UUID id, an unknown
+        // activity, a text where a number belongs, an unknown NoAlc level.
+        let database = try damageable(directory + "/session-logger.projection.sqlite")
         try database.write { db in
             try db.execute(sql: """
                 INSERT INTO session (id, user_id, activity, start_ms, end_ms, source, logged_at_ms, seq) VALUES

@@ -1,6 +1,8 @@
 import Foundation
+import GRDB
 import LHTClient
 import LHTSchema
+import Storage
 import Testing
 import TestSupport
 import ZeroMQ
@@ -104,5 +106,65 @@ import ZeroMQ
         #expect(health.lastSeq == 1)
         #expect((health.counters["intakeAccepted"] ?? 0) >= 1)
         #expect(health.counters["intakeRejected"] == 0)
+    }
+}
+
+/// A file from before the sessions became a projection of the log (its tables in the log's file).
+@Suite struct SessionLoggerUpgradeTests {
+    @Test func aFileWithTheTablesBesideTheLogKeepsEverySessionAndEntry() throws {
+        let rig = try ServiceRig(.inproc)
+        let directory = rig.scratch.subdirectory("session-logger-upgrade")
+        let start = try #require(Instant(rfc3339: "2026-03-01T08:00:00Z"))
+        let session = StoredSession(id: RecordID(), userId: user("henning"), activity: .workout, start: start,
+                                    end: start.adding(seconds: 1800), source: "watch", loggedAt: start.adding(seconds: 1900))
+        let entry = StoredNoAlcEntry(id: RecordID(), userId: user("henning"), day: day("2026-03-01"), level: .easy, source: nil,
+                                     loggedAt: start.adding(seconds: 2000))
+        // The layout as the logger wrote it until now: outbox, identity and both tables in one file.
+        let old = try DatabaseQueue(path: directory.appendingPathComponent("session-logger.sqlite").path)
+        var migrator = DatabaseMigrator()
+        EventLog.migrate(&migrator)
+        migrator.registerMigration("sessions") { db in
+            try db.execute(sql: """
+                CREATE TABLE session (id TEXT PRIMARY KEY NOT NULL, user_id TEXT NOT NULL, activity TEXT NOT NULL, start_ms INTEGER NOT NULL,
+                    end_ms INTEGER NOT NULL, source TEXT, logged_at_ms INTEGER NOT NULL, seq INTEGER NOT NULL);
+                CREATE INDEX session_by_user_start ON session (user_id, start_ms);
+                CREATE TABLE noalc_entry (id TEXT PRIMARY KEY NOT NULL, user_id TEXT NOT NULL, day TEXT NOT NULL, level TEXT NOT NULL,
+                    source TEXT, logged_at_ms INTEGER NOT NULL, seq INTEGER NOT NULL);
+                CREATE INDEX noalc_by_user_day ON noalc_entry (user_id, day, seq);
+                """)
+        }
+        try migrator.migrate(old)
+        try old.write { db in
+            try db.execute(sql: "INSERT INTO session VALUES (?, 'henning', 'workout', ?, ?, 'watch', ?, 1)", arguments: [
+                session.id.description, session.start.millisecondsSince1970, session.end.millisecondsSince1970, session.loggedAt.millisecondsSince1970])
+            try db.execute(sql: "INSERT INTO noalc_entry VALUES (?, 'henning', '2026-03-01', 'easy', NULL, ?, 2)", arguments: [
+                entry.id.description, entry.loggedAt.millisecondsSince1970])
+            for (seq, type, topic, data) in [
+                (Int64(1), Events.sessionLogged.name, Events.sessionLogged.topic(userId: session.userId, activity: .workout).description,
+                 try wireEncoder().encode(session)),
+                (2, Events.noalcLogged.name, Events.noalcLogged.topic(userId: entry.userId, activity: .noalc).description, try wireEncoder().encode(entry)),
+            ] {
+                let envelope = EventEnvelope<StoredSession>.frame(type: type, seq: seq, time: start, source: "session-logger", topic: topic, encodedData: data)
+                try db.execute(sql: "INSERT INTO outbox (seq, topic, envelope) VALUES (?, ?, ?)", arguments: [seq, topic, envelope])
+            }
+        }
+        try old.close()
+
+        let logger = try rig.sessionLogger(dataDirectory: directory.path)
+        let client = rig.client(logger)
+        #expect(try client.call(Ops.sessionList, SessionListRequest(userId: user("henning"), from: start, until: start.adding(seconds: 86_400)))
+            .sessions == [session])
+        #expect(try client.call(Ops.noalcList, DayRangeRequest(userId: user("henning"), from: day("2026-03-01"), until: day("2026-03-01")))
+            .entries == [entry])
+        // The same session again is the same receipt, and the log goes on from its last seq.
+        let again = try client.call(Ops.sessionLog, SessionLogRequest(id: session.id, userId: session.userId, activity: .workout,
+                                                                      start: session.start, end: session.end, source: "watch"))
+        #expect(again.duplicate && again.seq == 1)
+        #expect(try client.call(Ops.sessionLog, SessionLoggerServiceTests.session()).seq == 3)
+        #expect(logger.stop())
+        var waiting = Configuration()
+        waiting.busyMode = .timeout(5)  // the stopped logger's checkpointer may hold a lock for a moment
+        let reopened = try DatabaseQueue(path: directory.appendingPathComponent("session-logger.sqlite").path, configuration: waiting)
+        #expect(try reopened.read { try $0.tableExists("session", in: "main") } == false)
     }
 }

@@ -42,7 +42,8 @@ public final class SessionLogger: Service {
     static let futureToleranceMilliseconds: Int64 = 5 * 60 * 1000
 
     public init(settings: SessionLoggerSettings, logger: Logger, context: Context? = nil) throws {
-        host = try ServiceHost(settings: settings.service, migrations: SessionStore.migrate, logger: logger, context: context)
+        host = try ServiceHost(settings: settings.service, migrations: SessionStore.migrate, projection: SessionStore.projection,
+                               logger: logger, context: context)
         unreadable = UnreadableRows(host: host)
         intake = try Socket(host.context, .sub)
         try intake.setReceiveHighWaterMark(100_000)

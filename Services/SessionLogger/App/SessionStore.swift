@@ -2,24 +2,42 @@ import Foundation
 import GRDB
 import LHTSchema
 import ServiceHost
+import Storage
 
-/// The session logger's tables. Instants are stored as milliseconds, days as `YYYY-MM-DD`
-/// (which sorts as text), so range queries use plain indexes.
+/// The session logger's tables: a projection of its log (`session.logged`, `noalc.logged`), which
+/// holds the durable copy of every record. Instants are stored as milliseconds, days as
+/// `YYYY-MM-DD` (which sorts as text), so range queries use plain indexes.
 enum SessionStore {
+    /// The log's file. It held the tables too, until they became the projection.
     static func migrate(_ migrator: inout DatabaseMigrator) {
-        migrator.registerMigration("sessions") { db in
-            try db.execute(sql: """
-                CREATE TABLE session (
-                    id TEXT PRIMARY KEY NOT NULL, user_id TEXT NOT NULL, activity TEXT NOT NULL,
-                    start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL, source TEXT,
-                    logged_at_ms INTEGER NOT NULL, seq INTEGER NOT NULL);
-                CREATE INDEX session_by_user_start ON session (user_id, start_ms);
-                CREATE TABLE noalc_entry (
-                    id TEXT PRIMARY KEY NOT NULL, user_id TEXT NOT NULL, day TEXT NOT NULL, level TEXT NOT NULL,
-                    source TEXT, logged_at_ms INTEGER NOT NULL, seq INTEGER NOT NULL);
-                CREATE INDEX noalc_by_user_day ON noalc_entry (user_id, day, seq);
-                """)
+        migrator.registerMigration("sessions") { db in try createTables(db) }
+        migrator.registerMigration("sessions are a projection of the log") { db in
+            try db.execute(sql: "DROP TABLE main.session; DROP TABLE main.noalc_entry")
         }
+    }
+
+    static let projection = Projection(migrate: { migrator in
+        migrator.registerMigration("sessions") { db in try createTables(db) }
+    }, replay: { event, db in
+        switch event.data {
+        case .sessionLogged(let session): try insert(session, seq: event.seq, in: db)
+        case .noalcLogged(let entry): try insert(entry, seq: event.seq, in: db)
+        default: break  // another type: no rows
+        }
+    })
+
+    private static func createTables(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TABLE session (
+                id TEXT PRIMARY KEY NOT NULL, user_id TEXT NOT NULL, activity TEXT NOT NULL,
+                start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL, source TEXT,
+                logged_at_ms INTEGER NOT NULL, seq INTEGER NOT NULL);
+            CREATE INDEX session_by_user_start ON session (user_id, start_ms);
+            CREATE TABLE noalc_entry (
+                id TEXT PRIMARY KEY NOT NULL, user_id TEXT NOT NULL, day TEXT NOT NULL, level TEXT NOT NULL,
+                source TEXT, logged_at_ms INTEGER NOT NULL, seq INTEGER NOT NULL);
+            CREATE INDEX noalc_by_user_day ON noalc_entry (user_id, day, seq);
+            """)
     }
 
     // MARK: Writes
@@ -30,15 +48,20 @@ enum SessionStore {
     static func log(_ input: SessionLogRequest, in tx: Transaction, unreadable: UnreadableRows) throws -> LogReceipt {
         let session = StoredSession(id: input.id ?? RecordID(), userId: input.userId, activity: input.activity, start: input.start,
                                     end: input.end, source: input.source, loggedAt: tx.now)
-        let inserted = try RawStatement.execute("""
-            INSERT INTO session (id, user_id, activity, start_ms, end_ms, source, logged_at_ms, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (id) DO NOTHING
-            """, tx.db, [.text(session.id.description), .text(session.userId.rawValue), .text(session.activity.rawValue),
-                         .integer(session.start.millisecondsSince1970), .integer(session.end.millisecondsSince1970), .text(session.source),
-                         .integer(session.loggedAt.millisecondsSince1970), .integer(tx.nextSeq)])
-        guard inserted > 0 else { return try repeated(input, id: session.id, in: tx, unreadable: unreadable) }
+        guard try insert(session, seq: tx.nextSeq, in: tx.db) else { return try repeated(input, id: session.id, in: tx, unreadable: unreadable) }
         let seq = try tx.append(Events.sessionLogged, userId: session.userId, activity: session.activity, data: session)
         return LogReceipt(id: session.id, seq: seq, duplicate: false)
+    }
+
+    /// The session's row, unless its id has one: whether it was inserted. Replay writes the same row.
+    @discardableResult
+    private static func insert(_ session: StoredSession, seq: Int64, in db: Database) throws -> Bool {
+        try RawStatement.execute("""
+            INSERT INTO session (id, user_id, activity, start_ms, end_ms, source, logged_at_ms, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (id) DO NOTHING
+            """, db, [.text(session.id.description), .text(session.userId.rawValue), .text(session.activity.rawValue),
+                      .integer(session.start.millisecondsSince1970), .integer(session.end.millisecondsSince1970), .text(session.source),
+                      .integer(session.loggedAt.millisecondsSince1970), .integer(seq)]) > 0
     }
 
     /// The first receipt of a session id logged before, if this is the same session.
@@ -56,14 +79,19 @@ enum SessionStore {
     static func log(_ input: NoAlcLogRequest, in tx: Transaction, unreadable: UnreadableRows) throws -> LogReceipt {
         let entry = StoredNoAlcEntry(id: input.id ?? RecordID(), userId: input.userId, day: input.day, level: input.level,
                                      source: input.source, loggedAt: tx.now)
-        let inserted = try RawStatement.execute("""
-            INSERT INTO noalc_entry (id, user_id, day, level, source, logged_at_ms, seq) VALUES (?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (id) DO NOTHING
-            """, tx.db, [.text(entry.id.description), .text(entry.userId.rawValue), .text(entry.day.description), .text(entry.level.rawValue),
-                         .text(entry.source), .integer(entry.loggedAt.millisecondsSince1970), .integer(tx.nextSeq)])
-        guard inserted > 0 else { return try repeated(input, id: entry.id, in: tx, unreadable: unreadable) }
+        guard try insert(entry, seq: tx.nextSeq, in: tx.db) else { return try repeated(input, id: entry.id, in: tx, unreadable: unreadable) }
         let seq = try tx.append(Events.noalcLogged, userId: entry.userId, activity: .noalc, data: entry)
         return LogReceipt(id: entry.id, seq: seq, duplicate: false)
+    }
+
+    /// The entry's row, unless its id has one: whether it was inserted. Replay writes the same row.
+    @discardableResult
+    private static func insert(_ entry: StoredNoAlcEntry, seq: Int64, in db: Database) throws -> Bool {
+        try RawStatement.execute("""
+            INSERT INTO noalc_entry (id, user_id, day, level, source, logged_at_ms, seq) VALUES (?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (id) DO NOTHING
+            """, db, [.text(entry.id.description), .text(entry.userId.rawValue), .text(entry.day.description), .text(entry.level.rawValue),
+                      .text(entry.source), .integer(entry.loggedAt.millisecondsSince1970), .integer(seq)]) > 0
     }
 
     /// The first receipt of a NoAlc entry id logged before, if this is the same entry.
