@@ -3,9 +3,13 @@ import GRDB
 import LHTSchema
 import ReminderPlanning
 import ServiceHost
+import Storage
 
 /// The planner's tables. Coverage is derived from the sessions and NoAlc days copied from the
-/// session logger; decisions are keyed by occurrence, so one can never be taken twice.
+/// session logger; decisions are keyed by occurrence, so one can never be taken twice. Both are
+/// in the projection file: the decisions are the planner's own events, replayed from its log when
+/// the file is rebuilt, and the copies are the logger's, followed again from its start then (a
+/// session applied twice changes nothing). Users, reminders, cancellations and the clock are durable.
 enum PlannerStore {
     static func migrate(_ migrator: inout DatabaseMigrator) {
         migrator.registerMigration("planner") { db in
@@ -78,7 +82,37 @@ enum PlannerStore {
         migrator.registerMigration("moved-decided-day") { db in
             try db.execute(sql: "CREATE TABLE moved_decided_day (reminder_id TEXT PRIMARY KEY NOT NULL, day INTEGER NOT NULL, until_ms INTEGER NOT NULL)")
         }
+        migrator.registerMigration("decisions and copies are a projection") { db in
+            try db.execute(sql: """
+                DROP TABLE main.decision; DROP TABLE main.session; DROP TABLE main.noalc_day;
+                DELETE FROM main.cursor WHERE upstream = '\(ServiceName.sessionLogger.rawValue)'
+                """)
+        }
     }
+
+    /// The decisions, replayed from the decision events when the projection file is behind or
+    /// rebuilt, and the copies of the logger's sessions and NoAlc days (its feed refills them).
+    static let projection = Projection(migrate: { migrator in
+        migrator.registerMigration("decisions and copies") { db in
+            try db.execute(sql: """
+                CREATE TABLE decision (reminder_id TEXT NOT NULL, at_ms INTEGER NOT NULL, status TEXT NOT NULL, cause TEXT,
+                    day INTEGER, local_minute INTEGER, PRIMARY KEY (reminder_id, at_ms));
+                CREATE TABLE session (id TEXT PRIMARY KEY NOT NULL, user_id TEXT NOT NULL, activity TEXT NOT NULL,
+                    start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL, seq INTEGER NOT NULL);
+                CREATE INDEX session_by_user_start ON session (user_id, activity, start_ms);
+                CREATE TABLE noalc_day (user_id TEXT NOT NULL, day TEXT NOT NULL, entry_id TEXT NOT NULL, PRIMARY KEY (user_id, day));
+                """)
+        }
+    }, replay: { event, db in
+        let decided: Occurrence? = switch event.data {
+        case .reminderDue(let due) where !due.test: due.occurrence
+        case .occurrence(let occurrence) where [.suppressed, .skipped, .missed].contains(occurrence.status): occurrence
+        default: nil  // not a decision: a cancellation, a restore, a test notification, a reminder's change
+        }
+        guard let decided else { return }
+        let planned = PlannedOccurrence(day: decided.day, weekday: decided.weekday, at: decided.at, localTime: decided.localTime)
+        _ = try decide(decided.reminderId, planned, status: decided.status, cause: decided.cause, db)
+    })
 
     // MARK: Users and reminders
 

@@ -2,6 +2,7 @@ import Foundation
 import LHTSchema
 import ReminderPlanning
 import ServiceHost
+import Storage
 
 // Deciding each occurrence exactly once at its instant (SEMANTICS §3).
 extension ReminderPlanner {

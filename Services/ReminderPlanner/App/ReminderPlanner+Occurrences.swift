@@ -3,6 +3,7 @@ import GRDB
 import LHTSchema
 import ReminderPlanning
 import ServiceHost
+import Storage
 
 // Occurrences as the user sees them, what covers them, and announcing coverage before T (SEMANTICS §1–§2).
 extension ReminderPlanner {

@@ -2,6 +2,7 @@ import Foundation
 import LHTSchema
 import ReminderPlanning
 import ServiceHost
+import Storage
 
 // The ops the planner serves (PROTOCOL.md, `reminder.*`, `user.*`, `clock.*`) and their handlers.
 extension ReminderPlanner {

@@ -2,6 +2,7 @@ import Foundation
 import LHTSchema
 import ReminderPlanning
 import ServiceHost
+import Storage
 
 // What the planner follows from the session logger.
 extension ReminderPlanner {

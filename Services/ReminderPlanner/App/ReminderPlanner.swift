@@ -4,6 +4,7 @@ import LHTSchema
 import Logging
 import ReminderPlanning
 import ServiceHost
+import Storage
 import ZeroMQ
 
 /// Keeps reminders, computes their occurrences in each user's zone, announces cancellations as
@@ -45,7 +46,8 @@ public final class ReminderPlanner: Service {
             manualClock = nil
             time = SystemTime()
         }
-        host = try ServiceHost(settings: settings.service, migrations: PlannerStore.migrate, logger: logger, time: time, context: context)
+        host = try ServiceHost(settings: settings.service, migrations: PlannerStore.migrate, projection: PlannerStore.projection, logger: logger,
+                               time: time, context: context)
         let stored = try host.read { db in
             (users: try PlannerStore.users(db), reminderCount: try PlannerStore.reminderCount(db),
              decidedThrough: try PlannerStore.value("decidedThroughMs", db), manualNow: try PlannerStore.value("manualNowMs", db),

@@ -3,6 +3,7 @@ import GRDB
 import LHTSchema
 import ReminderPlanning
 import ServiceHost
+import Storage
 
 /// A stored reminder as loading reads it: its fields without building a `Reminder`, and its texts.
 struct StoredReminder: Sendable {
