@@ -26,47 +26,56 @@ enum LoadClients {
     static func load(endpoint: String, context: Context, clients: Int, window: Int,
                      credentials: @escaping @Sendable (_ client: Int) -> CurveCredentials? = { _ in nil },
                      frames: @escaping @Sendable (_ client: Int) -> [Data]) -> Load {
-        let done = DispatchGroup()
-        let start = Mutex<Date?>(nil)
-        let total = Atomic<Int>(0)
         let allLatencies = Mutex<[Double]>([])
+        let rate = timedThreads(clients: clients) { client, go in
+            let requests = frames(client)
+            guard let socket = try? Socket(context, .dealer), (try? socket.setReceiveTimeout(milliseconds: 10_000)) != nil,
+                  (try? socket.secure(with: credentials(client))) != nil, (try? socket.connect(endpoint)) != nil else { return 0 }
+            go()
+            var sent = 0, received = 0
+            var sentAt = [UInt64](repeating: 0, count: requests.count)
+            var latencies: [Double] = []
+            latencies.reserveCapacity(requests.count)
+            while received < requests.count {
+                while sent < requests.count && sent - received < window {
+                    sentAt[sent] = DispatchTime.now().uptimeNanoseconds
+                    _ = try? socket.send(multipart: [Data(), requests[sent]])
+                    sent += 1
+                }
+                guard (try? socket.receiveMultipart()) != nil else { break }
+                latencies.append(Double(DispatchTime.now().uptimeNanoseconds - sentAt[received]) / 1_000_000)
+                received += 1
+            }
+            allLatencies.withLock { $0 += latencies }
+            return received
+        }
+        return Load(rate: rate, latencies: allLatencies.withLock { $0 })
+    }
+
+    /// One thread per client running `client`, which connects, calls `go()` (which returns once every
+    /// client is connected and the clock has started) and returns how many replies it counted.
+    /// Returns the replies per second of all clients together. Whatever the transport: the DEALERs
+    /// above and the Redis anchor's RESP connections are timed alike.
+    static func timedThreads(clients: Int, _ client: @escaping @Sendable (_ index: Int, _ go: () -> Void) -> Int) -> Double {
+        let done = DispatchGroup()
+        let total = Atomic<Int>(0)
         let ready = DispatchSemaphore(value: 0)
         let go = DispatchSemaphore(value: 0)
-        for client in 0..<clients {
+        for index in 0..<clients {
             done.enter()
-            let thread = Thread {
-                defer { done.leave() }
-                let requests = frames(client)
-                guard let socket = try? Socket(context, .dealer), (try? socket.setReceiveTimeout(milliseconds: 10_000)) != nil,
-                      (try? socket.secure(with: credentials(client))) != nil, (try? socket.connect(endpoint)) != nil else { ready.signal(); return }
-                ready.signal()
-                go.wait()
-                var sent = 0, received = 0
-                var sentAt = [UInt64](repeating: 0, count: requests.count)
-                var latencies: [Double] = []
-                latencies.reserveCapacity(requests.count)
-                while received < requests.count {
-                    while sent < requests.count && sent - received < window {
-                        sentAt[sent] = DispatchTime.now().uptimeNanoseconds
-                        _ = try? socket.send(multipart: [Data(), requests[sent]])
-                        sent += 1
-                    }
-                    guard (try? socket.receiveMultipart()) != nil else { break }
-                    latencies.append(Double(DispatchTime.now().uptimeNanoseconds - sentAt[received]) / 1_000_000)
-                    received += 1
-                }
-                total.add(received, ordering: .relaxed)
-                allLatencies.withLock { $0 += latencies }
-            }
-            thread.start()
+            Thread {
+                var started = false
+                // A client that fails before `go()` still counts as ready, or the others would wait forever.
+                defer { if !started { ready.signal() }; done.leave() }
+                total.add(client(index) { started = true; ready.signal(); go.wait() }, ordering: .relaxed)
+            }.start()
         }
         for _ in 0..<clients { ready.wait() }
         Thread.sleep(forTimeInterval: 0.2)  // connections settle before the clock starts
-        start.withLock { $0 = Date() }
+        let start = Date()
         for _ in 0..<clients { go.signal() }
         done.wait()
-        let elapsed = Date().timeIntervalSince(start.withLock { $0! })
-        return Load(rate: Double(total.load(ordering: .relaxed)) / elapsed, latencies: allLatencies.withLock { $0 })
+        return Double(total.load(ordering: .relaxed)) / Date().timeIntervalSince(start)
     }
 
     /// Sends `count` requests at `rate` per second from one DEALER, draining replies between sends

@@ -6,6 +6,7 @@ import Logging
 import ReminderPlanner
 import ReminderPlanning
 import ServiceHost
+import Storage
 import SessionLogger
 import TestSupport
 import ZeroMQ
@@ -84,12 +85,17 @@ enum PlannerBenchmark {
         let minutes = Int64((Double(burst) / Double(users * perUser) * 1440).rounded(.up))
         let client = ServiceClient(context: context, endpoint: planner.api)
         var decided = 0
+        // Bytes this process sent to storage (`write_bytes`): the planner's, while it decides.
+        var written = ProcessStatus.bytesWritten()
         let burstSeconds = try time {
             decided = try client.call(Ops.clockAdvance, ClockAdvanceRequest(seconds: minutes * 60), timeoutMilliseconds: 600_000).decided ?? 0
         }
+        let burstBytes = ProcessStatus.bytesWritten() - written
         let envelopeBytes = try meanEnvelopeBytes(directory: directory, last: decided)
         let floorSeconds = try time { try insertFloor(rows: decided) }
+        written = ProcessStatus.bytesWritten()
         let outboxFloorSeconds = try time { try insertFloor(rows: decided, envelopeBytes: envelopeBytes) }
+        let floorBytes = ProcessStatus.bytesWritten() - written
         let rate = Double(decided) / burstSeconds, ratio = floorSeconds / burstSeconds
         print("burst: one clock.advance over \(minutes) minutes")
         print(String(format: "  bare INSERT of %d rows, one transaction  %9.0f rows/s", decided, Double(decided) / floorSeconds))
@@ -97,6 +103,8 @@ enum PlannerBenchmark {
                      envelopeBytes, Double(decided) / outboxFloorSeconds, floorSeconds / outboxFloorSeconds))
         print(String(format: "  planner decisions (with events)         %9.0f decisions/s   ratio %.3f of bare INSERTs, %.3f of them with outbox rows   target ≥ 150000/s and ≥ 0.5: %@",
                      rate, ratio, outboxFloorSeconds / burstSeconds, verdict(rate >= 150_000 && ratio >= 0.5)))
+        print(String(format: "  bytes written per decision              %9.0f B   ratio %.2f × the bare INSERTs with outbox rows (%.0f B a row)   target ≤ 3072 B: %@",
+                     burstBytes / Double(decided), burstBytes / floorBytes, floorBytes / Double(decided), verdict(burstBytes / Double(decided) <= 3072)))
 
         try cancellationLatency(context: context, logger: logger, planner: planner, users: users, sessions: sessions)
         try scrape(metricsServer, prometheus, planner: planner, context: context, reminders: users * perUser)

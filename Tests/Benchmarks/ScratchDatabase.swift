@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import ServiceHost
+import Storage
 
 /// A throwaway SQLite database for the persistence floors the benchmarks set beside their figures:
 /// WAL mode with `synchronous` FULL (the services' durability, each commit waiting for the disk) or

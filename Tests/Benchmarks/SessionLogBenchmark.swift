@@ -3,6 +3,7 @@ import GRDB
 import LHTSchema
 import Logging
 import ServiceHost
+import Storage
 import SessionLogger
 import Synchronization
 import TestSupport

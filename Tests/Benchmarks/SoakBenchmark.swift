@@ -3,65 +3,90 @@ import LHTClient
 import LHTSchema
 import ZeroMQ
 
-/// `bench soak [--minutes 10] [--rate 1000] [--sample-seconds 10]`
+/// `bench soak [--minutes 10] [--rate 1000] [--sample-seconds 10] [--window-seconds 30]`
 ///
-/// The built session-logger, reminder-planner and noalc-streak under a steady open-loop load of
-/// `rate` requests a second for `minutes`: 70 % `session.log`, 20 % `noalc.log`, and reads and puts
-/// (`session.list`, `daily.summary`, `reminder.put`, `streak.get`). Every `sample-seconds` it
-/// records each service's resident memory, write-ahead log and `-shm` sizes and bytes written to
-/// storage (`/proc/<pid>/io`). It reports the largest WAL, resident memory growth after minute 5,
-/// p99 latency per minute (drift: the last minute against the second; the first holds start-up),
-/// and the logger's bytes written per logged record beside the bytes each record takes in its
-/// database file. Targets: WAL ≤ 256 MB, growth < 10 %, drift < 1.5×.
+/// The built session-logger, reminder-planner, noalc-streak and notifier (following the planner and
+/// the logger) under a steady open-loop load of `rate` requests a second for `minutes`: 70 %
+/// `session.log`, 20 % `noalc.log`, and reads and puts (`session.list`, `daily.summary`,
+/// `notification.list`, `reminder.put`, `streak.get`), so all four services answer. Every
+/// `sample-seconds` it records each service's resident memory and write-ahead log and `-shm` sizes.
+/// It reports, per `window-seconds` window and per service, the requests and their p50, p99 and max
+/// latency, and per service the worst window p99 and the worst max (#30: p99 ≤ 10 ms and max ≤
+/// 100 ms in every window); the largest WAL; resident memory growth after minute 5; p99 drift (all
+/// services, the last window against the second: the first holds start-up); and each service's bytes
+/// written to storage (`/proc/<pid>/io`) per record it stored (its `health` lastSeq delta; the
+/// streak service's: the NoAlc entries logged), the logger's beside the bytes each record takes in
+/// its database files. Targets: WAL ≤ 256 MB, growth < 10 %, drift < 1.5×, the logger ≤ 3 KB written
+/// per record.
 enum SoakBenchmark {
     struct Service {
         let name: String
         let child: StreakBenchmark.Child
         let directory: URL
         var pid: Int32 { child.process.pid }
-        var database: String { directory.appendingPathComponent("\(name).sqlite").path }
+        var api: String { child.endpoints["api"]! }
+        /// Its SQLite files: the log's and, where it keeps one (the logger), its projection's.
+        var databases: [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).filter { $0.hasSuffix(".sqlite") }.sorted()
+                .map { directory.appendingPathComponent($0).path }
+        }
     }
+
+    /// Indices into the services, in start order: each follows those before it.
+    static let logger = 0, planner = 1, streak = 2, notifier = 3
 
     struct Sample {
         let second: Double
         let resident: [Double]  // MB, by service
-        let wal: [Double]       // MB
-        let shm: [Double]       // MB
-        let written: [Double]   // bytes written to storage since start
+        let wal: [Double]       // MB, all its files' together
+        let shm: [Double]       // MB, all its files' together
     }
+
+    /// The latencies (ms) of the replies to requests sent in one window, by service.
+    typealias Window = [[Double]]
 
     static func run(_ arguments: [String]) throws {
         let minutes = Double(Options.int(arguments, "--minutes", 10))
         let rate = Double(Options.int(arguments, "--rate", 1000))
         let sampleSeconds = Double(Options.int(arguments, "--sample-seconds", 10))
+        let windowSeconds = Double(Options.int(arguments, "--window-seconds", 30))
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("lht-soak-\(UUID().uuidString.prefix(8))")
         let wildcard = "tcp://127.0.0.1:*"
         func start(_ name: String, _ extra: [String]) throws -> Service {
             let directory = root.appendingPathComponent(name)
-            return Service(name: name, child: try StreakBenchmark.Child(name, ["--data-dir", directory.path, "--api", wildcard, "--events", wildcard] + extra),
+            // Metrics on, as deployed, but on a port the OS picks rather than the service's fixed default.
+            return Service(name: name, child: try StreakBenchmark.Child(name, ["--data-dir", directory.path, "--api", wildcard, "--events", wildcard,
+                                                                              "--metrics", "127.0.0.1:0"] + extra),
                            directory: directory)
         }
-        let logger = try start("session-logger", ["--intake", wildcard])
-        let upstream = ["--session-logger-api", logger.child.endpoints["api"]!, "--session-logger-events", logger.child.endpoints["events"]!]
-        let services = [logger, try start("reminder-planner", upstream), try start("noalc-streak", upstream)]
+        var services = [try start("session-logger", ["--intake", wildcard])]
         defer { services.forEach { $0.child.stop() } }
+        let loggerAPI = ["--session-logger-api", services[logger].api]
+        let upstream = loggerAPI + ["--session-logger-events", services[logger].child.endpoints["events"]!]
+        services.append(try start("reminder-planner", upstream))
+        services.append(try start("noalc-streak", upstream))
+        services.append(try start("notifier", loggerAPI + ["--planner-api", services[planner].api,
+                                                           "--planner-events", services[planner].child.endpoints["events"]!]))
 
         let context = try Context()
         let sockets = try services.map { service -> Socket in
             let socket = try Socket(context, .dealer)
-            try socket.connect(service.child.endpoints["api"]!)
+            try socket.connect(service.api)
             return socket
         }
         Thread.sleep(forTimeInterval: 0.3)
-        print("soak: \(Int(rate)) requests/s for \(Int(minutes)) min against \(services.map(\.name).joined(separator: ", ")); a sample every \(Int(sampleSeconds)) s")
+        print("soak: \(Int(rate)) requests/s for \(Int(minutes)) min against \(services.map(\.name).joined(separator: ", ")); "
+              + "a sample every \(Int(sampleSeconds)) s, latency per \(Int(windowSeconds)) s window")
         print("   s  " + services.map { "\($0.name) RSS/WAL/shm MB".padding(toLength: 34, withPad: " ", startingAt: 0) }.joined())
 
-        let written0 = services.map { bytesWritten(pid: $0.pid) }
+        let stored0 = try services.map { try lastSeq(context, $0) }
+        let written0 = services.map { ProcessStatus.bytesWritten(of: "\($0.pid)") }
         var samples: [Sample] = []
         // Replies of one DEALER come in request order: a FIFO of send times per socket times them.
-        var inFlight: [[(sent: UInt64, minute: Int)]] = Array(repeating: [], count: sockets.count)
-        var latencies: [[Double]] = Array(repeating: [], count: Int(minutes.rounded(.up)))
-        var failures = 0, logged = 0, unanswered = 0
+        var inFlight: [[(sent: UInt64, window: Int)]] = Array(repeating: [], count: sockets.count)
+        var windows = [Window](repeating: Window(repeating: [], count: services.count), count: Int((minutes * 60 / windowSeconds).rounded(.up)))
+        var failures = [Int](repeating: 0, count: services.count)
+        var logged = 0, noalcLogged = 0
         let begin = DispatchTime.now().uptimeNanoseconds
         let interval = UInt64(1_000_000_000 / rate)
         let total = Int(rate * minutes * 60)
@@ -76,8 +101,8 @@ enum SoakBenchmark {
                 for (index, socket) in sockets.enumerated() where readable[index] {
                     while let frames = try socket.receiveMultipart(dontWait: true), let reply = frames.last, !inFlight[index].isEmpty {
                         let request = inFlight[index].removeFirst()
-                        latencies[request.minute].append(Double(now() - request.sent) / 1_000_000)
-                        if !reply.starts(with: Data(#"{"v":1,"ok":true"#.utf8)) { failures += 1 }
+                        windows[request.window][index].append(Double(now() - request.sent) / 1_000_000)
+                        if !reply.starts(with: Data(#"{"v":1,"ok":true"#.utf8)) { failures[index] += 1 }
                     }
                 }
             } while now() < deadline
@@ -86,15 +111,16 @@ enum SoakBenchmark {
         for n in 0..<total {
             try drain(until: begin + UInt64(n) * interval)
             let (service, frame) = request(n)
-            let minute = min(latencies.count - 1, Int(Double(now() - begin) / 60e9))
-            inFlight[service].append((now(), minute))
+            let window = min(windows.count - 1, Int(Double(now() - begin) / 1e9 / windowSeconds))
+            inFlight[service].append((now(), window))
             try sockets[service].send(multipart: [Data(), frame], dontWait: true)
-            if service == 0, n % 100 < 90 { logged += 1 }
+            if service == logger, n % 100 < 90 { logged += 1 }
+            if service == logger, n % 100 >= 70, n % 100 < 90 { noalcLogged += 1 }
             let elapsed = Double(now() - begin) / 1e9
             if elapsed >= nextSample {
                 let sample = Sample(second: elapsed, resident: services.map { ProcessStatus.megabytes("VmRSS", of: "\($0.pid)") },
-                                    wal: services.map { megabytes(ofFile: $0.database + "-wal") }, shm: services.map { megabytes(ofFile: $0.database + "-shm") },
-                                    written: zip(services, written0).map { bytesWritten(pid: $0.pid) - $1 })
+                                    wal: services.map { megabytes(ofFiles: $0.databases, suffix: "-wal") },
+                                    shm: services.map { megabytes(ofFiles: $0.databases, suffix: "-shm") })
                 samples.append(sample)
                 print(String(format: "%5.0f  ", elapsed) + services.indices.map {
                     String(format: "%7.1f %7.1f %5.2f", sample.resident[$0], sample.wal[$0], sample.shm[$0]).padding(toLength: 34, withPad: " ", startingAt: 0)
@@ -103,48 +129,87 @@ enum SoakBenchmark {
             }
         }
         try drain(until: now() + 3_000_000_000)
-        unanswered = inFlight.map(\.count).reduce(0, +)
-        report(services: services, samples: samples, latencies: latencies, logged: logged, failures: failures, unanswered: unanswered)
+        print("requests answered \(windows.joined().map(\.count).reduce(0, +)), failed \(failures.reduce(0, +)), "
+              + "unanswered \(inFlight.map(\.count).reduce(0, +))")
+        var met = reportLatency(services: services, windows: windows, windowSeconds: windowSeconds, failures: failures)
+        met = reportResources(services: services, samples: samples) && met
+        let written = zip(services, written0).map { ProcessStatus.bytesWritten(of: "\($0.pid)") - $1 }
+        let events = try zip(services, stored0).map { try lastSeq(context, $0) - $1 }
+        // What each stored is its events, but for the streak service: it stores a day row for every NoAlc
+        // entry and publishes streak.updated only when a streak changes.
+        var stored = events.map { (count: $0, what: "its lastSeq delta") }
+        stored[streak] = (Int64(noalcLogged), "NoAlc entries logged; its lastSeq delta \(events[streak])")
+        met = reportStorage(services: services, written: written, stored: stored, logged: logged, seconds: minutes * 60) && met
+        print("soak targets: " + (met ? "met" : "NOT met"))
     }
 
-    /// Request `n` of the mix, and which service (0 logger, 1 planner, 2 streak) it goes to.
+    /// Request `n` of the mix, and which service (an index: `logger`, `planner`, …) it goes to.
     static func request(_ n: Int) -> (Int, Data) {
         let user = UserID("soak\(n % 200)")!
         let today = Instant.now().local(in: ZoneID.utc).day
         switch n % 100 {
         case 0..<70:
-            return (0, SessionLogBenchmark.sessionLog(n: n, client: 0xA0, user: user.rawValue))
+            return (logger, SessionLogBenchmark.sessionLog(n: n, client: 0xA0, user: user.rawValue))
         case 70..<90:
-            return (0, LoadClients.frame(Ops.noalcLog, NoAlcLogRequest(id: RecordID(LoadClients.uuid(n, client: 0xB0))!, userId: user,
+            return (logger, LoadClients.frame(Ops.noalcLog, NoAlcLogRequest(id: RecordID(LoadClients.uuid(n, client: 0xB0))!, userId: user,
                                                                       day: today.adding(days: -(n / 200 % 365)), level: NoAlcLevel.allCases[n % 3])))
-        case 90..<93:
+        case 90..<92:
             let now = Instant.now()
-            return (0, LoadClients.frame(Ops.sessionList, SessionListRequest(userId: user, from: now.adding(seconds: -86_400), until: now)))
+            return (logger, LoadClients.frame(Ops.sessionList, SessionListRequest(userId: user, from: now.adding(seconds: -86_400), until: now)))
+        case 92:
+            return (logger, LoadClients.frame(Ops.dailySummary, DailySummaryRequest(userId: user, from: today.adding(days: -6), until: today,
+                                                                                  timeZone: ZoneID("Europe/Berlin")!)))
         case 93..<95:
-            return (0, LoadClients.frame(Ops.dailySummary, DailySummaryRequest(userId: user, from: today.adding(days: -6), until: today,
-                                                                             timeZone: ZoneID("Europe/Berlin")!)))
+            // The user's notifications: those of the reminders below that fell due during the run.
+            return (notifier, LoadClients.frame(Ops.notificationList, NotificationListRequest(userId: user)))
         case 95..<97:
             // A few reminders per user, edited again and again (same ids).
-            return (1, LoadClients.frame(Ops.reminderPut, ReminderPutRequest(
+            return (planner, LoadClients.frame(Ops.reminderPut, ReminderPutRequest(
                 id: RecordID(LoadClients.uuid(n % 800, client: 0xC0))!, userId: user, activity: .mindfulness,
                 time: LocalTime(hour: n / 100 % 24, minute: n % 60))))
         default:
-            return (2, LoadClients.frame(Ops.streakGet, StreakGetRequest(userId: user)))
+            return (streak, LoadClients.frame(Ops.streakGet, StreakGetRequest(userId: user)))
         }
     }
 
-    static func report(services: [Service], samples: [Sample], latencies: [[Double]], logged: Int, failures: Int, unanswered: Int) {
-        let answered = latencies.map(\.count).reduce(0, +)
-        print("requests answered \(answered), failed \(failures), unanswered \(unanswered)")
-        print("minute  requests   p50 ms   p99 ms")
-        for (minute, values) in latencies.enumerated() where !values.isEmpty {
-            print(String(format: "%6d  %8d  %7.3f  %7.3f", minute + 1, values.count, LoadClients.percentile(values, 0.5), LoadClients.percentile(values, 0.99)))
+    /// Per window and service: requests, p50, p99, max; per service the worst window; all services'
+    /// p99 drift. Whether the latency targets are met.
+    static func reportLatency(services: [Service], windows: [Window], windowSeconds: Double, failures: [Int]) -> Bool {
+        func label(_ window: Int) -> String { "\(Int(Double(window) * windowSeconds))-\(Int(Double(window + 1) * windowSeconds)) s" }
+        print("window       service            requests   p50 ms   p99 ms   max ms")
+        for (window, latencies) in windows.enumerated() {
+            for (service, values) in zip(services, latencies) where !values.isEmpty {
+                print(label(window).padding(toLength: 13, withPad: " ", startingAt: 0) + service.name.padding(toLength: 18, withPad: " ", startingAt: 0)
+                      + String(format: " %8d  %7.3f  %7.3f  %7.3f", values.count, LoadClients.percentile(values, 0.5),
+                               LoadClients.percentile(values, 0.99), values.max()!))
+            }
         }
-        let p99s = latencies.filter { !$0.isEmpty }.map { LoadClients.percentile($0, 0.99) }
+        var met = true
+        for (index, service) in services.enumerated() {
+            let answered = windows.indices.filter { !windows[$0][index].isEmpty }
+            let p99 = answered.map { ($0, LoadClients.percentile(windows[$0][index], 0.99)) }.max { $0.1 < $1.1 }
+            let max = answered.map { ($0, windows[$0][index].max()!) }.max { $0.1 < $1.1 }
+            guard let p99, let max else {
+                met = false
+                print("\(service.name): no replies   target p99 ≤ 10 ms and max ≤ 100 ms in every window: NOT met")
+                continue
+            }
+            let serviceMet = p99.1 <= 10 && max.1 <= 100
+            met = met && serviceMet
+            print(String(format: "%@: worst window p99 %.3f ms (%@), worst max %.3f ms (%@), %d failed   target p99 ≤ 10 ms and max ≤ 100 ms in every window: %@",
+                         service.name, p99.1, label(p99.0), max.1, label(max.0), failures[index], serviceMet ? "met" : "NOT met"))
+        }
+        let p99s = windows.map { Array($0.joined()) }.filter { !$0.isEmpty }.map { LoadClients.percentile($0, 0.99) }
         let drift = p99s.count >= 3 ? p99s.last! / p99s[1] : .nan
-        // Growth after minute 5 (or the run's middle, when shorter): the last sample against the first one from then on.
+        print(String(format: "p99 drift of all services, last window / second window: %.2f× (target < 1.5×)", drift))
+        return met && drift < 1.5
+    }
+
+    /// Each service's largest WAL and -shm, and its resident memory growth after minute 5 (or the
+    /// run's middle, when shorter): the last sample against the first one from then on.
+    static func reportResources(services: [Service], samples: [Sample]) -> Bool {
         let settled = samples.first { $0.second >= min(300, (samples.last?.second ?? 0) / 2) } ?? samples.first
-        var met = drift < 1.5
+        var met = true
         for (index, service) in services.enumerated() {
             let largestWAL = samples.map { $0.wal[index] }.max() ?? .nan
             let growth = (samples.last.map { $0.resident[index] } ?? .nan) / (settled.map { $0.resident[index] } ?? .nan) - 1
@@ -153,24 +218,44 @@ enum SoakBenchmark {
                          service.name, largestWAL, samples.map { $0.shm[index] }.max() ?? .nan, settled?.resident[index] ?? .nan,
                          samples.last?.resident[index] ?? .nan, settled?.second ?? .nan, growth * 100))
         }
-        print(String(format: "p99 drift, last minute / second minute: %.2f× (target < 1.5×)", drift))
-        if let written = samples.last?.written[0], logged > 0 {
-            let fileBytes = (try? FileManager.default.attributesOfItem(atPath: services[0].database)[.size] as? Int64) ?? 0
-            print(String(format: "session-logger: %.0f bytes written to storage per logged record (%d logged); its database file holds %.0f bytes per record",
-                         written / Double(logged), logged, Double(fileBytes ?? 0) / Double(logged)))
+        return met
+    }
+
+    /// Bytes each service wrote to storage per record it stored (`stored`: how many, and what they
+    /// are); the logger's also beside what a record takes in its database files, and against its
+    /// target. Whether the logger's target is met.
+    static func reportStorage(services: [Service], written: [Double], stored: [(count: Int64, what: String)], logged: Int, seconds: Double) -> Bool {
+        var met = false
+        for (index, service) in services.enumerated() {
+            guard stored[index].count > 0 else {
+                print(String(format: "%@: %.0f bytes written to storage, no records stored", service.name, written[index]))
+                continue
+            }
+            let perRecord = written[index] / Double(stored[index].count)
+            var line = String(format: "%@: %.0f bytes written to storage per stored record (%lld records: %@)",
+                              service.name, perRecord, stored[index].count, stored[index].what)
+            if index == logger {
+                met = perRecord <= 3072
+                line += String(format: "; %d logging requests sent; its database files hold %.0f bytes per record   target ≤ 3 KB written per record: %@",
+                               logged, megabytes(ofFiles: service.databases) * 1_048_576 / Double(stored[index].count), met ? "met" : "NOT met")
+                // The floor for a log synced once a record: as many records a second, each appended and fdatasync'ed.
+                let recordBytes = Int(megabytes(ofFiles: [service.directory.appendingPathComponent("\(service.name).sqlite").path]) * 1_048_576) / Int(stored[index].count)
+                if let floor = try? SyncFloor.bytesPerRecord(recordBytes: recordBytes, rate: Double(logged) / seconds, seconds: 10) {
+                    line += String(format: "\n  floor: %d B records appended and fdatasync'ed one at a time, %.0f a second: %.0f bytes written per record; logger / floor %.2f",
+                                   recordBytes, Double(logged) / seconds, floor, perRecord / floor)
+                }
+            }
+            print(line)
         }
-        print("soak targets: " + (met ? "met" : "NOT met"))
+        return met
     }
 
-    /// Bytes the process caused to be sent to storage (`write_bytes` in `/proc/<pid>/io`).
-    static func bytesWritten(pid: Int32) -> Double {
-        guard let io = try? String(contentsOfFile: "/proc/\(pid)/io", encoding: .utf8),
-              let line = io.split(separator: "\n").first(where: { $0.hasPrefix("write_bytes:") }),
-              let value = Double(line.split(separator: " ").last ?? "") else { return .nan }
-        return value
+    /// The last sequence number of the service's event log, from its `health`.
+    static func lastSeq(_ context: Context, _ service: Service) throws -> Int64 {
+        try ServiceClient(context: context, endpoint: service.api).call(Ops.health, NoFields(), timeoutMilliseconds: 10_000).lastSeq
     }
 
-    static func megabytes(ofFile path: String) -> Double {
-        Double((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int64) ?? 0) / 1_048_576
+    static func megabytes(ofFiles paths: [String], suffix: String = "") -> Double {
+        paths.map { Double((try? FileManager.default.attributesOfItem(atPath: $0 + suffix)[.size] as? Int64) ?? 0) / 1_048_576 }.reduce(0, +)
     }
 }

@@ -5,6 +5,7 @@ import LHTSchema
 import NoAlcStreak
 import StreakRules
 import ServiceHost
+import Storage
 import Synchronization
 import TestSupport
 import ZeroMQ
