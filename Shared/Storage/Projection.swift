@@ -44,12 +44,17 @@ final class ProjectionFile {
         self.path = path
         self.projection = projection
         self.logger = logger
-        if let state = try? Self.state(at: path), state.bootID != bootID || bootID.isEmpty, !state.clean {
-            logger.notice("the projection file was open when the machine stopped: rebuilding it from the log", metadata: ["file": "\(path)"])
-            try Self.remove(path)
-        } else if FileManager.default.fileExists(atPath: path), (try? Self.state(at: path)) == nil {
-            logger.warning("the projection file is unreadable: rebuilding it from the log", metadata: ["file": "\(path)"])
-            try Self.remove(path)
+        if FileManager.default.fileExists(atPath: path) {
+            switch try? Self.state(at: path) {
+            case nil:
+                logger.warning("the projection file is unreadable: rebuilding it from the log", metadata: ["file": "\(path)"])
+                try Self.remove(path)
+            case let state? where !state.clean && (state.bootID != bootID || bootID.isEmpty):
+                logger.notice("the projection file was open when the machine stopped: rebuilding it from the log", metadata: ["file": "\(path)"])
+                try Self.remove(path)
+            default:
+                break
+            }
         }
         try DataDirectory.createPrivateFile(path)
         let queue = try DatabaseQueue(path: path, configuration: Self.configuration())
@@ -76,8 +81,7 @@ final class ProjectionFile {
         return configuration
     }
 
-    private static func state(at path: String) throws -> (bootID: String, clean: Bool)? {
-        guard FileManager.default.fileExists(atPath: path) else { return nil }
+    private static func state(at path: String) throws -> (bootID: String, clean: Bool) {
         var configuration = configuration()
         configuration.readonly = true
         let queue = try DatabaseQueue(path: path, configuration: configuration)
@@ -135,13 +139,16 @@ final class ProjectionFile {
         guard from < log.lastSeq else { return }
         let started = Date()
         var replayed = 0
-        while from < log.lastSeq {
+        var pageRead = true
+        while from < log.lastSeq, pageRead {
             try database.write { db in
+                pageRead = false
                 try RawStatement.run("SELECT seq, envelope FROM outbox WHERE seq > ? ORDER BY seq LIMIT 10000", db, [.integer(from)]) { row -> Never? in
                     let event = try WireJSON.decode(ReceivedEvent.self, fromBytes: row.blob(1))
                     try projection.replay(event, db)
                     from = row.integer(0)
                     replayed += 1
+                    pageRead = true
                     return nil
                 }
                 try applied(through: from, in: db)
