@@ -17,6 +17,9 @@ final class TestPostgres: Sendable {
     private let directory: ScratchDirectory
     private var data: String { directory.url.appendingPathComponent("data").path }
     private let running = Mutex(false)
+    /// Stops the server if this process dies without `stop()` (a trap in a test): else the server
+    /// would outlive it, port, memory and directory. Killed by `stop()`.
+    private let watchdog = Mutex<ChildProcess?>(nil)
 
     /// A login role that must give its password ("scram-sha-256"), for the wrong-password test.
     static let passwordRole = (name: "lht_password", password: "right-horse-battery")
@@ -75,6 +78,12 @@ final class TestPostgres: Sendable {
             }
         }
         running.withLock { $0 = true }
+        let asPostgres = getuid() == 0 ? "/usr/sbin/runuser -u postgres -- " : ""
+        let script = "while [ -d /proc/\(getpid()) ]; do sleep 1; done; "
+            + "\(asPostgres)'\(binaries)/pg_ctl' stop -D '\(data.path)' -m immediate; rm -rf '\(directory.url.path)'"
+        // A process group of its own: a ^C at the terminal ends the tests, not the watchdog.
+        let shell = try ChildProcess("/bin/sh", ["-c", script], stdout: .null, stderr: .null, ownProcessGroup: true)
+        watchdog.withLock { $0 = shell }
         url = "postgresql://postgres@127.0.0.1:\(port)/postgres?connect_timeout=10"
         let connection = try connect()
         guard try connection.execute("SHOW fsync").first?.text(0) == "on" else { throw HarnessError("the test server runs without fsync") }
@@ -87,6 +96,7 @@ final class TestPostgres: Sendable {
     func stop() {
         guard running.withLock({ running in defer { running = false }; return running }) else { return }
         try? Self.run(binaries + "/pg_ctl", ["stop", "-D", data, "-m", "immediate", "-w"])
+        watchdog.withLock { $0?.kill() }
     }
 
     deinit { stop() }
