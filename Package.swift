@@ -30,6 +30,9 @@ let package = Package(
             name: "CZeroMQ", path: "Shared/CZeroMQ", pkgConfig: "libzmq",
             providers: [.apt(["libzmq3-dev"])]),
         .target(name: "ZeroMQ", dependencies: ["CZeroMQ"], path: "Shared/ZeroMQ"),
+        .systemLibrary(
+            name: "CLibPQ", path: "Shared/CLibPQ", pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]),
         .target(name: "LHTSchema", path: "Shared/Schema", exclude: ["PROTOCOL.md", "SEMANTICS.md"]),
         .target(name: "LHTClient", dependencies: ["ZeroMQ", "LHTSchema"], path: "Shared/Client"),
         // Child processes by posix_spawn and waitpid, for `lht subscribe --exec` and the tests.
@@ -50,6 +53,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Shared/Storage"),
+        // The PostgreSQL backend's first piece, used by no service yet: a libpq connection and the
+        // log whose per-service row orders the commits of all instances (README "Storage past one machine").
+        .target(name: "PostgresStorage", dependencies: ["CLibPQ"], path: "Shared/PostgresStorage"),
         .target(
             name: "ServiceHost",
             dependencies: [
@@ -104,6 +110,8 @@ let package = Package(
         .testTarget(name: "LHTSchemaTests", dependencies: ["LHTSchema", "TestSupport"], exclude: ["Reference"]),
         .testTarget(name: "LHTSecurityTests", dependencies: ["LHTSecurity", "ZeroMQ", "LHTSchema", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "LHTSchema", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
+        // Starts a real PostgreSQL server of its own (deploy/install-prerequisites --postgres).
+        .testTarget(name: "PostgresStorageTests", dependencies: ["PostgresStorage", "TestSupport"]),
         .testTarget(name: "ServiceHostTests", dependencies: ["ServiceHost", "Storage", "LHTSchema", "LHTClient", "ZeroMQ", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ReminderPlanningTests", dependencies: ["ReminderPlanning", "LHTSchema"]),
         .testTarget(name: "StreakRulesTests", dependencies: ["StreakRules", "LHTSchema", "TestSupport"]),

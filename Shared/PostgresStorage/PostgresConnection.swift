@@ -1,0 +1,218 @@
+// A small synchronous wrapper of libpq: one connection, owned by one thread (README "Storage past
+// one machine": the loop thread will own it as it owns its ZeroMQ sockets). Statements are sent
+// with numbered parameters ($1...$n) and their rows come back as text, as psql shows them.
+// Pipeline mode is left for later: this piece is about the log row's correctness.
+import CLibPQ
+import Glibc
+
+/// Why a call failed, as one line (libpq's own messages span several; a log line or a start-up
+/// error should not).
+public struct PostgresError: Error, CustomStringConvertible, Sendable {
+    public enum Kind: Equatable, Sendable {
+        /// The URL cannot be parsed: a configuration error, not worth retrying.
+        case badURL
+        /// Connecting or authenticating failed, or the connection is gone (its transaction with it).
+        case connection
+        /// The server refused a statement; `sqlState` is its SQLSTATE code ("40001", "23505", ...).
+        case statement(sqlState: String)
+    }
+
+    public let kind: Kind
+    public let message: String
+    public var description: String { message }
+
+    init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+}
+
+/// libpq's text, which may span lines ("connection to server ... failed: FATAL:  ...\n" and a
+/// tab-indented hint on the next), on one line.
+private func oneLine(_ text: String) -> String {
+    text.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+}
+
+/// A statement parameter. Text is sent in PostgreSQL's text form, which the server converts to
+/// the column's type (so numbers go as text too); bytes go in binary form, for `bytea`, so an
+/// envelope is sent as it is instead of escaped.
+public enum PostgresValue: Sendable, ExpressibleByStringLiteral {
+    case text(String)
+    case bytes([UInt8])
+    case null
+
+    public init(stringLiteral value: String) { self = .text(value) }
+    public static func int(_ value: Int64) -> PostgresValue { .text(String(value)) }
+}
+
+/// One row of a result, each column in PostgreSQL's text form (nil for NULL).
+public struct PostgresRow: Sendable {
+    public let columns: [String?]
+
+    public func text(_ column: Int) -> String? { columns[column] }
+
+    public func int64(_ column: Int) -> Int64? { columns[column].flatMap { Int64($0) } }
+
+    /// A `bytea` column, from its text form (`\x` and hex digits).
+    public func bytes(_ column: Int) -> [UInt8]? {
+        guard let text = columns[column] else { return nil }
+        var length = 0
+        guard let bytes = PQunescapeBytea(text, &length) else { return nil }
+        defer { PQfreemem(bytes) }
+        return Array(UnsafeBufferPointer(start: bytes, count: length))
+    }
+}
+
+/// One connection to PostgreSQL. Not Sendable: the thread that opened it uses it and closes it.
+public final class PostgresConnection {
+    private var connection: OpaquePointer?
+
+    /// Connects with a URL as libpq reads it (`postgresql://user[:password]@host[:port]/dbname[?...]`;
+    /// the `PG*` variables and `~/.pgpass` apply). Blocks until connected or failed.
+    public init(url: String) throws(PostgresError) {
+        // A URL, not libpq's other form ("host=... dbname=..."): the contract's `--database` is one.
+        guard url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") else {
+            throw PostgresError(.badURL, "invalid PostgreSQL URL: expected postgresql://user[:password]@host[:port]/dbname")
+        }
+        // Parsing first tells a malformed URL (a start-up error) from a server that is not there
+        // (worth retrying). libpq's parse errors quote the bad part, never the whole URL.
+        var parseError: UnsafeMutablePointer<CChar>?
+        if let options = PQconninfoParse(url, &parseError) {
+            PQconninfoFree(options)
+        } else {
+            let detail = parseError.map { String(cString: $0) } ?? "out of memory"
+            PQfreemem(parseError)
+            throw PostgresError(.badURL, "invalid PostgreSQL URL: \(oneLine(detail))")
+        }
+        let connection = PQconnectdb(url)
+        guard PQstatus(connection) == CONNECTION_OK else {
+            // libpq names the host and port and the server's reason, never the password.
+            let detail = connection.map { String(cString: PQerrorMessage($0)) } ?? "out of memory"
+            PQfinish(connection)
+            throw PostgresError(.connection, "cannot connect to PostgreSQL: \(oneLine(detail))")
+        }
+        // Notices ("schema ... already exists, skipping") would go to stderr; nothing here needs them.
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
+        self.connection = connection
+    }
+
+    /// The server process behind this connection (what `pg_terminate_backend` takes).
+    public var backendPID: Int32 { connection.map { PQbackendPID($0) } ?? 0 }
+
+    /// Runs one statement and returns its rows (none for a command).
+    @discardableResult
+    public func execute(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> [PostgresRow] {
+        guard let connection else { throw PostgresError(.connection, "PostgreSQL connection is closed") }
+        // libpq wants C arrays of values, lengths and formats; the copies live until the call returns.
+        var values: [UnsafeMutablePointer<CChar>?] = []
+        var lengths: [Int32] = []
+        var formats: [Int32] = []
+        defer { values.forEach { free($0) } }
+        for parameter in parameters {
+            switch parameter {
+            case .text(let text):
+                values.append(strdup(text))
+                lengths.append(0)
+                formats.append(0)
+            case .bytes(let bytes):
+                let copy = malloc(max(bytes.count, 1))!
+                bytes.withUnsafeBytes { if let base = $0.baseAddress { memcpy(copy, base, $0.count) } }
+                values.append(copy.assumingMemoryBound(to: CChar.self))
+                lengths.append(Int32(bytes.count))
+                formats.append(1)
+            case .null:
+                values.append(nil)
+                lengths.append(0)
+                formats.append(0)
+            }
+        }
+        let result = values.withUnsafeBufferPointer { values in
+            values.withMemoryRebound(to: UnsafePointer<CChar>?.self) { values in
+                PQexecParams(connection, sql, Int32(parameters.count), nil, values.baseAddress, lengths, formats, 0)
+            }
+        }
+        defer { PQclear(result) }
+        switch PQresultStatus(result) {
+        case PGRES_TUPLES_OK, PGRES_COMMAND_OK:
+            break
+        default:
+            throw error(result)
+        }
+        let rows = PQntuples(result), columns = PQnfields(result)
+        return (0..<rows).map { row in
+            PostgresRow(columns: (0..<columns).map { column in
+                PQgetisnull(result, row, column) == 1 ? nil : String(cString: PQgetvalue(result, row, column))
+            })
+        }
+    }
+
+    /// What went wrong with `result`: the server's message and SQLSTATE, or a lost connection.
+    private func error(_ result: OpaquePointer?) -> PostgresError {
+        if PQstatus(connection) != CONNECTION_OK {
+            // A terminated backend sends FATAL and closes: whatever it said, the connection is gone.
+            return PostgresError(.connection, "PostgreSQL connection lost: \(oneLine(String(cString: PQerrorMessage(connection))))")
+        }
+        let field = { (code: Character) in
+            PQresultErrorField(result, Int32(code.asciiValue!)).map { String(cString: $0) }
+        }
+        let state = field("C") ?? ""
+        let message = field("M") ?? String(cString: PQerrorMessage(connection))
+        return PostgresError(.statement(sqlState: state), "PostgreSQL: \(oneLine(message)) (SQLSTATE \(state))")
+    }
+
+    /// A statement of the open transaction failed: it can only be rolled back.
+    var inFailedTransaction: Bool { connection.map { PQtransactionStatus($0) == PQTRANS_INERROR } ?? false }
+
+    /// BEGIN: the statements until `commit()` or `rollback()` are one transaction.
+    public func begin() throws(PostgresError) -> PostgresTransaction {
+        try execute("BEGIN")
+        return PostgresTransaction(connection: self)
+    }
+
+    /// Runs `body` in a transaction: committed if it returns, rolled back if it throws.
+    public func transaction<T>(_ body: (PostgresTransaction) throws -> T) throws -> T {
+        let transaction = try begin()
+        let value: T
+        do {
+            value = try body(transaction)
+        } catch {
+            // The connection may be gone too; the error that matters is the body's.
+            try? transaction.rollback()
+            throw error
+        }
+        try transaction.commit()
+        return value
+    }
+
+    /// Closes the connection; a transaction still open is rolled back by the server.
+    public func close() {
+        PQfinish(connection)
+        connection = nil
+    }
+
+    deinit { close() }
+}
+
+/// A transaction on one connection, from `begin()` to `commit()` or `rollback()`: what a call that
+/// must run inside the caller's transaction (`PostgresLog.append`) takes.
+public struct PostgresTransaction {
+    public let connection: PostgresConnection
+
+    @discardableResult
+    public func execute(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> [PostgresRow] {
+        try connection.execute(sql, parameters)
+    }
+
+    /// Returns once the server has committed (and, with `synchronous_commit = on`, flushed the WAL).
+    public func commit() throws(PostgresError) {
+        // COMMIT of a transaction in which a statement failed answers "ROLLBACK", not an error: a
+        // caller who committed must hear that nothing was.
+        if connection.inFailedTransaction {
+            try rollback()
+            throw PostgresError(.statement(sqlState: "25P02"), "PostgreSQL: not committed: a statement of the transaction had failed")
+        }
+        try connection.execute("COMMIT")
+    }
+
+    public func rollback() throws(PostgresError) { try connection.execute("ROLLBACK") }
+}
