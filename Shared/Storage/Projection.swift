@@ -24,6 +24,12 @@ public struct Projection: Sendable {
         self.migrate = migrate
         self.replay = replay
     }
+
+    /// No tables, only the upstream cursors, which live in the projection file: for a follower whose
+    /// copies are durable and to which an upstream event applied again changes nothing (the streak
+    /// service's days keep the newest seq; the notifier knows every occurrence it decided). Moving a
+    /// cursor then writes nothing to the log's file, and a lost cursor only means reading again.
+    public static let cursorsOnly = Projection(migrate: { _ in }, replay: { _, _ in })
 }
 
 /// A projection's file: attached to the log's connection as `projection`, with its place in the

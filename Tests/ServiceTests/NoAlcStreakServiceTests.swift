@@ -51,3 +51,36 @@ import TestSupport
         #expect(streakDays(since.events) == [1, 2, 3])
     }
 }
+
+/// The streak service's cursor lives in its projection file (`Projection.cursorsOnly`): lost with
+/// it, the service reads the logger again from its start and publishes nothing twice.
+@Suite struct NoAlcStreakCursorTests {
+    @Test func aLostCursorReadsTheLogAgainAndPublishesNothingTwice() throws {
+        let rig = try ServiceRig(.inproc)
+        let logger = try rig.sessionLogger()
+        var streak = try rig.streak(following: logger)
+        let henning = user("henning")
+        for (offset, level) in [NoAlcLevel.steady, .steady, .wild].enumerated() {
+            _ = try rig.client(logger).call(Ops.noalcLog, NoAlcLogRequest(userId: henning, day: day("2026-03-01").adding(days: offset), level: level))
+        }
+        // A correction of the third day, logged later: the older entry read again must not undo it
+        // (it would break the streak, and publish that).
+        _ = try rig.client(logger).call(Ops.noalcLog, NoAlcLogRequest(userId: henning, day: day("2026-03-03"), level: .steady))
+        try waitUntil("the streak service applied four entries") {
+            (try? rig.client(streak).call(Ops.health, NoFields()).upstreams.first?.appliedSeq) == 4
+        }
+        let before = try rig.client(streak).call(Ops.eventsSince, EventsSinceRequest(after: 0)).events
+        let state = try rig.client(streak).call(Ops.streakGet, StreakGetRequest(userId: henning, asOf: day("2026-03-03")))
+        #expect(streak.stop())
+
+        let directory = rig.scratch.subdirectory(ServiceName.noalcStreak.rawValue)
+        try FileManager.default.removeItem(at: directory.appendingPathComponent("noalc-streak.projection.sqlite"))
+        streak = try rig.streak(following: logger)
+        #expect(try rig.client(streak).call(Ops.health, NoFields()).upstreams.first?.appliedSeq == 4)
+        #expect(try rig.client(streak).call(Ops.eventsSince, EventsSinceRequest(after: 0)).events.map(\.id) == before.map(\.id))
+        #expect(try rig.client(streak).call(Ops.streakGet, StreakGetRequest(userId: henning, asOf: day("2026-03-03"))) == state)
+        let calendar = try rig.client(streak).call(Ops.calendarGet, #require(CalendarGetRequest(userId: henning, month: "2026-03")))
+        #expect(calendar.days.first { $0.day == day("2026-03-03") }?.level == .steady)
+        #expect(state.streakDays == 3)
+    }
+}

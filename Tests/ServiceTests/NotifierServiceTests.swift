@@ -74,3 +74,31 @@ import TestSupport
         #expect(unknown.code == .notFound && unknown.field == "data.actionId")
     }
 }
+
+/// The notifier's cursor lives in its projection file (`Projection.cursorsOnly`): lost with it, the
+/// notifier reads the planner's log again from its start and notifies nothing twice.
+@Suite struct NotifierCursorTests {
+    @Test func aLostCursorReadsThePlannersLogAgainAndNotifiesNothingTwice() throws {
+        let rig = try ServiceRig(.inproc)
+        let logger = try rig.sessionLogger()
+        let planner = try rig.planner(clock: Instant.now().minuteFloor, following: logger)
+        var notifier = try rig.notifier(following: planner, logger: logger)
+        let henning = user("henning")
+        let reminder = try rig.client(planner).call(Ops.reminderPut, ReminderPutRequest(userId: henning, activity: .workout)).reminder
+        _ = try rig.client(planner).call(Ops.reminderTest, ReminderTestRequest(reminderId: reminder.id))
+        _ = try rig.recorder(notifier).wait(for: Events.notify)
+        let before = try rig.client(notifier).call(Ops.eventsSince, EventsSinceRequest(after: 0)).events
+        #expect(before.count == 1)
+        #expect(notifier.stop())
+
+        let directory = rig.scratch.subdirectory(ServiceName.notifier.rawValue)
+        try FileManager.default.removeItem(at: directory.appendingPathComponent("notifier.projection.sqlite"))
+        notifier = try rig.notifier(following: planner, logger: logger)
+        let plannerSeq = try rig.client(planner).call(Ops.health, NoFields()).lastSeq
+        try waitUntil("the notifier read the planner's log again") {
+            (try? rig.client(notifier).call(Ops.health, NoFields()).upstreams.first?.appliedSeq) == plannerSeq
+        }
+        #expect(try rig.client(notifier).call(Ops.eventsSince, EventsSinceRequest(after: 0)).events.map(\.id) == before.map(\.id))
+        #expect(try rig.client(notifier).call(Ops.notificationList, NotificationListRequest(userId: henning)).notifications.count == 1)
+    }
+}

@@ -113,6 +113,8 @@ enum StreakStore {
                     PRIMARY KEY (user_id, day)) WITHOUT ROWID;
                 """)
         }
+        // The cursor lives in the projection file now (`Projection.cursorsOnly`): read again once, changing nothing.
+        migrator.registerMigration("cursor in the projection file") { db in try db.execute(sql: "DELETE FROM main.cursor") }
     }
 
     /// Stores a day's level unless a newer upstream entry already set it (latest by seq wins).

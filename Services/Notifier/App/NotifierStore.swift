@@ -22,6 +22,8 @@ enum NotifierStore {
                     scheduled_for_ms INTEGER NOT NULL, last_sent_ms INTEGER NOT NULL);
                 """)
         }
+        // The cursor lives in the projection file now (`Projection.cursorsOnly`): read again once, changing nothing.
+        migrator.registerMigration("cursor in the projection file") { db in try db.execute(sql: "DELETE FROM main.cursor") }
     }
 
     /// Whether this occurrence was notified or dropped before: either way it is never notified again.
