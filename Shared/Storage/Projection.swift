@@ -16,11 +16,12 @@ import Logging
 public struct Projection: Sendable {
     /// Creates the projection's tables; the migrations are recorded in the projection's file.
     public let migrate: @Sendable (inout DatabaseMigrator) -> Void
-    /// Writes the rows one logged event makes, exactly as the live path wrote them.
-    public let replay: @Sendable (_ event: ReceivedEvent, _ db: Database) throws -> Void
+    /// Writes the rows one logged event makes, exactly as the live path wrote them; nil for a
+    /// projection with no rows of the service's own log, which has nothing to read back.
+    public let replay: (@Sendable (_ event: ReceivedEvent, _ db: Database) throws -> Void)?
 
     public init(migrate: @escaping @Sendable (inout DatabaseMigrator) -> Void,
-                replay: @escaping @Sendable (_ event: ReceivedEvent, _ db: Database) throws -> Void) {
+                replay: (@Sendable (_ event: ReceivedEvent, _ db: Database) throws -> Void)?) {
         self.migrate = migrate
         self.replay = replay
     }
@@ -29,7 +30,7 @@ public struct Projection: Sendable {
     /// copies are durable and to which an upstream event applied again changes nothing (the streak
     /// service's days keep the newest seq; the notifier knows every occurrence it decided). Moving a
     /// cursor then writes nothing to the log's file, and a lost cursor only means reading again.
-    public static let cursorsOnly = Projection(migrate: { _ in }, replay: { _, _ in })
+    public static let cursorsOnly = Projection(migrate: { _ in }, replay: nil)
 }
 
 /// A projection's file: attached to the log's connection as `projection`, with its place in the
@@ -141,8 +142,10 @@ final class ProjectionFile {
         }
         try database.write { db in
             try db.execute(sql: "UPDATE \(Self.schema).projection_state SET log_id = ?", arguments: [log.identity.description])
+            // No rows of the service's own log (cursors only): current at once, nothing to read back.
+            if projection.replay == nil { try applied(through: log.lastSeq, in: db) }
         }
-        guard from < log.lastSeq else { return }
+        guard let replay = projection.replay, from < log.lastSeq else { return }
         let started = Date()
         var replayed = 0
         var pageRead = true
@@ -151,7 +154,7 @@ final class ProjectionFile {
                 pageRead = false
                 try RawStatement.run("SELECT seq, envelope FROM outbox WHERE seq > ? ORDER BY seq LIMIT 10000", db, [.integer(from)]) { row -> Never? in
                     let event = try WireJSON.decode(ReceivedEvent.self, fromBytes: row.blob(1))
-                    try projection.replay(event, db)
+                    try replay(event, db)
                     from = row.integer(0)
                     replayed += 1
                     pageRead = true
