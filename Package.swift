@@ -46,7 +46,7 @@ let package = Package(
         .target(
             name: "Storage",
             dependencies: [
-                "ZeroMQ", "LHTSchema",
+                "ZeroMQ", "LHTSchema", "PostgresStorage",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "DequeModule", package: "swift-collections"),

@@ -33,6 +33,13 @@ private func oneLine(_ text: String) -> String {
     text.split(whereSeparator: \.isWhitespace).joined(separator: " ")
 }
 
+/// `strings` as a NULL-terminated array of C strings, for `body` only.
+private func withCStrings<T>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> T) -> T {
+    let copies = strings.map { strdup($0) }
+    defer { copies.forEach { free($0) } }
+    return (copies.map { UnsafePointer($0) } + [nil]).withUnsafeBufferPointer { body($0.baseAddress!) }
+}
+
 /// A statement parameter. Text is sent in PostgreSQL's text form, which the server converts to
 /// the column's type (so numbers go as text too); bytes go in binary form, for `bytea`, so an
 /// envelope is sent as it is instead of escaped.
@@ -84,7 +91,12 @@ public final class PostgresConnection {
             PQfreemem(parseError)
             throw PostgresError(.badURL, "invalid PostgreSQL URL: \(oneLine(detail))")
         }
-        let connection = PQconnectdb(url)
+        // A host that does not answer must not hold the caller's thread for minutes: 5 s unless the
+        // URL says otherwise (libpq keeps the last value of a repeated keyword, and the URL comes last).
+        let keywords = ["connect_timeout", "dbname"], values = ["5", url]
+        let connection = withCStrings(keywords) { keywords in
+            withCStrings(values) { values in PQconnectdbParams(keywords, values, 1) }
+        }
         guard PQstatus(connection) == CONNECTION_OK else {
             // libpq names the host and port and the server's reason, never the password.
             let detail = connection.map { String(cString: PQerrorMessage($0)) } ?? "out of memory"
@@ -102,6 +114,24 @@ public final class PostgresConnection {
     /// Runs one statement and returns its rows (none for a command).
     @discardableResult
     public func execute(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> [PostgresRow] {
+        try run(sql, parameters) { result in
+            let rows = PQntuples(result), columns = PQnfields(result)
+            return (0..<rows).map { row in
+                PostgresRow(columns: (0..<columns).map { column in
+                    PQgetisnull(result, row, column) == 1 ? nil : String(cString: PQgetvalue(result, row, column))
+                })
+            }
+        }
+    }
+
+    /// Runs one statement that returns no rows, and returns how many rows it changed.
+    @discardableResult
+    public func command(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> Int {
+        try run(sql, parameters) { result in Int(String(cString: PQcmdTuples(result))) ?? 0 }
+    }
+
+    /// Sends `sql` with `parameters` and gives the successful result to `read`.
+    private func run<T>(_ sql: String, _ parameters: [PostgresValue], _ read: (OpaquePointer?) -> T) throws(PostgresError) -> T {
         guard let connection else { throw PostgresError(.connection, "PostgreSQL connection is closed") }
         // libpq wants C arrays of values, lengths and formats; the copies live until the call returns.
         var values: [UnsafeMutablePointer<CChar>?] = []
@@ -138,12 +168,7 @@ public final class PostgresConnection {
         default:
             throw error(result)
         }
-        let rows = PQntuples(result), columns = PQnfields(result)
-        return (0..<rows).map { row in
-            PostgresRow(columns: (0..<columns).map { column in
-                PQgetisnull(result, row, column) == 1 ? nil : String(cString: PQgetvalue(result, row, column))
-            })
-        }
+        return read(result)
     }
 
     /// What went wrong with `result`: the server's message and SQLSTATE, or a lost connection.

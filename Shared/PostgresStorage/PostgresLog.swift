@@ -41,46 +41,74 @@ public struct PostgresLog: Sendable {
         schema = "\"" + String(service.map { $0 == "-" ? "_" : $0 }) + "\""
     }
 
-    /// Makes the schema, the tables and the service's log row where missing. Several instances may
-    /// start at once: `CREATE ... IF NOT EXISTS` is not safe against a concurrent identical CREATE
-    /// (one of them fails on the catalog's unique index), so they take turns on an advisory lock.
-    public func create(on connection: PostgresConnection) throws {
+    /// The schema's name as SQL names it (`"session_logger"`).
+    public var schemaName: String { schema }
+
+    /// Makes the schema, the tables and the service's log row where missing, and runs `more` (the
+    /// service's own tables) in the same transaction. Several instances may start at once:
+    /// `CREATE ... IF NOT EXISTS` is not safe against a concurrent identical CREATE (one of them
+    /// fails on the catalog's unique index), so they take turns on an advisory lock.
+    public func create(on connection: PostgresConnection, _ more: (PostgresTransaction) throws -> Void = { _ in }) throws {
         try connection.transaction { transaction in
             try transaction.execute("SELECT pg_advisory_xact_lock(hashtext($1))", [.text("lht.log." + service)])
             try transaction.execute("CREATE SCHEMA IF NOT EXISTS \(schema)")
             try transaction.execute("CREATE TABLE IF NOT EXISTS \(schema).log_head (service text PRIMARY KEY, last_seq bigint NOT NULL)")
             try transaction.execute("CREATE TABLE IF NOT EXISTS \(schema).log (seq bigint PRIMARY KEY, topic text NOT NULL, envelope bytea NOT NULL)")
+            // The log's identity (PROTOCOL "Events"): made with the log, the same for every instance.
+            try transaction.execute("CREATE TABLE IF NOT EXISTS \(schema).log_identity (id text NOT NULL)")
+            // A UUID, as a `RecordID` is (gen_random_uuid is built in from PostgreSQL 13).
+            try transaction.execute("INSERT INTO \(schema).log_identity (id) SELECT gen_random_uuid()::text WHERE NOT EXISTS (SELECT 1 FROM \(schema).log_identity)")
             try transaction.execute("INSERT INTO \(schema).log_head (service, last_seq) VALUES ($1, 0) ON CONFLICT (service) DO NOTHING",
                                     [.text(service)])
+            try more(transaction)
         }
     }
 
-    /// Appends `records` in the caller's transaction and returns their seqs: `last_seq - n + 1` ...
-    /// `last_seq` of the one UPDATE that takes the log row's lock. They become visible, all at once
-    /// and after every earlier seq, when that transaction commits; if it rolls back or its
-    /// connection dies, the seqs are handed out again. Nil for no records: nothing is locked.
+    /// The log's identity and its newest committed seq.
+    public func head(on connection: PostgresConnection) throws(PostgresError) -> (identity: String, lastSeq: Int64) {
+        let row = try connection.execute("SELECT (SELECT id FROM \(schema).log_identity), last_seq FROM \(schema).log_head WHERE service = $1",
+                                         [.text(service)]).first
+        guard let identity = row?.text(0), let last = row?.int64(1) else { throw Self.missingRow(service, schema) }
+        return (identity, last)
+    }
+
+    /// Takes the log row's lock for the rest of the caller's transaction and returns the newest
+    /// committed seq: the batch's events get the seqs after it. A batch that waited here reads the
+    /// seq its predecessor committed (READ COMMITTED re-reads a locked row once it is free).
+    /// Taken at the start of the transaction, never inside a savepoint: rolling one back would
+    /// release the lock and let another batch take the same seqs.
+    public func lock(in transaction: PostgresTransaction) throws(PostgresError) -> Int64 {
+        guard let last = try transaction.execute("SELECT last_seq FROM \(schema).log_head WHERE service = $1 FOR UPDATE",
+                                                 [.text(service)]).first?.int64(0)
+        else { throw Self.missingRow(service, schema) }
+        return last
+    }
+
+    /// The statement that stores one record (seq, topic, envelope) under the lock.
+    public var insertStatement: String { "INSERT INTO \(schema).log (seq, topic, envelope) VALUES ($1, $2, $3)" }
+
+    /// Moves the log row to `lastSeq`, the newest seq the locked batch stored.
+    public func advance(to lastSeq: Int64, in transaction: PostgresTransaction) throws(PostgresError) {
+        try transaction.execute("UPDATE \(schema).log_head SET last_seq = $2 WHERE service = $1", [.text(service), .int(lastSeq)])
+    }
+
+    private static func missingRow(_ service: String, _ schema: String) -> PostgresError {
+        PostgresError(.statement(sqlState: "P0002"), "PostgreSQL: no log row for \(service) in \(schema).log_head (PostgresLog.create was not run)")
+    }
+
+    /// Appends `records` in the caller's transaction and returns their seqs: the lock, the rows,
+    /// the row moved. They become visible, all at once and after every earlier seq, when that
+    /// transaction commits; if it rolls back or its connection dies, the seqs are handed out
+    /// again. Nil for no records: nothing is locked.
     @discardableResult
     public func append(_ records: [(topic: String, envelope: [UInt8])], in transaction: PostgresTransaction) throws(PostgresError) -> ClosedRange<Int64>? {
         guard !records.isEmpty else { return nil }
-        let count = Int64(records.count)
-        let head = try transaction.execute("UPDATE \(schema).log_head SET last_seq = last_seq + $2 WHERE service = $1 RETURNING last_seq",
-                                           [.text(service), .int(count)])
-        guard let last = head.first?.int64(0) else {
-            throw PostgresError(.statement(sqlState: "P0002"), "PostgreSQL: no log row for \(service) in \(schema).log_head (PostgresLog.create was not run)")
+        let first = try lock(in: transaction) + 1
+        for (offset, record) in records.enumerated() {
+            try transaction.execute(insertStatement, [.int(first + Int64(offset)), .text(record.topic), .bytes(record.envelope)])
         }
-        let first = last - count + 1
-        // One INSERT of many rows, a few hundred a statement (a statement takes at most 65,535 parameters).
-        var seq = first
-        for chunk in stride(from: 0, to: records.count, by: 500).map({ records[$0..<min($0 + 500, records.count)] }) {
-            var rows: [String] = [], parameters: [PostgresValue] = []
-            for record in chunk {
-                let n = parameters.count
-                rows.append("($\(n + 1), $\(n + 2), $\(n + 3))")
-                parameters += [.int(seq), .text(record.topic), .bytes(record.envelope)]
-                seq += 1
-            }
-            try transaction.execute("INSERT INTO \(schema).log (seq, topic, envelope) VALUES " + rows.joined(separator: ", "), parameters)
-        }
+        let last = first + Int64(records.count) - 1
+        try advance(to: last, in: transaction)
         return first...last
     }
 

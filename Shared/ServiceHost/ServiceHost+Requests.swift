@@ -66,7 +66,7 @@ extension ServiceHost {
         handleOutside(Ops.health) { [unowned self] _ in health() }
         register(Ops.eventsSince, .batched, owner: nil) { [unowned self] query, tx, caller in
             // A user sees only its own events, filtered before `limit` (PROTOCOL "Security").
-            try eventLog.since(query, for: caller.mayDoEverything ? nil : caller.user, publisher: service, in: tx!.db)
+            try eventLog.since(query, for: caller.mayDoEverything ? nil : caller.user, publisher: service, in: tx!.sql)
         }
     }
 
@@ -249,7 +249,7 @@ extension ServiceHost {
             do {
                 // A full disk may have rolled the whole transaction back: nothing more can be stored in it.
                 outcomes = try write { tx in
-                    try tx.eachIsolated(Array(batch.enumerated()), isFatal: { Self.diskFull($0) != nil }) { position, entry in
+                    try tx.eachIsolated(Array(batch.enumerated()), isFatal: { Self.unavailable($0) != nil }) { position, entry in
                         try entry.operation.run(requests[entry.index], entry.head, tx, decoded: ahead?.input(position))
                     }
                 }.enumerated().map { offset, result in
@@ -257,9 +257,9 @@ extension ServiceHost {
                     return outcome(entry.head.op, requests[entry.index]) { try result.get() }
                 }
             } catch {
-                // A full disk inside the batch aborts its transaction: say so rather than `internal`.
+                // A full disk or a lost database aborts the batch's transaction: say so rather than `internal`.
                 recordError("batch transaction failed", ["error": "\(error)", "requests": "\(batch.count)"])
-                let failure = Self.diskFull(error) ?? WireError(.internal, "the request could not be stored")
+                let failure = Self.unavailable(error) ?? WireError(.internal, "the request could not be stored")
                 outcomes = batch.map { _ in .failure(failure) }
             }
             for (entry, result) in zip(batch, outcomes) { finished(entry.index, op: entry.head.op, result, since: entry.started) }
@@ -317,18 +317,15 @@ extension ServiceHost {
             var metadata: Logger.Metadata = ["error": "\(error)", "op": "\(op)"]
             if let userId = request.caller.user?.description ?? Self.userId(in: request.frame) { metadata["userId"] = "\(userId)" }
             recordError("request failed", metadata)
-            return .failure(Self.diskFull(error) ?? WireError(.internal, "the request failed inside \(name); it was not applied"))
+            return .failure(Self.unavailable(error) ?? WireError(.internal, "the request failed inside \(name); it was not applied"))
         }
     }
 
-    /// A full disk is a dependency that is down, not a bug: `unavailable`, and the client may repeat
-    /// the request once there is space (nothing of it was stored; the service needs no restart).
-    static func diskFull(_ error: Error) -> WireError? {
-        guard let error = error as? DatabaseError, error.resultCode == .SQLITE_FULL else { return nil }
-        return diskFullError
+    /// A full disk or a database out of reach is a dependency that is down, not a bug: `unavailable`,
+    /// and the client may repeat the request (nothing of it was stored; the service needs no restart).
+    static func unavailable(_ error: Error) -> WireError? {
+        StoreUnavailable.reason(error).map { WireError(.unavailable, "\($0): the request was not stored; repeat it later") }
     }
-
-    static let diskFullError = WireError(.unavailable, "the disk is full: the request was not stored; repeat it once there is space")
 
     /// `data.userId` of a request frame, for log lines about a failed or refused request (a valid
     /// userId only: anything else a client sent stays out of the log).

@@ -27,11 +27,11 @@ public final class ServiceHost {
     public let version = "1.0.0"
     public let logger: Logger
     public let context: Context
-    public let store: SQLiteStore
-    public var database: DatabaseQueue { store.database }
+    /// SQLite in the data directory, or PostgreSQL with `--database` (README "Storage").
+    public let store: any Store
     public var eventLog: EventLog { store.eventLog }
-    /// Syncs commits; replies and events wait in it for the sync that covers them.
-    var commits: CommitSync { store.commits }
+    /// Replies and events wait in it for the commit they tell of to be on disk.
+    var commits: Durability { store.durability }
     public let time: TimeSource
     public private(set) var apiEndpoint = ""
     public var eventsEndpoint: String { events.endpoint ?? "" }
@@ -70,17 +70,26 @@ public final class ServiceHost {
     var held = Deque<(envelope: [Data], request: IncomingRequest)>()
     var heldBytes = 0
 
-    public init(service: ServiceName, apiEndpoint: String, eventsEndpoint: String, dataDirectory: URL,
-                migrations: (inout DatabaseMigrator) -> Void, projection: Projection? = nil, logger: Logger, time: TimeSource = SystemTime(),
+    /// `database`: a PostgreSQL URL, or nil for SQLite in `dataDirectory`.
+    public init(service: ServiceName, apiEndpoint: String, eventsEndpoint: String, dataDirectory: URL, database: String? = nil,
+                layout: StoreLayout, logger: Logger, time: TimeSource = SystemTime(),
                 security: SecuritySettings? = nil, walLimit: Int64 = WALCheckpointer.defaultLimit, context: Context? = nil) throws {
         self.service = service
         self.logger = logger
         self.time = time
         let context = try context ?? Context()
         self.context = context
-        _ = try DataDirectory.prepared(dataDirectory.path)
-        store = try SQLiteStore(directory: dataDirectory, name: service.rawValue, migrations: migrations, projection: projection,
-                                logger: logger, walLimit: walLimit)
+        if let database {
+            guard let migrations = layout.postgresMigrations else {
+                throw StoreConfigurationError(description: "\(service.rawValue) does not run on PostgreSQL yet: start it without --database")
+            }
+            store = try PostgresStore(url: database, service: service.rawValue, migrations: migrations, logger: logger,
+                                      keepTrying: { !ShutdownSignal.process.isRequested })
+        } else {
+            _ = try DataDirectory.prepared(dataDirectory.path)
+            store = try SQLiteStore(directory: dataDirectory, name: service.rawValue, migrations: layout.sqliteMigrations,
+                                    projection: layout.projection, logger: logger, walLimit: walLimit)
+        }
 
         // The ZAP handler first: a CURVE server bound before it would let anyone in.
         self.security = try security.map { try SocketSecurity($0, context: context, logger: logger) }
@@ -101,10 +110,10 @@ public final class ServiceHost {
     }
 
     /// The host of a service started from its flags: endpoints, data directory and keys from `settings`.
-    public convenience init(settings: ServiceSettings, migrations: (inout DatabaseMigrator) -> Void, projection: Projection? = nil,
-                            logger: Logger, time: TimeSource = SystemTime(), context: Context? = nil) throws {
+    public convenience init(settings: ServiceSettings, layout: StoreLayout, logger: Logger, time: TimeSource = SystemTime(),
+                            context: Context? = nil) throws {
         try self.init(service: settings.name, apiEndpoint: settings.api, eventsEndpoint: settings.events,
-                      dataDirectory: settings.dataDirectory, migrations: migrations, projection: projection, logger: logger, time: time,
+                      dataDirectory: settings.dataDirectory, layout: layout, logger: logger, time: time,
                       security: settings.security, context: context)
         acceptUpstreamReset = settings.acceptUpstreamReset
         if settings.insecure && settings.security == nil {
@@ -165,7 +174,16 @@ public final class ServiceHost {
         try? events.send(topic: Heartbeat.topic, frame)
     }
 
-    public func read<T>(_ body: (Database) throws -> T) throws -> T { try store.read(body) }
+    /// The SQLite store, for SQLite-only code (a service whose layout has no PostgreSQL tables
+    /// never runs with `--database`) and for tests of the embedded backend.
+    public var sqlite: SQLiteStore {
+        guard let store = store as? SQLiteStore else { preconditionFailure("\(name): SQLite-only code ran on PostgreSQL") }
+        return store
+    }
+
+    public var database: DatabaseQueue { sqlite.database }
+
+    public func read<T>(_ body: (Database) throws -> T) throws -> T { try sqlite.read(body) }
 
     // MARK: Counters, errors, refusals
 

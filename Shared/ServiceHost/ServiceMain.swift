@@ -1,6 +1,7 @@
 import Foundation
 import LHTSchema
 import Logging
+import Storage
 import ZeroMQ
 
 /// A running service as its executable and the tests see it.
@@ -25,10 +26,10 @@ extension ServiceCommandLine {
     /// The whole of a service's `main` after `parseOrExit` (which set up logging): the metrics
     /// endpoint, signals, start-up, the ready line (and systemd's READY=1), the loop, a clean stop,
     /// exit 0. A failure to start is one line on standard error: status 2 when a flag's endpoint
-    /// (or an explicit `--metrics`) cannot be bound, 1 otherwise.
+    /// (or an explicit `--metrics`) cannot be bound or the database URL is refused, 1 otherwise.
     public static func serve(_ name: String, common: CommonOptions, start: (Logger) throws -> Service) -> Never {
         let logger = Logger(label: name)
-        let shutdown = ShutdownSignal()
+        let shutdown = ShutdownSignal.process
         shutdown.installSignalHandlers()
         if common.insecure && common.keys == nil {
             logger.warning("--insecure: serving plaintext without keys; endpoints other than loopback are reachable by anyone who can reach this machine")
@@ -39,7 +40,7 @@ extension ServiceCommandLine {
             service = try start(logger)
         } catch {
             FileHandle.standardError.write(Data("error: \(name) cannot start: \(error)\n".utf8))
-            exit(error is ZMQError ? 2 : 1)
+            exit(error is ZMQError || error is StoreConfigurationError ? 2 : 1)
         }
         announce(service.readyLine + (metrics.map { " metrics=\($0.address)" } ?? ""))
         SystemdNotify.send("READY=1\nMAINPID=\(getpid())")

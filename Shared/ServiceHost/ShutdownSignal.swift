@@ -8,6 +8,10 @@ public final class ShutdownSignal: Sendable {
 
     public init() {}
 
+    /// The process's own: what SIGTERM and SIGINT set once `installSignalHandlers` ran, and what
+    /// start-up work that may wait long (connecting to a database) checks.
+    public static let process = ShutdownSignal()
+
     public var isRequested: Bool { requested.load(ordering: .acquiring) }
 
     public func request() { requested.store(true, ordering: .releasing) }

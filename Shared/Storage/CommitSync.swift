@@ -19,7 +19,7 @@ import ZeroMQ
 /// A sync that fails cannot be retried (the kernel may have dropped the pages it could not write),
 /// and readers have seen the commit already: the process exits, and SQLite recovers the log from
 /// the file when it starts again.
-public final class CommitSync {
+public final class CommitSync: Durability {
     /// Synced on the loop's thread outside `run`, on the syncer's while it runs: never both at once.
     private let file: LogFile
     private let logger: Logger

@@ -13,13 +13,24 @@ public final class EventLog {
     /// This log's identity, made with the database: seqs mean something only together with it.
     public let identity: RecordID
 
-    init(source: String, database: DatabaseQueue) throws {
+    /// The table of records (seq, topic, envelope).
+    let table: String
+
+    init(source: String, identity: RecordID, lastSeq: Int64, table: String) {
         self.source = source
-        (lastSeq, identity) = try database.read { db in
+        self.identity = identity
+        self.lastSeq = lastSeq
+        self.table = table
+        publishedSeq = lastSeq
+    }
+
+    /// SQLite's log (`outbox`), as it is in the file.
+    convenience init(source: String, database: DatabaseQueue) throws {
+        let (lastSeq, identity) = try database.read { db in
             (try db.fetchValue(Int64.self, "SELECT MAX(seq) FROM outbox") ?? 0,
              try db.fetchValue(String.self, "SELECT id FROM log_identity").flatMap(RecordID.init) ?? RecordID())
         }
-        publishedSeq = lastSeq
+        self.init(source: source, identity: identity, lastSeq: lastSeq, table: "outbox")
     }
 
     public static func migrate(_ migrator: inout DatabaseMigrator) {
@@ -40,39 +51,42 @@ public final class EventLog {
         }
     }
 
+    /// The log holds every seq through `seq`: this instance committed it, or (PostgreSQL) another
+    /// instance had when this one took the log row's lock.
     func committed(through seq: Int64) { lastSeq = seq }
 
     public func published(through seq: Int64) { publishedSeq = seq }
 
     /// The seq an upstream feed was applied through, and the identity of the log those seqs are of.
-    static func cursor(_ upstream: String, table: String, in db: Database) throws -> (seq: Int64, logId: RecordID?) {
-        let row = try db.fetchRow("SELECT seq, log_id FROM \(table) WHERE upstream = ?", arguments: [upstream])
-        return (row?["seq"] ?? 0, (row?["log_id"] as String?).flatMap(RecordID.init))
+    static func cursor(_ upstream: String, table: String, in sql: StoreConnection) throws -> (seq: Int64, logId: RecordID?) {
+        try sql.first("SELECT seq, log_id FROM \(table) WHERE upstream = ?", [.text(upstream)]) { row in
+            (row.integer(0) ?? 0, row.text(1).flatMap(RecordID.init))
+        } ?? (0, nil)
     }
 
     /// `events.since` reply bytes: the stored envelopes exactly as they were published. With a
     /// `user`, only the events whose topic names that user (`<type>.<user>.` of a type `publisher`
     /// publishes), filtered before the limit applies.
-    public func since(_ request: EventsSinceRequest, for user: UserID?, publisher: ServiceName, in db: Database) throws -> Data {
-        let sql: String
-        let arguments: [RawStatement.Value]
+    public func since(_ request: EventsSinceRequest, for user: UserID?, publisher: ServiceName, in sql: StoreConnection) throws -> Data {
+        var query = "SELECT envelope FROM \(table) WHERE seq > ?"
+        var arguments: [SQLValue] = [.integer(request.after)]
         if let user {
-            // GLOB, not LIKE: `_` (allowed in a userId) is a LIKE wildcard. A userId has no GLOB metacharacters.
-            let prefixes = Events.published(by: publisher).map { $0.prefix(userId: user) + "*" }
-            let matches = Array(repeating: "topic GLOB ?", count: prefixes.count).joined(separator: " OR ")
-            sql = "SELECT envelope FROM outbox WHERE seq > ? AND (\(matches)) ORDER BY seq LIMIT ?"
-            arguments = [.integer(request.after)] + prefixes.map { .text($0) } + [.integer(Int64(request.limit))]
-        } else {
-            sql = "SELECT envelope FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?"
-            arguments = [.integer(request.after), .integer(Int64(request.limit))]
+            // SQLite: GLOB, not LIKE, since `_` (allowed in a userId) is a LIKE wildcard; a userId has
+            // no GLOB metacharacters. PostgreSQL has a prefix test of its own.
+            let prefixes = Events.published(by: publisher).map { $0.prefix(userId: user) }
+            let test = sql.dialect == .sqlite ? "topic GLOB ?" : "starts_with(topic, ?)"
+            query += " AND (" + Array(repeating: test, count: prefixes.count).joined(separator: " OR ") + ")"
+            arguments += prefixes.map { .text(sql.dialect == .sqlite ? $0 + "*" : $0) }
         }
+        query += " ORDER BY seq LIMIT ?"
+        arguments.append(.integer(Int64(request.limit)))
         var payload = Data(#"{"events":["#.utf8)
-        // Each envelope copied once, from SQLite's page into the reply: a page is up to 1000 of them.
+        // Each envelope copied once, from the row into the reply: a page is up to 1000 of them.
         var first = true
-        try RawStatement.run(sql, db, arguments) { row -> Never? in
+        _ = try sql.rows(query, arguments) { row -> Never? in
             if !first { payload.append(UInt8(ascii: ",")) }
             first = false
-            payload.append(contentsOf: row.blob(0))
+            row.withBytes(0) { payload.append(contentsOf: $0) }
             return nil
         }
         payload.append(contentsOf: Array(#"],"lastSeq":\#(lastSeq),"logId":"\#(identity)"}"#.utf8))

@@ -18,10 +18,10 @@ public struct Projection: Sendable {
     public let migrate: @Sendable (inout DatabaseMigrator) -> Void
     /// Writes the rows one logged event makes, exactly as the live path wrote them; nil for a
     /// projection with no rows of the service's own log, which has nothing to read back.
-    public let replay: (@Sendable (_ event: ReceivedEvent, _ db: Database) throws -> Void)?
+    public let replay: (@Sendable (_ event: ReceivedEvent, _ sql: StoreConnection) throws -> Void)?
 
     public init(migrate: @escaping @Sendable (inout DatabaseMigrator) -> Void,
-                replay: (@Sendable (_ event: ReceivedEvent, _ db: Database) throws -> Void)?) {
+                replay: (@Sendable (_ event: ReceivedEvent, _ sql: StoreConnection) throws -> Void)?) {
         self.migrate = migrate
         self.replay = replay
     }
@@ -152,9 +152,10 @@ final class ProjectionFile {
         while from < log.lastSeq, pageRead {
             try database.write { db in
                 pageRead = false
+                let sql = SQLiteStoreConnection(db)
                 try RawStatement.run("SELECT seq, envelope FROM outbox WHERE seq > ? ORDER BY seq LIMIT 10000", db, [.integer(from)]) { row -> Never? in
                     let event = try WireJSON.decode(ReceivedEvent.self, fromBytes: row.blob(1))
-                    try replay(event, db)
+                    try replay(event, sql)
                     from = row.integer(0)
                     replayed += 1
                     pageRead = true

@@ -14,7 +14,7 @@ import Logging
 ///
 /// This is the embedded backend: SQLite files in the service's data directory, written by one
 /// connection that the service's loop owns.
-public final class SQLiteStore {
+public final class SQLiteStore: Store {
     /// The page size of a new database file.
     public static let pageSize = 1024
     /// The writer's page cache, per file.
@@ -24,12 +24,12 @@ public final class SQLiteStore {
     public let eventLog: EventLog
     /// Syncs commits; replies and events wait in it for the sync that covers them.
     public let commits: CommitSync
+    public var durability: Durability { commits }
     private let checkpointer: WALCheckpointer
     private let projection: ProjectionFile?
     /// The transaction in progress, so a nested `write` joins it instead of deadlocking.
     private var current: Transaction?
-    /// How the writer waits while the checkpointer copies the log back before it rewinds: the
-    /// service's loop answers `health` meanwhile. Nil: it blocks.
+    /// The checkpointer copies the log back before it rewinds, and the writer waits meanwhile.
     public var waitWhileRewinding: ((_ isFinished: @escaping () -> Bool) -> Void)?
 
     public init(directory: URL, name: String, migrations: (inout DatabaseMigrator) -> Void, projection: Projection? = nil,
@@ -89,10 +89,6 @@ public final class SQLiteStore {
         logger.info("reclaimed the pages a migration freed", metadata: ["bytesBefore": "\(before * pageSize)", "bytesAfter": "\(after * pageSize)"])
     }
 
-    /// Runs `body` in one write transaction at `now`; `committed` gets it once it committed (its
-    /// commit actions ran), to publish its events once they are on disk. Inside another `write` it
-    /// becomes a savepoint of that transaction.
-    ///
     /// A transaction that changed nothing (a batch of reads) asks for no sync. Nor does one with
     /// `copyOfUpstream` that appends no events: it only applied an upstream's events and moved its
     /// cursor, which a machine that goes down loses together and fetches again, so nothing waits
@@ -108,7 +104,9 @@ public final class SQLiteStore {
         do {
             result = try database.write { db -> T in
                 let changesBefore = db.totalChangesCount
-                let started = Transaction(db: db, eventLog: eventLog, now: now, cursorTable: cursorTable)
+                let started = Transaction(sql: SQLiteStoreConnection(db), source: eventLog.source, baseSeq: eventLog.lastSeq,
+                                          insertRecord: "INSERT INTO outbox (seq, topic, envelope) VALUES (?, ?, ?)", now: now,
+                                          cursorTable: cursorTable)
                 transaction = started
                 current = started
                 defer { current = nil }
@@ -136,9 +134,8 @@ public final class SQLiteStore {
     /// it may hold, so a rebuilt projection follows its upstreams again from their start.
     private var cursorTable: String { projection == nil ? "main.cursor" : "\(ProjectionFile.schema).cursor" }
 
-    /// The seq an upstream feed was applied through, and the identity of the log those seqs are of.
     public func cursor(_ upstream: String) throws -> (seq: Int64, logId: RecordID?) {
-        try read { try EventLog.cursor(upstream, table: cursorTable, in: $0) }
+        try read { try EventLog.cursor(upstream, table: cursorTable, in: SQLiteStoreConnection($0)) }
     }
 
     /// The log passed its limit: once every frame is copied back, the next transaction rewinds it.

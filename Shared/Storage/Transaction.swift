@@ -16,25 +16,44 @@ public struct PendingEvent: Sendable {
 /// that undoes it (so later requests of the same batch see it): a rolled-back request leaves
 /// neither the database nor memory changed.
 public final class Transaction {
-    public let db: Database
+    /// The backend's connection: what a store's statements run on.
+    public let sql: StoreConnection
     public let now: Instant
-    private let eventLog: EventLog
+    /// SQLite's own connection, for code that runs on the embedded backend only (the planner's,
+    /// until its statements are written for both); nil on PostgreSQL.
+    private let sqlite: Database?
+    /// Who the log's envelopes name as their source.
+    private let source: String
+    /// The newest seq committed before this transaction: its events get the seqs after it.
+    private let baseSeq: Int64
+    /// Stores one record: (seq, topic, envelope).
+    private let insertRecord: String
     public private(set) var events: [PendingEvent] = []
     private(set) var commitActions: [() -> Void] = []
     private var undoActions: [() -> Void] = []
 
-    /// Where upstream cursors are kept (`SQLiteStore.cursorTable`).
+    /// Where upstream cursors are kept.
     private let cursorTable: String
 
-    init(db: Database, eventLog: EventLog, now: Instant, cursorTable: String) {
-        self.db = db
-        self.eventLog = eventLog
+    init(sql: StoreConnection, source: String, baseSeq: Int64, insertRecord: String, now: Instant, cursorTable: String) {
+        self.sql = sql
+        sqlite = (sql as? SQLiteStoreConnection)?.db
+        self.source = source
+        self.baseSeq = baseSeq
+        self.insertRecord = insertRecord
         self.now = now
         self.cursorTable = cursorTable
     }
 
+    /// SQLite's connection, for SQLite-only code; a service whose store is not written for both
+    /// backends refuses `--database` at start, so this never runs on PostgreSQL.
+    public var db: Database {
+        guard let sqlite else { preconditionFailure("SQLite-only storage code ran on \(sql.dialect)") }
+        return sqlite
+    }
+
     /// The seq the next `append` in this transaction gets, for payloads that carry their own seq.
-    public var nextSeq: Int64 { (events.last?.seq ?? eventLog.lastSeq) + 1 }
+    public var nextSeq: Int64 { (events.last?.seq ?? baseSeq) + 1 }
 
     /// Stores an event in the outbox and returns its seq.
     @discardableResult
@@ -47,7 +66,7 @@ public final class Transaction {
     @discardableResult
     public func append<Payload: WireJSONWritable>(_ type: EventType<Payload>, userId: UserID, activity: Activity, data: Payload) throws -> Int64 {
         try store(type.name, topic: type.topic(userId: userId, activity: activity).description) { seq, topic in
-            EventEnvelope<Payload>.frame(type: type.name, seq: seq, time: now, source: eventLog.source, topic: topic, data: data)
+            EventEnvelope<Payload>.frame(type: type.name, seq: seq, time: now, source: source, topic: topic, data: data)
         }
     }
 
@@ -56,7 +75,7 @@ public final class Transaction {
     @discardableResult
     public func append<Payload>(_ type: EventType<Payload>, userId: UserID, activity: Activity, encodedData: Data) throws -> Int64 {
         try store(type.name, topic: type.topic(userId: userId, activity: activity).description) { seq, topic in
-            EventEnvelope<Payload>.frame(type: type.name, seq: seq, time: now, source: eventLog.source, topic: topic, encodedData: encodedData)
+            EventEnvelope<Payload>.frame(type: type.name, seq: seq, time: now, source: source, topic: topic, encodedData: encodedData)
         }
     }
 
@@ -64,7 +83,7 @@ public final class Transaction {
     private func store(_ type: String, topic: String, frame: (_ seq: Int64, _ topic: String) -> Data) throws -> Int64 {
         let seq = nextSeq
         let bytes = frame(seq, topic)
-        try RawStatement.execute("INSERT INTO outbox (seq, topic, envelope) VALUES (?, ?, ?)", db, [.integer(seq), .text(topic), .blob(bytes)])
+        try sql.execute(insertRecord, [.integer(seq), .text(topic), .blob(bytes)])
         events.append(PendingEvent(type: type, seq: seq, topic: topic, envelope: bytes))
         return seq
     }
@@ -80,16 +99,16 @@ public final class Transaction {
         let eventCount = events.count, actionCount = commitActions.count, undoCount = undoActions.count
         // Cached statements, not GRDB's inSavepoint, which parses its SQL anew each time (a tenth
         // of a session.log). Savepoints of one name nest: each statement acts on the innermost.
-        try db.run("SAVEPOINT request")
+        try sql.execute("SAVEPOINT request", [])
         do {
             let result = try body()
-            try db.run("RELEASE SAVEPOINT request")
+            try sql.execute("RELEASE SAVEPOINT request", [])
             return result
         } catch {
             // ROLLBACK TO keeps the savepoint open, so it is released too. Either fails only when
             // SQLite already rolled the whole transaction back (a full disk), which its commit reports.
-            try? db.run("ROLLBACK TO SAVEPOINT request")
-            try? db.run("RELEASE SAVEPOINT request")
+            try? sql.execute("ROLLBACK TO SAVEPOINT request", [])
+            try? sql.execute("RELEASE SAVEPOINT request", [])
             events.removeSubrange(eventCount...)
             commitActions.removeSubrange(actionCount...)
             rollBack(from: undoCount)
@@ -141,9 +160,9 @@ public final class Transaction {
 
     /// Records the seq an upstream feed was applied through, beside the state it produced.
     public func setCursor(_ upstream: String, _ seq: Int64, logId: RecordID?) throws {
-        try db.run("""
+        try sql.execute("""
             INSERT INTO \(cursorTable) (upstream, seq, log_id) VALUES (?, ?, ?)
             ON CONFLICT(upstream) DO UPDATE SET seq = excluded.seq, log_id = excluded.log_id
-            """, arguments: [upstream, seq, logId?.description])
+            """, [.text(upstream), .integer(seq), .text(logId?.description)])
     }
 }

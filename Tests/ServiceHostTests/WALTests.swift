@@ -3,6 +3,7 @@ import LHTSchema
 import Logging
 import Testing
 @testable import ServiceHost
+import Storage
 
 /// The write-ahead log stays bounded under back-to-back commits (it grew by a page per commit
 /// forever, since passive checkpoints alone never let SQLite rewind it).
@@ -12,7 +13,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let limit: Int64 = 128 << 10
         let host = try ServiceHost(service: .noalcStreak, apiEndpoint: "tcp://127.0.0.1:*", eventsEndpoint: "tcp://127.0.0.1:*",
-                                   dataDirectory: directory, migrations: { _ in }, logger: Logger(label: "test"), walLimit: limit)
+                                   dataDirectory: directory, layout: StoreLayout(sqliteMigrations: { _ in }), logger: Logger(label: "test"), walLimit: limit)
         let wal = directory.appendingPathComponent("noalc-streak.sqlite-wal").path
         var largest: Int64 = 0
         // About 5 KB of log per commit: 1,500 commits write some 7 MB of log, 60 times the limit.

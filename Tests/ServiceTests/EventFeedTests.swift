@@ -3,6 +3,7 @@ import GRDB
 import LHTClient
 import LHTSchema
 import ServiceHost
+import Storage
 import Testing
 import TestSupport
 import ZeroMQ
@@ -75,7 +76,7 @@ import ZeroMQ
         let logger = try rig.sessionLogger()
         try logDays(rig, logger, count: 5)
         let host = try ServiceHost(service: .noalcStreak, apiEndpoint: rig.endpoint("feed-api"), eventsEndpoint: rig.endpoint("feed-events"),
-                                   dataDirectory: rig.scratch.subdirectory("feed"), migrations: { _ in },
+                                   dataDirectory: rig.scratch.subdirectory("feed"), layout: StoreLayout(sqliteMigrations: { _ in }),
                                    logger: quietLogger("feed"), context: rig.context)
         var applied: [Int64] = []
         let feed = try UpstreamFeed(upstream: .sessionLogger, host: host, eventsEndpoint: logger.events, apiEndpoint: logger.api) { event, tx in

@@ -12,13 +12,13 @@ import TestSupport
     /// Every logged session's id and seq, as the live path and replay both write them.
     static let projection = Projection(migrate: { migrator in
         migrator.registerMigration("logged") { db in try db.execute(sql: "CREATE TABLE logged (seq INTEGER PRIMARY KEY, id TEXT NOT NULL)") }
-    }, replay: { event, db in
+    }, replay: { event, sql in
         guard case .sessionLogged(let session) = event.data else { return }
-        try insert(session, seq: event.seq, db)
+        try insert(session, seq: event.seq, sql)
     })
 
-    static func insert(_ session: StoredSession, seq: Int64, _ db: Database) throws {
-        try db.execute(sql: "INSERT INTO logged (seq, id) VALUES (?, ?)", arguments: [seq, session.id.description])
+    static func insert(_ session: StoredSession, seq: Int64, _ sql: StoreConnection) throws {
+        try sql.execute("INSERT INTO logged (seq, id) VALUES (?, ?)", [.integer(seq), .text(session.id.description)])
     }
 
     let directory = temporaryDirectory("lht-projection")
@@ -35,7 +35,7 @@ import TestSupport
             let session = StoredSession(id: RecordID(), userId: UserID("ada")!, activity: .mindfulness, start: start,
                                         end: start.adding(seconds: 600), source: nil, loggedAt: start)
             try store.write(now: start, { tx in
-                try Self.insert(session, seq: tx.nextSeq, tx.db)
+                try Self.insert(session, seq: tx.nextSeq, tx.sql)
                 try tx.append(Events.sessionLogged, userId: session.userId, activity: .mindfulness, data: session)
             }, committed: { _ in })
         }

@@ -66,7 +66,7 @@ public final class NoAlcStreakService: Service {
     private var tzdata = TZDataWatch()
 
     public init(settings: NoAlcStreakSettings, logger: Logger, context: Context? = nil) throws {
-        host = try ServiceHost(settings: settings.service, migrations: StreakStore.migrate, projection: .cursorsOnly, logger: logger, context: context)
+        host = try ServiceHost(settings: settings.service, layout: StoreLayout(sqliteMigrations: StreakStore.migrate, projection: .cursorsOnly), logger: logger, context: context)
         policy = settings.policy
         zone = settings.timeZone
         let host = host

@@ -27,7 +27,7 @@ public final class NotifierService: Service {
 
     public init(settings: NotifierSettings, logger: Logger, context: Context? = nil) throws {
         self.settings = settings
-        host = try ServiceHost(settings: settings.service, migrations: NotifierStore.migrate, projection: .cursorsOnly, logger: logger, context: context)
+        host = try ServiceHost(settings: settings.service, layout: StoreLayout(sqliteMigrations: NotifierStore.migrate, projection: .cursorsOnly), logger: logger, context: context)
         sessionLogger = try UpstreamClient(host: host, upstream: .sessionLogger, endpoint: settings.sessionLoggerAPI)
         let counts = try host.read(NotifierStore.counts)
         host.count("notified", by: counts.notified)

@@ -103,7 +103,7 @@ enum PlannerStore {
                 CREATE TABLE noalc_day (user_id TEXT NOT NULL, day TEXT NOT NULL, entry_id TEXT NOT NULL, PRIMARY KEY (user_id, day));
                 """)
         }
-    }, replay: { event, db in
+    }, replay: { event, sql in
         let decided: Occurrence? = switch event.data {
         case .reminderDue(let due) where !due.test: due.occurrence
         case .occurrence(let occurrence) where [.suppressed, .skipped, .missed].contains(occurrence.status): occurrence
@@ -111,7 +111,7 @@ enum PlannerStore {
         }
         guard let decided else { return }
         let planned = PlannedOccurrence(day: decided.day, weekday: decided.weekday, at: decided.at, localTime: decided.localTime)
-        _ = try decide(decided.reminderId, planned, status: decided.status, cause: decided.cause, db)
+        _ = try decide(decided.reminderId, planned, status: decided.status, cause: decided.cause, (sql as! SQLiteStoreConnection).db)
     })
 
     // MARK: Users and reminders

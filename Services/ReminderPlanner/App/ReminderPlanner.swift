@@ -46,7 +46,7 @@ public final class ReminderPlanner: Service {
             manualClock = nil
             time = SystemTime()
         }
-        host = try ServiceHost(settings: settings.service, migrations: PlannerStore.migrate, projection: PlannerStore.projection, logger: logger,
+        host = try ServiceHost(settings: settings.service, layout: StoreLayout(sqliteMigrations: PlannerStore.migrate, projection: PlannerStore.projection), logger: logger,
                                time: time, context: context)
         let stored = try host.read { db in
             (users: try PlannerStore.users(db), reminderCount: try PlannerStore.reminderCount(db),

@@ -42,8 +42,7 @@ public final class SessionLogger: Service {
     static let futureToleranceMilliseconds: Int64 = 5 * 60 * 1000
 
     public init(settings: SessionLoggerSettings, logger: Logger, context: Context? = nil) throws {
-        host = try ServiceHost(settings: settings.service, migrations: SessionStore.migrate, projection: SessionStore.projection,
-                               logger: logger, context: context)
+        host = try ServiceHost(settings: settings.service, layout: SessionStore.layout, logger: logger, context: context)
         unreadable = UnreadableRows(host: host)
         intake = try Socket(host.context, .sub)
         try intake.setReceiveHighWaterMark(100_000)
@@ -74,12 +73,12 @@ public final class SessionLogger: Service {
             try input.checkDay(today: tx.now.local(in: ZoneID.utc).day)
             return try SessionStore.log(input, in: tx, unreadable: unreadable)
         }
-        host.handle(Ops.sessionList) { query, tx in try SessionListReply(sessions: SessionStore.sessions(query, in: tx.db, unreadable: unreadable)) }
+        host.handle(Ops.sessionList) { query, tx in try SessionListReply(sessions: SessionStore.sessions(query, in: tx.sql, unreadable: unreadable)) }
         host.handle(Ops.noalcList) { query, tx in
-            try NoAlcListReply(entries: SessionStore.latestEntries(userId: query.userId, from: query.from, until: query.until, in: tx.db,
+            try NoAlcListReply(entries: SessionStore.latestEntries(userId: query.userId, from: query.from, until: query.until, in: tx.sql,
                                                                  unreadable: unreadable))
         }
-        host.handle(Ops.dailySummary) { query, tx in try DailySummaryReply(days: SessionStore.summary(query, in: tx.db, unreadable: unreadable)) }
+        host.handle(Ops.dailySummary) { query, tx in try DailySummaryReply(days: SessionStore.summary(query, in: tx.sql, unreadable: unreadable)) }
     }
 
     /// Intake messages are two frames, `intake` and a request as the api takes it, from a publisher

@@ -1,0 +1,175 @@
+import Foundation
+import GRDB
+import LHTSchema
+import Logging
+import PostgresStorage
+
+/// A service's storage in PostgreSQL, shared by every instance of the service (PROTOCOL "Cluster
+/// (PostgreSQL)"): its log (`PostgresLog`), tables and upstream cursors in one schema named after
+/// the service, which the connection's `search_path` points at.
+///
+/// A write transaction takes the log row's lock first (`PostgresLog.lock`) and holds it to COMMIT:
+/// the instances' batches commit one at a time, in seq order, and each starts from the seq the
+/// last one committed. COMMIT returns once the WAL is flushed (`synchronous_commit` is set on for
+/// this session), so nothing waits after it. A lost connection fails the transaction as
+/// `StoreUnavailable`; the next one connects again.
+public final class PostgresStore: Store {
+    public let eventLog: EventLog
+    public let durability: Durability = DurableOnCommit()
+    /// Nothing here waits for another thread.
+    public var waitWhileRewinding: ((_ isFinished: @escaping () -> Bool) -> Void)?
+    private let url: String
+    private let log: PostgresLog
+    private let logger: Logger
+    private var connection: PostgresStoreConnection?
+    /// The transaction in progress, so a nested `write` joins it.
+    private var current: Transaction?
+
+    /// Connects (retrying with back-off while the server cannot be reached and `keepTrying` says
+    /// so), makes the schema and runs the migrations not yet run. A malformed URL, or one the
+    /// server refuses for good (a wrong password, an unknown role or database), is a
+    /// `StoreConfigurationError`.
+    public init(url: String, service: String, migrations: [PostgresMigration],
+                logger: Logger, keepTrying: () -> Bool = { true }) throws {
+        self.url = url
+        self.logger = logger
+        log = PostgresLog(service: service)
+        var delay = 0.25
+        var connection: PostgresConnection
+        while true {
+            do {
+                connection = try Self.connect(url, schema: log.schemaName)
+                break
+            } catch let error as PostgresError where error.kind == .connection && !Self.isRefusedForGood(error) && keepTrying() {
+                logger.warning("PostgreSQL cannot be reached; trying again", metadata: ["error": "\(error)", "retryInSeconds": "\(delay)"])
+                Thread.sleep(forTimeInterval: delay)
+                delay = min(delay * 2, 5)
+            } catch let error as PostgresError where error.kind == .badURL || Self.isRefusedForGood(error) {
+                throw StoreConfigurationError(description: error.message)
+            }
+        }
+        let log = log
+        try log.create(on: connection) { transaction in
+            try transaction.execute("CREATE TABLE IF NOT EXISTS \(log.schemaName).migration (name TEXT PRIMARY KEY)")
+            try transaction.execute("CREATE TABLE IF NOT EXISTS \(log.schemaName).cursor (upstream TEXT PRIMARY KEY, seq BIGINT NOT NULL, log_id TEXT)")
+            let done = Set(try transaction.execute("SELECT name FROM \(log.schemaName).migration").compactMap { $0.text(0) })
+            for migration in migrations where !done.contains(migration.name) {
+                for statement in migration.statements { try transaction.execute(statement) }
+                try transaction.execute("INSERT INTO \(log.schemaName).migration (name) VALUES ($1)", [.text(migration.name)])
+            }
+        }
+        let head = try log.head(on: connection)
+        guard let identity = RecordID(head.identity) else { throw StorageError("the log identity \(head.identity) is not a UUID") }
+        eventLog = EventLog(source: service, identity: identity, lastSeq: head.lastSeq, table: "\(log.schemaName).log")
+        self.connection = PostgresStoreConnection(connection)
+        logger.info("connected to PostgreSQL", metadata: ["schema": "\(log.schemaName)", "lastSeq": "\(head.lastSeq)"])
+    }
+
+    /// A connection whose statements name the service's tables without their schema, and whose
+    /// COMMIT returns only once durable, whatever the server's default.
+    private static func connect(_ url: String, schema: String) throws -> PostgresConnection {
+        let connection = try PostgresConnection(url: url)
+        try connection.execute("SET synchronous_commit = on")
+        try connection.execute("SET search_path TO \(schema)")
+        return connection
+    }
+
+    /// A server that answered and refused: trying again changes nothing.
+    private static func isRefusedForGood(_ error: PostgresError) -> Bool {
+        ["password authentication failed", "no password supplied", "does not exist", "no pg_hba.conf entry"].contains {
+            error.message.contains($0)
+        }
+    }
+
+    public func write<T>(now: Instant, copyOfUpstream: Bool, _ body: (Transaction) throws -> T,
+                         committed: (Transaction) -> Void) throws -> T {
+        if let current { return try current.isolated { try body(current) } }
+        let sql = try connected()
+        var transaction: Transaction?
+        let result: T
+        do {
+            result = try sql.connection.transaction { postgres in
+                let head = try log.lock(in: postgres)
+                eventLog.committed(through: head)
+                let started = Transaction(sql: sql, source: eventLog.source, baseSeq: head, insertRecord: log.insertStatement,
+                                          now: now, cursorTable: "cursor")
+                transaction = started
+                current = started
+                defer { current = nil }
+                let result = try body(started)
+                if let last = started.events.last { try log.advance(to: last.seq, in: postgres) }
+                return result
+            }
+        } catch {
+            transaction?.rollBack()
+            throw unavailableIfDisconnected(error)
+        }
+        let done = transaction!
+        if let last = done.events.last { eventLog.committed(through: last.seq) }
+        for action in done.commitActions { action() }
+        committed(done)
+        return result
+    }
+
+    public func cursor(_ upstream: String) throws -> (seq: Int64, logId: RecordID?) {
+        do {
+            return try EventLog.cursor(upstream, table: "cursor", in: connected())
+        } catch {
+            throw unavailableIfDisconnected(error)
+        }
+    }
+
+    public func close() {
+        connection?.connection.close()
+        connection = nil
+    }
+
+    /// The connection, made again if the last one was lost.
+    private func connected() throws -> PostgresStoreConnection {
+        if let connection { return connection }
+        do {
+            let connection = PostgresStoreConnection(try Self.connect(url, schema: log.schemaName))
+            self.connection = connection
+            logger.notice("connected to PostgreSQL again")
+            return connection
+        } catch {
+            throw StoreUnavailable(reason: "\(error)")
+        }
+    }
+
+    /// A lost connection (the server stopped, the network went) becomes `StoreUnavailable`, and
+    /// the next transaction connects again; any other error is the statement's own.
+    private func unavailableIfDisconnected(_ error: Error) -> Error {
+        guard let error = error as? PostgresError, error.kind == .connection else { return error }
+        connection?.connection.close()
+        connection = nil
+        logger.warning("lost the connection to PostgreSQL", metadata: ["error": "\(error)"])
+        return StoreUnavailable(reason: error.message)
+    }
+}
+
+extension StoreUnavailable {
+    /// Why `error` means the store is unavailable (nothing stored; the request may be repeated):
+    /// a full disk, or a database that cannot be reached. Nil for any other error.
+    public static func reason(_ error: Error) -> String? {
+        switch error {
+        case let error as StoreUnavailable: error.description
+        case let error as PostgresError where error.kind == .connection: "the database is unavailable: \(error.message)"
+        case let error as DatabaseError where error.resultCode == .SQLITE_FULL: "the disk is full"
+        default: nil
+        }
+    }
+}
+
+/// The store's database cannot be reached now: nothing of the request was stored, and it may be
+/// sent again (`unavailable`).
+public struct StoreUnavailable: Error, CustomStringConvertible {
+    public let reason: String
+    public var description: String { "the database is unavailable: \(reason)" }
+}
+
+/// The store cannot start as configured (a malformed URL, a wrong password): exit 2.
+public struct StoreConfigurationError: Error, CustomStringConvertible {
+    public let description: String
+    public init(description: String) { self.description = description }
+}

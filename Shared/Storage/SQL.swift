@@ -1,0 +1,151 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+import PostgresStorage
+
+/// Which SQL a connection speaks. A store writes each statement once, in the common subset of
+/// SQLite and PostgreSQL (`?` placeholders, `ON CONFLICT`, `BIGINT`/`TEXT` columns), and asks the
+/// dialect only where the two differ.
+public enum SQLDialect: Sendable {
+    case sqlite, postgres
+
+    /// The column type of raw bytes (an event's envelope).
+    public var bytesType: String { self == .sqlite ? "BLOB" : "BYTEA" }
+}
+
+/// A statement argument, the same for every backend.
+public typealias SQLValue = RawStatement.Value
+
+/// What a store's statements run on: one backend's connection, inside a transaction or a read.
+public protocol StoreConnection: AnyObject {
+    var dialect: SQLDialect { get }
+    /// Runs `sql`, which returns no rows, and returns how many rows it changed.
+    @discardableResult func execute(_ sql: String, _ arguments: [SQLValue]) throws -> Int
+    /// Runs `sql` and returns what `read` makes of each row (nil rows are skipped).
+    func rows<Element>(_ sql: String, _ arguments: [SQLValue], _ read: (SQLRow) throws -> Element?) throws -> [Element]
+}
+
+extension StoreConnection {
+    /// The first row's value, if there is a row.
+    public func first<Element>(_ sql: String, _ arguments: [SQLValue], _ read: (SQLRow) throws -> Element?) throws -> Element? {
+        try rows(sql, arguments, read).first
+    }
+}
+
+/// The current row of a query, valid only inside the `rows` body. Each reader answers nil for
+/// NULL and for a value of another type, and never traps: a damaged row is reported, not fatal.
+public struct SQLRow {
+    enum Source {
+        case sqlite(RawStatement.Row)
+        case postgres(PostgresRow)
+    }
+
+    let source: Source
+
+    public func integer(_ column: Int) -> Int64? {
+        switch source {
+        case .sqlite(let row): sqlite3_column_type(row.handle, Int32(column)) == SQLITE_INTEGER ? row.integer(Int32(column)) : nil
+        case .postgres(let row): row.int64(column)
+        }
+    }
+
+    public func text(_ column: Int) -> String? {
+        switch source {
+        case .sqlite(let row): sqlite3_column_type(row.handle, Int32(column)) == SQLITE_TEXT ? row.string(Int32(column)) : nil
+        case .postgres(let row): row.text(column)
+        }
+    }
+
+    public func isNull(_ column: Int) -> Bool {
+        switch source {
+        case .sqlite(let row): sqlite3_column_type(row.handle, Int32(column)) == SQLITE_NULL
+        case .postgres(let row): row.text(column) == nil
+        }
+    }
+
+    /// A nullable text column: `.some(nil)` for NULL, nil for a value that is not text.
+    public func optionalText(_ column: Int) -> String?? {
+        isNull(column) ? .some(nil) : text(column).map { .some($0) }
+    }
+
+    /// Raw bytes, handed to `body` in place where the backend allows (SQLite's page).
+    public func withBytes<T>(_ column: Int, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T? {
+        switch source {
+        case .sqlite(let row):
+            return try body(row.blob(Int32(column)))
+        case .postgres(let row):
+            guard let bytes = row.bytes(column) else { return nil }
+            return try bytes.withUnsafeBytes(body)
+        }
+    }
+}
+
+/// SQLite through GRDB's connection, for the length of one access: cached statements, bound and
+/// read by `RawStatement`.
+public final class SQLiteStoreConnection: StoreConnection {
+    public let db: Database
+    public var dialect: SQLDialect { .sqlite }
+
+    public init(_ db: Database) { self.db = db }
+
+    @discardableResult
+    public func execute(_ sql: String, _ arguments: [SQLValue]) throws -> Int {
+        try RawStatement.execute(sql, db, arguments)
+    }
+
+    public func rows<Element>(_ sql: String, _ arguments: [SQLValue], _ read: (SQLRow) throws -> Element?) throws -> [Element] {
+        try RawStatement.run(sql, db, arguments) { try read(SQLRow(source: .sqlite($0))) }
+    }
+}
+
+/// PostgreSQL through one libpq connection: `?` placeholders become `$1`, `$2`, … once per text.
+public final class PostgresStoreConnection: StoreConnection {
+    public let connection: PostgresConnection
+    public var dialect: SQLDialect { .postgres }
+    private var numbered: [String: String] = [:]
+
+    public init(_ connection: PostgresConnection) { self.connection = connection }
+
+    @discardableResult
+    public func execute(_ sql: String, _ arguments: [SQLValue]) throws -> Int {
+        try connection.command(postgresText(sql), arguments.map(Self.value))
+    }
+
+    public func rows<Element>(_ sql: String, _ arguments: [SQLValue], _ read: (SQLRow) throws -> Element?) throws -> [Element] {
+        try connection.execute(postgresText(sql), arguments.map(Self.value)).compactMap { try read(SQLRow(source: .postgres($0))) }
+    }
+
+    private func postgresText(_ sql: String) -> String {
+        if let text = numbered[sql] { return text }
+        let text = Self.numberingPlaceholders(sql)
+        numbered[sql] = text
+        return text
+    }
+
+    /// `?` outside quotes becomes `$n`. The statements are the stores' own (no `?` operators).
+    static func numberingPlaceholders(_ sql: String) -> String {
+        var result = "", count = 0, quote: Character?
+        for character in sql {
+            if let open = quote {
+                if character == open { quote = nil }
+            } else if character == "'" || character == "\"" {
+                quote = character
+            } else if character == "?" {
+                count += 1
+                result += "$\(count)"
+                continue
+            }
+            result.append(character)
+        }
+        return result
+    }
+
+    static func value(_ value: SQLValue) -> PostgresValue {
+        switch value {
+        case .integer(let number): .int(number)
+        case .text(let text): .text(text)
+        case .blob(let data): .bytes([UInt8](data))
+        case .null: .null
+        }
+    }
+}

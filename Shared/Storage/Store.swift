@@ -1,0 +1,81 @@
+import Foundation
+import GRDB
+import LHTSchema
+import Logging
+import ZeroMQ
+
+/// A service's storage in the terms every backend keeps (README "Storage"): the log, durable
+/// tables beside it, projections and upstream cursors. `SQLiteStore` is the embedded default,
+/// `PostgresStore` the one many instances share; `StoreLayout` says what a service stores, once
+/// for both. The service's loop owns its store and calls it from its own thread only.
+public protocol Store: AnyObject {
+    var eventLog: EventLog { get }
+    /// Where replies and events wait until the commit they tell of is on disk.
+    var durability: Durability { get }
+    /// Runs `body` in one write transaction at `now`; `committed` gets it once it committed (its
+    /// commit actions ran), to publish its events once they are on disk. Inside another `write` it
+    /// becomes a savepoint of that transaction. `copyOfUpstream`: see `SQLiteStore.write`.
+    func write<T>(now: Instant, copyOfUpstream: Bool, _ body: (Transaction) throws -> T, committed: (Transaction) -> Void) throws -> T
+    /// The seq an upstream feed was applied through, and the identity of the log those seqs are of.
+    func cursor(_ upstream: String) throws -> (seq: Int64, logId: RecordID?)
+    /// How the writer waits for work of another thread that it must not run ahead of (SQLite's log
+    /// rewind): the service's loop answers `health` meanwhile. Nil: it blocks.
+    var waitWhileRewinding: ((_ isFinished: @escaping () -> Bool) -> Void)? { get set }
+    /// For a clean stop.
+    func close()
+}
+
+/// What a service stores, stated once for both backends.
+public struct StoreLayout: Sendable {
+    /// The SQLite log file's migrations, as they ran on existing files (the history stays).
+    public var sqliteMigrations: @Sendable (inout DatabaseMigrator) -> Void
+    /// SQLite's projection file, where the service has one.
+    public var projection: Projection?
+    /// PostgreSQL: the service's tables, in migrations of their own (run once each, in order),
+    /// in SQL both backends take (`SQLDialect`); nil for a service whose statements are
+    /// still SQLite's only: it refuses `--database`. Projections are plain tables there, written
+    /// in the same transactions, so they are never behind.
+    public var postgresMigrations: [PostgresMigration]?
+
+    public init(sqliteMigrations: @escaping @Sendable (inout DatabaseMigrator) -> Void, projection: Projection? = nil,
+                postgresMigrations: [PostgresMigration]? = nil) {
+        self.sqliteMigrations = sqliteMigrations
+        self.projection = projection
+        self.postgresMigrations = postgresMigrations
+    }
+}
+
+/// One step of a service's PostgreSQL tables, run once per database and recorded by its name.
+public struct PostgresMigration: Sendable {
+    public let name: String
+    public let statements: [String]
+
+    public init(_ name: String, _ statements: [String]) {
+        self.name = name
+        self.statements = statements
+    }
+}
+
+/// Makes what depends on a commit (a reply, a published event) wait until the commit is durable.
+public protocol Durability: AnyObject {
+    /// Runs `action` once every commit made so far is on disk: at once when they are.
+    func afterDurable(_ action: @escaping () -> Void)
+    /// Runs the actions whose commits are on disk now, in order. Loop thread.
+    func runDurable()
+    /// Readable when more commits became durable; the loop polls it. Nil: nothing to poll.
+    var wake: Socket? { get }
+    /// From here on durability is awaited on a thread of its own, while the loop runs.
+    func startThread(context: Context) throws
+    func stopThread()
+}
+
+/// A backend whose commit returns only once it is durable (PostgreSQL with `synchronous_commit`
+/// on): nothing ever waits.
+public final class DurableOnCommit: Durability {
+    public init() {}
+    public func afterDurable(_ action: @escaping () -> Void) { action() }
+    public func runDurable() {}
+    public var wake: Socket? { nil }
+    public func startThread(context: Context) throws {}
+    public func stopThread() {}
+}
