@@ -103,7 +103,8 @@ let package = Package(
         // Shared test support: the in-process service harness, typed test clients, temp directories.
         .target(
             name: "TestSupport",
-            dependencies: ["ZeroMQ", "LHTSchema", "LHTClient", "ServiceHost", "Spawn", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["ZeroMQ", "LHTSchema", "LHTClient", "ServiceHost", "Spawn", "PostgresStorage",
+                           .product(name: "Logging", package: "swift-log")],
             path: "Tests/TestSupport"),
 
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),

@@ -183,6 +183,9 @@ public final class ServiceHost {
 
     public var database: DatabaseQueue { sqlite.database }
 
+    /// Reads outside any transaction, on either backend.
+    public func query<T>(_ body: (StoreConnection) throws -> T) throws -> T { try store.query(body) }
+
     public func read<T>(_ body: (Database) throws -> T) throws -> T { try sqlite.read(body) }
 
     // MARK: Counters, errors, refusals

@@ -111,12 +111,17 @@ public final class PostgresStore: Store {
         return result
     }
 
-    public func cursor(_ upstream: String) throws -> (seq: Int64, logId: RecordID?) {
+    /// Each statement sees what had committed when it started (READ COMMITTED, outside a transaction).
+    public func query<T>(_ body: (StoreConnection) throws -> T) throws -> T {
         do {
-            return try EventLog.cursor(upstream, table: "cursor", in: connected())
+            return try body(connected())
         } catch {
             throw unavailableIfDisconnected(error)
         }
+    }
+
+    public func cursor(_ upstream: String) throws -> (seq: Int64, logId: RecordID?) {
+        try query { try EventLog.cursor(upstream, table: "cursor", in: $0) }
     }
 
     public func close() {

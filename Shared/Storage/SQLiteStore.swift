@@ -130,12 +130,14 @@ public final class SQLiteStore: Store {
 
     public func read<T>(_ body: (Database) throws -> T) throws -> T { try database.read(body) }
 
+    public func query<T>(_ body: (StoreConnection) throws -> T) throws -> T { try database.read { try body(SQLiteStoreConnection($0)) } }
+
     /// Upstream cursors live with the projection where there is one: lost together with the copies
     /// it may hold, so a rebuilt projection follows its upstreams again from their start.
     private var cursorTable: String { projection == nil ? "main.cursor" : "\(ProjectionFile.schema).cursor" }
 
     public func cursor(_ upstream: String) throws -> (seq: Int64, logId: RecordID?) {
-        try read { try EventLog.cursor(upstream, table: cursorTable, in: SQLiteStoreConnection($0)) }
+        try query { try EventLog.cursor(upstream, table: cursorTable, in: $0) }
     }
 
     /// The log passed its limit: once every frame is copied back, the next transaction rewinds it.

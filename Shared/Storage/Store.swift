@@ -16,6 +16,8 @@ public protocol Store: AnyObject {
     /// commit actions ran), to publish its events once they are on disk. Inside another `write` it
     /// becomes a savepoint of that transaction. `copyOfUpstream`: see `SQLiteStore.write`.
     func write<T>(now: Instant, copyOfUpstream: Bool, _ body: (Transaction) throws -> T, committed: (Transaction) -> Void) throws -> T
+    /// Runs `body` outside any write transaction, on a snapshot of what has committed.
+    func query<T>(_ body: (StoreConnection) throws -> T) throws -> T
     /// The seq an upstream feed was applied through, and the identity of the log those seqs are of.
     func cursor(_ upstream: String) throws -> (seq: Int64, logId: RecordID?)
     /// How the writer waits for work of another thread that it must not run ahead of (SQLite's log

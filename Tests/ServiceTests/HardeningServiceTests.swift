@@ -14,8 +14,9 @@ import TestSupport
     /// control characters, quotes and backslashes: everything but U+0000 is kept byte for byte.
     static let awkward = "🧘‍♀️ e\u{301} \u{2028}x\u{2029}\tend\u{1}\u{7F} \"\\/ 𝄞"
 
-    @Test func sessionSourceRoundTripsExactlyAndNULIsRefused() throws {
-        let rig = try ServiceRig(.inproc)
+    @Test(arguments: Backend.allCases)
+    func sessionSourceRoundTripsExactlyAndNULIsRefused(_ backend: Backend) throws {
+        let rig = try ServiceRig(.inproc, backend: backend)
         let logger = try rig.sessionLogger()
         let client = rig.client(logger)
         let start = Instant.now().adding(seconds: -3600)
@@ -56,8 +57,9 @@ import TestSupport
         #expect(try client.call(Ops.reminderList, UserRequest(userId: henning)).reminders.count == 1)
     }
 
-    @Test func noAlcDaysAreBoundedByTheWallClock() throws {
-        let rig = try ServiceRig(.inproc)
+    @Test(arguments: Backend.allCases)
+    func noAlcDaysAreBoundedByTheWallClock(_ backend: Backend) throws {
+        let rig = try ServiceRig(.inproc, backend: backend)
         let logger = try rig.sessionLogger()
         let client = rig.client(logger)
         let today = Instant.now().local(in: ZoneID.utc).day

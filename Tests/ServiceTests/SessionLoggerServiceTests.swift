@@ -15,9 +15,9 @@ import ZeroMQ
         return SessionLogRequest(id: id, userId: user(userId), activity: .mindfulness, start: end.adding(seconds: -900), end: end)
     }
 
-    @Test(arguments: Transport.allCases)
-    func logsASessionAndPublishesItWithTheNextSeq(_ transport: Transport) throws {
-        let rig = try ServiceRig(transport)
+    @Test(arguments: Transport.allCases, Backend.allCases)
+    func logsASessionAndPublishesItWithTheNextSeq(_ transport: Transport, _ backend: Backend) throws {
+        let rig = try ServiceRig(transport, backend: backend)
         let logger = try rig.sessionLogger()
         let client = rig.client(logger)
         let events = try rig.recorder(logger)
@@ -42,8 +42,9 @@ import ZeroMQ
         #expect(try client.call(Ops.health, NoFields()).lastSeq == 2)
     }
 
-    @Test func aDuplicateIdGetsTheFirstReceiptAndNoSecondEvent() throws {
-        let rig = try ServiceRig()
+    @Test(arguments: Backend.allCases)
+    func aDuplicateIdGetsTheFirstReceiptAndNoSecondEvent(_ backend: Backend) throws {
+        let rig = try ServiceRig(backend: backend)
         let logger = try rig.sessionLogger()
         let client = rig.client(logger)
         let request = Self.session(id: RecordID())
@@ -63,8 +64,9 @@ import ZeroMQ
         #expect(since.events.map(\.seq) == [1])
     }
 
-    @Test func aStartMoreThanFiveMinutesAheadIsInvalidArgumentNamingDataStart() throws {
-        let rig = try ServiceRig()
+    @Test(arguments: Backend.allCases)
+    func aStartMoreThanFiveMinutesAheadIsInvalidArgumentNamingDataStart(_ backend: Backend) throws {
+        let rig = try ServiceRig(backend: backend)
         let logger = try rig.sessionLogger()
         let client = rig.client(logger)
         let start = Instant.now().adding(seconds: 10 * 60)
@@ -81,8 +83,9 @@ import ZeroMQ
 
     /// Fire-and-forget intake (PUB → the logger's SUB): sent until it shows up, which is safe because
     /// a session is idempotent by id; it is stored and published exactly once.
-    @Test func intakeStoresAFireAndForgetSessionOnce() throws {
-        let rig = try ServiceRig()
+    @Test(arguments: Backend.allCases)
+    func intakeStoresAFireAndForgetSessionOnce(_ backend: Backend) throws {
+        let rig = try ServiceRig(backend: backend)
         let logger = try rig.sessionLogger()
         let intake = try #require(logger.endpoints["intake"])
         let events = try rig.recorder(logger)

@@ -66,11 +66,11 @@ public final class NoAlcStreakService: Service {
     private var tzdata = TZDataWatch()
 
     public init(settings: NoAlcStreakSettings, logger: Logger, context: Context? = nil) throws {
-        host = try ServiceHost(settings: settings.service, layout: StoreLayout(sqliteMigrations: StreakStore.migrate, projection: .cursorsOnly), logger: logger, context: context)
+        host = try ServiceHost(settings: settings.service, layout: StreakStore.layout, logger: logger, context: context)
         policy = settings.policy
         zone = settings.timeZone
         let host = host
-        var loaded = try host.read { try StreakStore.load(from: $0, policy: settings.policy, host: host) }
+        var loaded = try host.query { try StreakStore.load(from: $0, policy: settings.policy, host: host) }
         for (user, history) in loaded {
             loaded[user]?.latest = history.lastDay.map { history.streak(of: user, asOf: $0) }
         }
@@ -109,18 +109,31 @@ public final class NoAlcStreakService: Service {
     }
 
     /// One upstream event. Only `noalc.logged` matters here; the feed advances past the rest.
+    ///
+    /// The transaction that changes the stored day publishes what changed, so one `streak.updated`
+    /// goes out per change however many instances share the database (their transactions take
+    /// turns on the log row: PostgresStore). An entry that changes nothing here was applied before,
+    /// by this instance (a redelivery) or by another one: memory then takes the stored level, so
+    /// every instance answers `streak.get` alike, and a redelivery costs no walk.
     private func apply(_ event: ReceivedEvent, in tx: Transaction) throws {
         guard case .noalcLogged(let entry) = event.data else { return }
-        guard try StreakStore.record(user: entry.userId, day: entry.day, level: entry.level, seq: event.seq, in: tx.db) else { return }
+        let changed = try StreakStore.record(user: entry.userId, day: entry.day, level: entry.level, seq: event.seq, in: tx.sql)
         var history = histories.history(of: entry.userId, in: tx)
-        history.record(entry.level, on: entry.day)
+        if changed {
+            history.record(entry.level, on: entry.day)
+        } else {
+            guard let stored = try StreakStore.level(user: entry.userId, day: entry.day, in: tx.sql),
+                  history.levels(in: entry.day...entry.day)[entry.day] != stored else { return }
+            history.record(stored, on: entry.day)
+        }
         // Event time: as of the user's latest logged day, so replaying the log gives the same events.
         guard let lastDay = history.lastDay else { return }  // cannot happen: a day was just recorded
         let state = history.streak(of: entry.userId, asOf: lastDay)
-        if state != history.latest {
+        if changed && state != history.latest {
             try tx.append(Events.streakUpdated, userId: entry.userId, activity: .noalc, data: state)
-            history.latest = state
         }
+        // What was published: here, or by the instance that changed the day.
+        history.latest = state
         histories.stage(history, for: entry.userId, in: tx)
     }
 }

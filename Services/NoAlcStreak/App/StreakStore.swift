@@ -106,39 +106,47 @@ final class Histories {
 /// The streak service's table: the latest level per user and day, with the upstream seq that set it.
 enum StreakStore {
     static func migrate(_ migrator: inout DatabaseMigrator) {
-        migrator.registerMigration("noalc_level") { db in
-            try db.execute(sql: """
-                CREATE TABLE noalc_level (
-                    user_id TEXT NOT NULL, day TEXT NOT NULL, level TEXT NOT NULL, seq INTEGER NOT NULL,
-                    PRIMARY KEY (user_id, day)) WITHOUT ROWID;
-                """)
-        }
+        migrator.registerMigration("noalc_level") { db in try db.execute(sql: table + " WITHOUT ROWID") }
         // The cursor lives in the projection file now (`Projection.cursorsOnly`): read again once, changing nothing.
         migrator.registerMigration("cursor in the projection file") { db in try db.execute(sql: "DELETE FROM main.cursor") }
     }
 
+    static let layout = StoreLayout(sqliteMigrations: migrate, projection: .cursorsOnly,
+                                    postgresMigrations: [PostgresMigration("noalc_level", [table])])
+
+    /// SQLite keeps it WITHOUT ROWID (the key is the row): one b-tree instead of two.
+    private static let table = """
+        CREATE TABLE noalc_level (
+            user_id TEXT NOT NULL, day TEXT NOT NULL, level TEXT NOT NULL, seq BIGINT NOT NULL,
+            PRIMARY KEY (user_id, day))
+        """
+
     /// Stores a day's level unless a newer upstream entry already set it (latest by seq wins).
     /// False when nothing changed.
-    static func record(user: UserID, day: LocalDay, level: NoAlcLevel, seq: Int64, in db: Database) throws -> Bool {
-        try RawStatement.execute("""
+    static func record(user: UserID, day: LocalDay, level: NoAlcLevel, seq: Int64, in sql: StoreConnection) throws -> Bool {
+        try sql.execute("""
             INSERT INTO noalc_level (user_id, day, level, seq) VALUES (?, ?, ?, ?)
             ON CONFLICT (user_id, day) DO UPDATE SET level = excluded.level, seq = excluded.seq WHERE excluded.seq > noalc_level.seq
-            """, db, [.text(user.rawValue), .text(day.description), .text(level.rawValue), .integer(seq)]) > 0
+            """, [.text(user.rawValue), .text(day.description), .text(level.rawValue), .integer(seq)]) > 0
+    }
+
+    /// The stored level of a user's day.
+    static func level(user: UserID, day: LocalDay, in sql: StoreConnection) throws -> NoAlcLevel? {
+        try sql.first("SELECT level FROM noalc_level WHERE user_id = ? AND day = ?", [.text(user.rawValue), .text(day.description)]) {
+            $0.text(0).flatMap(NoAlcLevel.init(rawValue:))
+        }
     }
 
     /// Every user's history, read once at start. A row that does not read back (a user id, day or
     /// level that does not parse, a value of the wrong type) is skipped, logged and counted in
     /// `health` (`unreadableRows`), once: the table is read only here.
-    static func load(from db: Database, policy: StreakPolicy, host: ServiceHost) throws -> [UserID: History] {
+    static func load(from sql: StoreConnection, policy: StreakPolicy, host: ServiceHost) throws -> [UserID: History] {
         var histories: [UserID: History] = [:]
         // Rows come grouped by user: one history is built at a time, without hashing per row.
         var current: (user: UserID, history: History)?
         host.count(unreadableRows, by: 0)
-        let rows = try Row.fetchCursor(db, sql: "SELECT user_id, day, level FROM noalc_level ORDER BY user_id, day")
-        while let row = try rows.next() {
-            let user = String.fromDatabaseValue(row[0] as DatabaseValue)
-            let dayText = String.fromDatabaseValue(row[1] as DatabaseValue)
-            let levelText = String.fromDatabaseValue(row[2] as DatabaseValue)
+        _ = try sql.rows("SELECT user_id, day, level FROM noalc_level ORDER BY user_id, day", []) { row -> Never? in
+            let user = row.text(0), dayText = row.text(1), levelText = row.text(2)
             guard let userId = user.flatMap(UserID.init), let day = dayText.flatMap(LocalDay.init),
                   let level = levelText.flatMap(NoAlcLevel.init(rawValue:)) else {
                 host.count(unreadableRows)
@@ -146,13 +154,14 @@ enum StreakStore {
                     "table": "noalc_level", "user_id": "\(user?.debugDescription.prefix(80) ?? "?")",
                     "day": "\(dayText?.debugDescription.prefix(40) ?? "?")", "level": "\(levelText?.debugDescription.prefix(40) ?? "?")",
                 ])
-                continue
+                return nil
             }
             if current?.user != userId {
                 if let (user, history) = current { histories[user] = history }
                 current = (userId, histories[userId] ?? History(policy: policy))
             }
             current?.history.record(level, on: day)
+            return nil
         }
         if let (user, history) = current { histories[user] = history }
         return histories

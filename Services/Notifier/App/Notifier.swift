@@ -11,7 +11,7 @@ import ZeroMQ
 /// Turns the planner's `reminder.due` into notifications (`notify.<userId>.<activity>`), and a tap
 /// on a NoAlc quick action into an entry at the session logger (SEMANTICS §4, §2 target day).
 ///
-/// Everything it decides lives in SQLite, written in the transaction that advances the planner
+/// Everything it decides is stored, written in the transaction that advances the planner
 /// cursor: an occurrence is notified (or dropped by the rate limit) exactly once whatever restarts
 /// or redelivery happen, and the rate limit survives restarts.
 public final class NotifierService: Service {
@@ -27,9 +27,9 @@ public final class NotifierService: Service {
 
     public init(settings: NotifierSettings, logger: Logger, context: Context? = nil) throws {
         self.settings = settings
-        host = try ServiceHost(settings: settings.service, layout: StoreLayout(sqliteMigrations: NotifierStore.migrate, projection: .cursorsOnly), logger: logger, context: context)
+        host = try ServiceHost(settings: settings.service, layout: NotifierStore.layout, logger: logger, context: context)
         sessionLogger = try UpstreamClient(host: host, upstream: .sessionLogger, endpoint: settings.sessionLoggerAPI)
-        let counts = try host.read(NotifierStore.counts)
+        let counts = try host.query(NotifierStore.counts)
         host.count("notified", by: counts.notified)
         host.count("rateLimited", by: counts.rateLimited)
         for outcome in ["sent", "rate_limited"] { host.countMetric("notifications", "outcome", outcome, by: 0) }
@@ -46,15 +46,15 @@ public final class NotifierService: Service {
     // MARK: Ops
 
     private func registerOps() {
-        host.handleEncoded(Ops.notificationList) { query, tx in try NotifierStore.list(query, tx.db) }
+        host.handleEncoded(Ops.notificationList) { query, tx in try NotifierStore.list(query, tx.sql) }
         // Waits on the session logger: answered later, so the loop serves everything else meanwhile.
         host.handleDeferred(Ops.notificationAction, owner: { [unowned self] input in
-            try host.read { try NotifierStore.notification(input.notificationId, $0) }?.userId
+            try host.query { try NotifierStore.notification(input.notificationId, $0) }?.userId
         }) { [unowned self] input, reply in try act(input, reply) }
     }
 
     private func act(_ input: NotificationActionRequest, _ reply: DeferredReply<NotificationActionReply>) throws {
-        guard let notification = try host.read({ try NotifierStore.notification(input.notificationId, $0) }) else {
+        guard let notification = try host.query({ try NotifierStore.notification(input.notificationId, $0) }) else {
             throw input.notFound
         }
         switch NotificationRenderer.resolve(actionId: input.actionId, in: notification) {
@@ -123,13 +123,13 @@ public final class NotifierService: Service {
         let occurrence = due.occurrence
         // Each test firing is its own notification; the envelope id keeps a redelivered one the same.
         let notificationId = due.test ? "\(occurrence.reminderId)@test-\(event.id)" : occurrence.identity
-        guard try !NotifierStore.isDecided(notificationId, tx.db) else { return }
+        guard try !NotifierStore.isDecided(notificationId, tx.sql) else { return }
 
-        if !due.test, let lastSent = try NotifierStore.lastSent(user: occurrence.userId, activity: occurrence.activity, tx.db),
+        if !due.test, let lastSent = try NotifierStore.lastSent(user: occurrence.userId, activity: occurrence.activity, tx.sql),
            !RateLimit.allows(occurrenceAt: occurrence.at, lastSentAt: lastSent, minutes: settings.rateLimitMinutes) {
             // Recorded, not sent: the window keeps running from `lastSent`, and a redelivery stays dropped.
             try NotifierStore.recordRateLimited(notificationId, user: occurrence.userId, activity: occurrence.activity,
-                                                at: occurrence.at, lastSent: lastSent, tx.db)
+                                                at: occurrence.at, lastSent: lastSent, tx.sql)
             tx.afterCommit { [unowned self] in
                 host.count("rateLimited")
                 host.countMetric("notifications", "outcome", "rate_limited")
@@ -150,7 +150,7 @@ public final class NotifierService: Service {
             // Never store a notification whose seq is not its event's (the savepoint undoes the append).
             throw WireError(.internal, "notify event got seq \(published), expected \(seq)")
         }
-        try NotifierStore.insert(notification, tx.db)
+        try NotifierStore.insert(notification, tx.sql)
         tx.afterCommit { [unowned self] in
             host.count("notified")
             host.countMetric("notifications", "outcome", "sent")

@@ -17,23 +17,39 @@ final class ServiceRig {
     let context: Context
     let transport: Transport
     let scratch = ScratchDirectory("lht-service-tests")
+    /// The rig's own PostgreSQL server, for `Backend.postgresql`.
+    let postgres: TestPostgres?
     private var started: [InProcessService] = []
 
-    init(_ transport: Transport = .tcp) throws {
+    init(_ transport: Transport = .tcp, backend: Backend = .sqlite) throws {
         context = try Context()
         self.transport = transport
+        postgres = backend == .postgresql ? try TestPostgres() : nil
     }
 
-    deinit { stopAll() }
+    deinit {
+        stopAll()
+        postgres?.stop()
+    }
 
     func stopAll() {
         for service in started.reversed() { service.stop() }
         started.removeAll()
     }
 
+    /// The flags every service gets: its endpoints, and its data directory or the rig's database.
     private func common(_ name: ServiceName, dataDirectory: String? = nil) -> [String] {
-        transport.bindArguments(name) + ["--data-dir", dataDirectory ?? scratch.subdirectory(name.rawValue).path]
+        transport.bindArguments(name) + storageArguments(name, dataDirectory: dataDirectory)
     }
+
+    private func storageArguments(_ name: ServiceName, dataDirectory: String?) -> [String] {
+        ["--data-dir", dataDirectory ?? scratch.subdirectory(name.rawValue).path]
+            + (postgres.map { Self.onPostgreSQL.contains(name) ? ["--database", $0.url] : [] } ?? [])
+    }
+
+    /// The services whose stores are written for PostgreSQL too; the others keep SQLite in a
+    /// PostgreSQL rig.
+    static let onPostgreSQL: Set<ServiceName> = [.sessionLogger]
 
     private func start(_ build: @escaping @Sendable (Context) throws -> any Service) throws -> InProcessService {
         let service = try startService(context: context, build)
@@ -50,7 +66,7 @@ final class ServiceRig {
     /// followers reconnect to it (TCP ports are bound again).
     func sessionLogger(restarting previous: InProcessService, dataDirectory: String? = nil) throws -> InProcessService {
         let arguments = ServiceName.sessionLogger.roles.flatMap { ["--\($0.rawValue)", previous.endpoints[$0.rawValue]!] }
-            + ["--data-dir", dataDirectory ?? scratch.subdirectory(ServiceName.sessionLogger.rawValue).path]
+            + storageArguments(.sessionLogger, dataDirectory: dataDirectory)
         let settings = try SessionLoggerSettings(SessionLoggerOptions.parse(arguments))
         return try start { context in try SessionLogger(settings: settings, logger: quietLogger("session-logger"), context: context) }
     }
@@ -102,6 +118,13 @@ final class ServiceRig {
         case .inproc: "inproc://\(label)-\(UUID().uuidString.prefix(8))"
         }
     }
+}
+
+/// Where the services under test store: the embedded default, or the rig's own PostgreSQL server
+/// (PROTOCOL "Cluster (PostgreSQL)"), which the services whose stores are written for it use.
+enum Backend: String, CaseIterable, CustomStringConvertible {
+    case sqlite, postgresql
+    var description: String { rawValue }
 }
 
 /// Typed values for the tests' requests.

@@ -2,17 +2,16 @@ import Foundation
 import Glibc
 import PostgresStorage
 import Synchronization
-import TestSupport
 
 /// A PostgreSQL server of one test's own: Debian's binaries (`/usr/lib/postgresql/<version>/bin`),
 /// a fresh cluster in a temporary directory, listening on 127.0.0.1 on a port the OS picked and on
 /// a unix socket in that directory, fsync on. Tests run as root (CI does) and PostgreSQL refuses to
 /// run as root, so initdb and pg_ctl run as the `postgres` user (as the user itself otherwise).
 /// `stop()` (or deinit) stops it at once and removes the directory.
-final class TestPostgres: Sendable {
+public final class TestPostgres: Sendable {
     /// The superuser `postgres` over TCP, trusted without a password.
-    let url: String
-    let port: Int
+    public let url: String
+    public let port: Int
     private let binaries: String
     private let directory: ScratchDirectory
     private var data: String { directory.url.appendingPathComponent("data").path }
@@ -22,9 +21,9 @@ final class TestPostgres: Sendable {
     private let watchdog = Mutex<ChildProcess?>(nil)
 
     /// A login role that must give its password ("scram-sha-256"), for the wrong-password test.
-    static let passwordRole = (name: "lht_password", password: "right-horse-battery")
+    public static let passwordRole = (name: "lht_password", password: "right-horse-battery")
 
-    init() throws {
+    public init() throws {
         binaries = try Self.binaries()
         directory = ScratchDirectory("lht-postgres")
         if getuid() == 0 {
@@ -90,10 +89,22 @@ final class TestPostgres: Sendable {
         try connection.execute("CREATE ROLE \(Self.passwordRole.name) LOGIN PASSWORD '\(Self.passwordRole.password)'")
     }
 
-    func connect() throws -> PostgresConnection { try PostgresConnection(url: url) }
+    public func connect() throws -> PostgresConnection { try PostgresConnection(url: url) }
+
+    /// An outage: the server stops at once (`-m immediate`, as a crash would), keeping its data
+    /// directory and port for `resume()`.
+    public func halt() throws {
+        try Self.run(binaries + "/pg_ctl", ["stop", "-D", data, "-m", "immediate", "-w"])
+    }
+
+    /// The server again after `halt()`, on the same port, having recovered from its WAL.
+    public func resume() throws {
+        try Self.run(binaries + "/pg_ctl", ["start", "-D", data, "-w", "-t", "30",
+                                            "-l", directory.url.appendingPathComponent("server.log").path])
+    }
 
     /// `pg_ctl stop -m immediate`: no shutdown checkpoint, the directory goes next anyway.
-    func stop() {
+    public func stop() {
         guard running.withLock({ running in defer { running = false }; return running }) else { return }
         try? Self.run(binaries + "/pg_ctl", ["stop", "-D", data, "-m", "immediate", "-w"])
         watchdog.withLock { $0?.kill() }

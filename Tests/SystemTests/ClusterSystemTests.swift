@@ -1,0 +1,98 @@
+import Dispatch
+import Foundation
+import LHTSchema
+import Synchronization
+import Testing
+import ZeroMQ
+
+/// The built executables against a real PostgreSQL (PROTOCOL "Cluster (PostgreSQL)"): start-up
+/// errors, waiting for a database that is not up yet, and an instance killed under load.
+/// Serialized: each test starts a server of its own.
+@Suite(.serialized) struct ClusterSystemTests {
+    /// One session that ended `minutesAgo` minutes ago, with its own id.
+    static func session(_ user: String, minutesAgo: Int) -> [String: Any] {
+        let end = Instant.now().adding(seconds: Int64(-minutesAgo * 60))
+        return ["id": RecordID().description, "userId": user, "activity": "workout",
+                "start": end.adding(seconds: -600).description, "end": end.description]
+    }
+
+    @Test func aBadDatabaseURLOrPasswordIsOneLineAndExitTwo() throws {
+        let postgres = try TestPostgres()
+        defer { postgres.stop() }
+        let role = TestPostgres.passwordRole
+        let cases: [(url: String, says: String)] = [
+            ("mysql://lht@127.0.0.1/lht", "--database"),
+            ("postgresql://lht@127.0.0.1:\(postgres.port)/postgres?sslmode=%zz", "invalid PostgreSQL URL"),
+            ("postgresql://\(role.name):wrong-\(role.password)@127.0.0.1:\(postgres.port)/postgres", "password authentication failed"),
+            ("postgresql://postgres@127.0.0.1:\(postgres.port)/no_such_database", "does not exist"),
+        ]
+        for (url, says) in cases {
+            let run = try Tools.runService("session-logger", ["--metrics", "off", "--database", url])
+            #expect(run.status == 2, "\(url): \(run.stderr)")
+            #expect(run.stderr.split(separator: "\n").count == 1, "\(url): \(run.stderr)")
+            #expect(run.stderr.contains(says), "\(url): \(run.stderr)")
+            #expect(!run.stderr.contains(role.password), "the password is never printed: \(run.stderr)")
+        }
+    }
+
+    /// A database that is down at start is waited for (logged, with back-off), and `ready` comes
+    /// only once connected.
+    @Test func aDatabaseThatIsNotUpYetIsAwaitedBeforeReady() throws {
+        let postgres = try TestPostgres()
+        defer { postgres.stop() }
+        try postgres.halt()
+        let resumed = Mutex<Date?>(nil)
+        DispatchQueue.global().asyncAfter(deadline: .now() + 2) {
+            try? postgres.resume()
+            resumed.withLock { $0 = Date() }
+        }
+        let errors = temporaryDirectory("lht-cluster").appendingPathComponent("stderr")
+        let logger = try ServiceProcess("session-logger", arguments: ["--metrics", "off", "--database", postgres.url], timeout: 40,
+                                        errorLog: errors)
+        let ready = Date()
+        let resumedAt = try #require(resumed.withLock { $0 })
+        #expect(ready >= resumedAt, "ready before the database was up")
+        let log = try String(contentsOf: errors, encoding: .utf8)
+        #expect(log.contains("PostgreSQL cannot be reached"), "\(log)")
+        let client = try WireClient(logger.api, context: try Context())
+        #expect(try client.ok("session.log", Self.session("henning", minutesAgo: 5))["seq"]?.intValue == 1)
+    }
+
+    /// Two logger processes on one database, writers on both, one SIGKILLed midway: every
+    /// acknowledged session is in the log, once, and the log's seqs are 1...N.
+    @Test func aKilledInstanceLosesNothingAcknowledged() throws {
+        let postgres = try TestPostgres()
+        defer { postgres.stop() }
+        let arguments = ["--metrics", "off", "--database", postgres.url]
+        let instances = [try ServiceProcess("session-logger", arguments: arguments), try ServiceProcess("session-logger", arguments: arguments)]
+        let acknowledged = Mutex<[String]>([])
+        let context = try Context()
+        let perWriter = 200
+        DispatchQueue.concurrentPerform(iterations: 4) { writer in
+            guard let client = try? WireClient(instances[writer % 2].api, context: context) else { return }
+            for index in 0..<perWriter {
+                if writer == 0 && index == perWriter / 2 { instances[0].kill() }
+                let session = Self.session("writer\(writer)", minutesAgo: index % 600)
+                // After the kill, instance 0's writers get no answer: that session was never
+                // acknowledged, and the writer stops.
+                guard (try? client.ok("session.log", session)) != nil else { return }
+                acknowledged.withLock { $0.append(session["id"] as! String) }
+            }
+        }
+        let client = try WireClient(instances[1].api, context: context)
+        var ids: [String] = [], seqs: [Int64] = [], after: Int64 = 0
+        while true {
+            let page = try client.ok("events.since", ["after": after, "limit": 1000])
+            let events = page["events"]?.arrayValue ?? []
+            guard !events.isEmpty else { break }
+            ids += events.compactMap { $0["data"]?["id"]?.stringValue }
+            seqs += events.compactMap { $0["seq"]?.intValue }
+            after = seqs.last!
+        }
+        let acked = acknowledged.withLock { $0 }
+        #expect(acked.count >= 2 * perWriter + perWriter / 2, "the live instance's writers were all answered: \(acked.count)")
+        #expect(Set(acked).isSubset(of: Set(ids)), "acknowledged but not in the log: \(Set(acked).subtracting(ids).prefix(5))")
+        #expect(Set(ids).count == ids.count, "a session logged twice")
+        #expect(seqs == Array(1...Int64(max(1, seqs.count))))
+    }
+}
