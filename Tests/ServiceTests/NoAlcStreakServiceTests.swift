@@ -12,9 +12,9 @@ import TestSupport
         events.compactMap { if case .streakUpdated(let state) = $0.data { state.streakDays } else { nil } }
     }
 
-    @Test(arguments: Transport.allCases)
-    func aLoggedNoAlcDayUpdatesTheStreak(_ transport: Transport) throws {
-        let rig = try ServiceRig(transport)
+    @Test(arguments: Transport.allCases, Backend.allCases)
+    func aLoggedNoAlcDayUpdatesTheStreak(_ transport: Transport, _ backend: Backend) throws {
+        let rig = try ServiceRig(transport, backend: backend)
         let logger = try rig.sessionLogger()
         let streak = try rig.streak(following: logger)
         let updates = try rig.recorder(streak)
@@ -38,8 +38,9 @@ import TestSupport
 
     /// What was logged before the streak service started is there as soon as it is: it catches up
     /// before it serves.
-    @Test func startsCaughtUpWithWhatWasLoggedBefore() throws {
-        let rig = try ServiceRig(.inproc)
+    @Test(arguments: Backend.allCases)
+    func startsCaughtUpWithWhatWasLoggedBefore(_ backend: Backend) throws {
+        let rig = try ServiceRig(.inproc, backend: backend)
         let logger = try rig.sessionLogger()
         for offset in 0..<3 {
             _ = try rig.client(logger).call(Ops.noalcLog, NoAlcLogRequest(userId: henning, day: day("2026-03-01").adding(days: offset), level: .steady))

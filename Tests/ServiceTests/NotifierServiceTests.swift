@@ -4,35 +4,42 @@ import LHTSchema
 import Testing
 import TestSupport
 
-/// The notifier in-process behind a planner and a session logger, also in-process.
+/// The notifier in-process behind a planner and a session logger, also in-process, on either
+/// backend (the planner stays on SQLite: its store is not written for PostgreSQL yet).
 @Suite struct NotifierServiceTests {
-    let rig: ServiceRig
-    let logger: InProcessService
-    let planner: InProcessService
-    let notifier: InProcessService
-    let henning = user("henning")
+    /// One test's three services.
+    struct Services {
+        let rig: ServiceRig
+        let logger: InProcessService
+        let planner: InProcessService
+        let notifier: InProcessService
+        let henning = user("henning")
 
-    init() throws {
-        rig = try ServiceRig(.inproc)
-        logger = try rig.sessionLogger()
-        planner = try rig.planner(clock: Instant.now().minuteFloor, following: logger)
-        notifier = try rig.notifier(following: planner, logger: logger)
+        init(_ backend: Backend) throws {
+            rig = try ServiceRig(.inproc, backend: backend)
+            logger = try rig.sessionLogger()
+            planner = try rig.planner(clock: Instant.now().minuteFloor, following: logger)
+            notifier = try rig.notifier(following: planner, logger: logger)
+        }
+
+        /// A NoAlc reminder fired with `reminder.test`; returns the notification the notifier published.
+        func testNotification() throws -> (Occurrence, LHTSchema.Notification, ReceivedEvent) {
+            let plannerClient = rig.client(planner)
+            let notifications = try rig.recorder(notifier)
+            _ = try plannerClient.call(Ops.userPut, UserPutRequest(userId: henning, timeZone: .utc, locale: .en))
+            let reminder = try plannerClient.call(Ops.reminderPut, ReminderPutRequest(userId: henning, activity: .noalc)).reminder
+            let fired = try plannerClient.call(Ops.reminderTest, ReminderTestRequest(reminderId: reminder.id))
+            let event = try #require(try notifications.wait(for: Events.notify).first)
+            guard case .notify(let notification) = event.data else { throw HarnessError("notify carries \(String(describing: event.data))") }
+            return (fired, notification, event)
+        }
     }
 
-    /// A NoAlc reminder fired with `reminder.test`; returns the notification the notifier published.
-    func testNotification() throws -> (Occurrence, LHTSchema.Notification, ReceivedEvent) {
-        let plannerClient = rig.client(planner)
-        let notifications = try rig.recorder(notifier)
-        _ = try plannerClient.call(Ops.userPut, UserPutRequest(userId: henning, timeZone: .utc, locale: .en))
-        let reminder = try plannerClient.call(Ops.reminderPut, ReminderPutRequest(userId: henning, activity: .noalc)).reminder
-        let fired = try plannerClient.call(Ops.reminderTest, ReminderTestRequest(reminderId: reminder.id))
-        let event = try #require(try notifications.wait(for: Events.notify).first)
-        guard case .notify(let notification) = event.data else { throw HarnessError("notify carries \(String(describing: event.data))") }
-        return (fired, notification, event)
-    }
-
-    @Test func aTestReminderBecomesANotificationThatIsListed() throws {
-        let (fired, notification, event) = try testNotification()
+    @Test(arguments: Backend.allCases)
+    func aTestReminderBecomesANotificationThatIsListed(_ backend: Backend) throws {
+        let services = try Services(backend)
+        let (rig, notifier, henning) = (services.rig, services.notifier, services.henning)
+        let (fired, notification, event) = try services.testNotification()
         #expect(fired.status == .fired)
         #expect(notification.reminderId == fired.reminderId)
         #expect(notification.userId == henning && notification.activity == .noalc)
@@ -48,8 +55,11 @@ import TestSupport
         #expect(try rig.client(notifier).call(Ops.notificationList, NotificationListRequest(userId: user("someone"))).notifications.isEmpty)
     }
 
-    @Test func aNoAlcQuickActionLogsAnEntryAtTheLoggerOnce() throws {
-        let (_, notification, _) = try testNotification()
+    @Test(arguments: Backend.allCases)
+    func aNoAlcQuickActionLogsAnEntryAtTheLoggerOnce(_ backend: Backend) throws {
+        let services = try Services(backend)
+        let (rig, logger, notifier, henning) = (services.rig, services.logger, services.notifier, services.henning)
+        let (_, notification, _) = try services.testNotification()
         let targetDay = try #require(notification.targetDay)
         let loggerEvents = try rig.recorder(logger)
         let client = rig.client(notifier)

@@ -1,0 +1,62 @@
+import Foundation
+import LHTClient
+import LHTSchema
+import Testing
+import TestSupport
+
+/// Two instances of a follower (streak service, notifier) over one PostgreSQL, both following the
+/// same upstream: each upstream event changes the shared state once and is published once, and
+/// either instance answers for any user. Serialized: each test starts a server of its own.
+@Suite(.serialized) struct FollowerClusterTests {
+    let henning = user("henning")
+
+    /// Waits until every instance applied the upstream through `seq`.
+    func waitUntilApplied(_ seq: Int64, by instances: [InProcessService], rig: ServiceRig) throws {
+        try waitUntil(timeout: 10, "every instance applied the upstream through \(seq)") {
+            try instances.allSatisfy { try rig.client($0).call(Ops.health, NoFields()).upstreams.first?.appliedSeq == seq }
+        }
+    }
+
+    @Test func twoStreakInstancesPublishEachChangeOnceAndAnswerAlike() throws {
+        let rig = try ServiceRig(.inproc, backend: .postgresql)
+        let logger = try rig.sessionLogger()
+        let instances = [try rig.streak(following: logger), try rig.streak(following: logger)]
+        for (offset, level) in [NoAlcLevel.steady, .steady, .wild, .steady].enumerated() {
+            _ = try rig.client(logger).call(Ops.noalcLog, NoAlcLogRequest(userId: henning, day: day("2026-03-01").adding(days: offset), level: level))
+        }
+        try waitUntilApplied(4, by: instances, rig: rig)
+
+        let logs = try instances.map { try rig.client($0).call(Ops.eventsSince, EventsSinceRequest(after: 0)) }
+        let states = logs[0].events.compactMap { if case .streakUpdated(let state) = $0.data { state } else { nil } }
+        #expect(states.map(\.lastLoggedDay) == (0..<4).map { day("2026-03-01").adding(days: $0) }, "one streak.updated per change")
+        #expect(logs[0].events.map(\.seq) == Array(1...4))
+        #expect(logs[1].events.map(\.id) == logs[0].events.map(\.id))
+        let answers = try instances.map { try rig.client($0).call(Ops.streakGet, StreakGetRequest(userId: henning, asOf: day("2026-03-04"))) }
+        #expect(answers[0] == answers[1])
+        #expect(answers[0] == states.last)
+    }
+
+    @Test func twoNotifiersNotifyEachDueOnce() throws {
+        let rig = try ServiceRig(.inproc, backend: .postgresql)
+        let logger = try rig.sessionLogger()
+        let planner = try rig.planner(clock: Instant.now().minuteFloor, following: logger)
+        let instances = [try rig.notifier(following: planner, logger: logger), try rig.notifier(following: planner, logger: logger)]
+        let plannerClient = rig.client(planner)
+        _ = try plannerClient.call(Ops.userPut, UserPutRequest(userId: henning, timeZone: .utc, locale: .en))
+        let reminder = try plannerClient.call(Ops.reminderPut, ReminderPutRequest(userId: henning, activity: .noalc)).reminder
+        for _ in 0..<3 { _ = try plannerClient.call(Ops.reminderTest, ReminderTestRequest(reminderId: reminder.id)) }
+        try waitUntilApplied(try plannerClient.call(Ops.health, NoFields()).lastSeq, by: instances, rig: rig)
+
+        let lists = try instances.map { try rig.client($0).call(Ops.notificationList, NotificationListRequest(userId: henning)) }
+        #expect(lists[0].notifications.count == 3, "one notification per reminder.due")
+        #expect(lists[0].notifications == lists[1].notifications)
+        #expect(lists[0].notifications.map(\.seq) == [1, 2, 3])
+
+        // A quick action on either instance, for a notification either published: one entry.
+        let notificationId = try #require(lists[0].notifications.first?.notificationId)
+        let action = NotificationActionRequest(notificationId: notificationId, actionId: "noalc.steady")
+        let entries = try instances.map { try rig.client($0).call(Ops.notificationAction, action).entry }
+        #expect(entries[0] != nil && entries[0] == entries[1])
+        #expect(try rig.client(logger).call(Ops.health, NoFields()).lastSeq == 1)
+    }
+}
