@@ -142,9 +142,9 @@ public struct ServiceSettings: Sendable {
 }
 
 extension Endpoint {
-    /// Another service's endpoint from its flag (`--planner-events`), or the table's default.
-    public static func of(_ service: ServiceName, _ role: SocketRole, given: String?) throws -> String {
-        try validated(given ?? service.defaultEndpoint(role), flag: service.flag(role))
+    /// Another service's endpoints from its flag (`--planner-events`, a list of its instances), or the table's default.
+    public static func of(_ service: ServiceName, _ role: SocketRole, given: String?) throws -> [String] {
+        try list(given ?? service.defaultEndpoint(role), flag: service.flag(role))
     }
 }
 
