@@ -47,6 +47,8 @@ public final class ServiceHost {
     public var nextDeadline: (() -> Instant?)?
     /// The tzdata version for `health`, for a service whose answers depend on zone rules.
     public var tzdataVersion: (() -> String)?
+    /// This instance's name (`--instance`) for `health`; nil for a host not started from flags.
+    public var instance: String?
 
     let api: Socket
     let events: EventSocket
@@ -107,6 +109,8 @@ public final class ServiceHost {
                       dataDirectory: settings.dataDirectory, migrations: migrations, projection: projection, logger: logger, time: time,
                       security: settings.security, context: context)
         acceptUpstreamReset = settings.acceptUpstreamReset
+        instance = settings.instance
+        metrics.instance(settings.instance)
         if settings.insecure && settings.security == nil {
             logger.warning("--insecure: serving plaintext without keys; anyone who can reach these ports reads and writes every user's data",
                            metadata: ["api": "\(apiEndpoint)", "events": "\(eventsEndpoint)"])
@@ -300,6 +304,6 @@ public final class ServiceHost {
         let upstreams = feeds.map { UpstreamHealth(name: $0.upstream.rawValue, appliedSeq: $0.appliedSeq, upstreamSeq: $0.upstreamSeq) }
         return HealthReply(service: name, version: version, uptimeSeconds: Int64(Date().timeIntervalSince(startedAt)),
                            lastSeq: eventLog.publishedSeq, counters: counters, upstreams: upstreams, lastError: lastError,
-                           logId: eventLog.identity, tzdata: tzdataVersion?())
+                           logId: eventLog.identity, tzdata: tzdataVersion?(), instance: instance)
     }
 }
