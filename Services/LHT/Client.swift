@@ -74,10 +74,10 @@ extension ServiceName {
     /// `LHT_PLANNER_API`, `LHT_STREAK_EVENTS`: the variable beside the flag that names this socket.
     func environmentValue(_ role: SocketRole) -> String? { environment[environmentVariable(forFlag: flag(role))] }
 
-    /// "Reminder planner api (env LHT_PLANNER_API, default tcp://…:7311).", from the endpoint table.
+    /// "Reminder planner api, or its instances' (env LHT_PLANNER_API, default tcp://…:7311).", from the endpoint table.
     func endpointHelp(_ role: SocketRole) -> ArgumentHelp {
-        ArgumentHelp("\(helpName(role)) \(role.rawValue) (env \(environmentVariable(forFlag: flag(role))), default \(defaultEndpoint(role))).",
-                     valueName: "endpoint")
+        ArgumentHelp("\(helpName(role)) \(role.rawValue), or its instances', comma-separated (env \(environmentVariable(forFlag: flag(role))), "
+                     + "default \(defaultEndpoint(role))).", valueName: "endpoint")
     }
 }
 
@@ -102,9 +102,19 @@ struct EndpointOptions<Role: EndpointRole>: ParsableArguments {
         [.sessionLogger: \.sessionLogger, .reminderPlanner: \.planner, .notifier: \.notifier, .noalcStreak: \.streak]
     }
 
-    /// The flag, else the LHT_* variable, else the table's default.
+    /// The flag, else the LHT_* variable, else the table's default: as given, a comma-separated list of
+    /// the service's instances (PROTOCOL "Cluster") or one endpoint.
     func endpoint(_ service: ServiceName) -> String {
         EndpointOptions.given[service].flatMap { self[keyPath: $0] } ?? service.environmentValue(Role.role) ?? service.defaultEndpoint(Role.role)
+    }
+
+    /// Each instance's endpoint of that list.
+    func endpoints(_ service: ServiceName) throws(EndpointError) -> [String] {
+        try Endpoint.list(endpoint(service), flag: service.lhtFlag(Role.role))
+    }
+
+    func validate() throws {
+        for service in ServiceName.allCases { _ = try endpoints(service) }
     }
 
     /// Whether the flag or its variable named this service's socket (rather than the default).
@@ -126,7 +136,6 @@ struct Connection: ParsableArguments {
     init() {}
 
     func validate() throws {
-        for service in ServiceName.allCases { _ = try Endpoint.validated(api(service), flag: service.lhtFlag(.api)) }
         guard (0.05...600).contains(seconds) else { throw ValidationError("--timeout: \(seconds.formatted()) is not 0.05...600 seconds") }
     }
 
@@ -134,7 +143,17 @@ struct Connection: ParsableArguments {
 
     var milliseconds: Int { Int(seconds * 1000) }
 
+    /// `service`'s api as given (one endpoint or a list), for messages.
     func api(_ service: ServiceName) -> String { apis.endpoint(service) }
+
+    /// `service`'s instances' apis (`validate` has checked them).
+    func apiEndpoints(_ service: ServiceName) throws(Failure) -> [String] {
+        do {
+            return try apis.endpoints(service)
+        } catch {
+            throw Failure(status: Status.usage, line: "error: \(error)")
+        }
+    }
 }
 
 /// `--json`, for every command that prints data.
@@ -190,7 +209,7 @@ final class Client {
 
     private func client(_ service: ServiceName) throws(Failure) -> ServiceClient {
         if let client = clients[service] { return client }
-        let client = ServiceClient(context: context, endpoint: connection.api(service), credentials: try keys?.credentials(for: service))
+        let client = ServiceClient(context: context, endpoints: try connection.apiEndpoints(service), credentials: try keys?.credentials(for: service))
         clients[service] = client
         return client
     }
@@ -215,8 +234,8 @@ extension Failure {
     init(_ error: WireError, service: ServiceName, op: String, client: ServiceClient, seconds: Double) {
         // ServiceClient's own "did not answer": `unavailable` without a field, naming its endpoint. A service
         // that answers `unavailable` (the notifier when the session logger is down) names no endpoint of ours.
-        if error.code == .unavailable, error.field == nil, error.message.hasPrefix("\(client.endpoint) did not answer ") {
-            self = .noAnswer(service, endpoint: client.endpoint, op: op, seconds: seconds)
+        if error.code == .unavailable, error.field == nil, error.message.hasPrefix("\(client.instances) did not answer ") {
+            self = .noAnswer(service, endpoint: "\(client.instances)", op: op, seconds: seconds)
         } else {
             self = .service(code: error.code.rawValue, field: error.field, message: error.message)
         }

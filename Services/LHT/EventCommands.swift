@@ -28,7 +28,8 @@ struct Subscribe: ParsableCommand {
     @Option(help: ArgumentHelp("The user whose notifications to follow when no prefix is given (env LHT_USER).", valueName: "user"))
     var user: String?
 
-    @Option(help: ArgumentHelp("Subscribe at this events endpoint (any service's PUB) instead; repeatable.", valueName: "endpoint"))
+    @Option(help: ArgumentHelp("Subscribe at this events endpoint (any service's PUB, or its instances', comma-separated) instead; repeatable.",
+                               valueName: "endpoint"))
     var events: [String] = []
 
     @Flag(help: "Print a readable line per message instead of JSON.")
@@ -56,6 +57,7 @@ struct Subscribe: ParsableCommand {
         }
         if let count, count < 1 { throw ValidationError("--count must be 1 or more") }
         if let maxWait, maxWait <= 0 { throw ValidationError("--max-wait must be more than 0 seconds") }
+        for value in events { _ = try Endpoint.list(value, flag: "events") }
     }
 
     func run() throws {
@@ -90,7 +92,7 @@ struct Subscribe: ParsableCommand {
             // A cursor's first run starts "from now" at the publisher's newest seq, written down at once, so that
             // what is published after this start is delivered even if this run ends before it hears anything.
             for (publisher, credentials) in zip(followed, credentials) where cursor.seq(publisher.service) == nil {
-                let client = ServiceClient(context: context, endpoint: connection.api(publisher.service), credentials: credentials)
+                let client = ServiceClient(context: context, endpoints: try connection.apiEndpoints(publisher.service), credentials: credentials)
                 if let now = try? client.call(Ops.eventsSince, EventsSinceRequest(after: 0, limit: 1), timeoutMilliseconds: connection.milliseconds) {
                     try cursor.advance(publisher.service, to: now.lastSeq)
                 }
@@ -98,7 +100,8 @@ struct Subscribe: ParsableCommand {
         }
         do {
             subscriptions = try zip(followed, credentials).map { publisher, credentials in
-                (publisher.service, try Subscription(context: context, eventsEndpoint: publisher.events, apiEndpoint: connection.api(publisher.service),
+                (publisher.service, try Subscription(context: context, eventsEndpoints: Endpoint.list(publisher.events, flag: "events"),
+                                                     apiEndpoints: connection.apiEndpoints(publisher.service),
                                                      prefixes: topics, after: cursor?.seq(publisher.service),
                                                      timeoutMilliseconds: connection.milliseconds, credentials: credentials))
             }

@@ -43,16 +43,16 @@ struct Health: ParsableCommand {
                 emit("{" + parts.joined(separator: ",") + "}")
             }
         } else {
-            var table = Table("service", "api", "status", "uptime", "last seq", "counters")
+            var table = Table("service", "api", "status", "instance", "uptime", "last seq", "counters")
             for service in services {
                 switch answers[service] {
                 case .success(let answer)?:
                     let health = answer.value
                     let counters = health.counters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-                    table.add(service.rawValue, connection.api(service), "up \(health.version)", "\(health.uptimeSeconds) s",
-                              String(health.lastSeq), counters)
+                    table.add(service.rawValue, connection.api(service), "up \(health.version)", health.instance ?? "-",
+                              "\(health.uptimeSeconds) s", String(health.lastSeq), counters)
                 case .failure(let failure)?:
-                    table.add(service.rawValue, connection.api(service), failure.status == Status.noAnswer ? "no answer" : "error", "", "", "")
+                    table.add(service.rawValue, connection.api(service), failure.status == Status.noAnswer ? "no answer" : "error", "", "", "", "")
                 case nil:
                     break
                 }

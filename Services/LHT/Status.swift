@@ -7,7 +7,7 @@ import LHTSchema
 struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "One screen for the operator: per service up or down, version, uptime, last seq, upstream lag and last error.",
+        abstract: "One screen for the operator: per service up or down, the instance that answered, version, uptime, last seq, upstream lag and last error.",
         discussion: """
             All four services are asked for health at once (as `lht health` does). The upstreams column shows, \
             for each upstream a service follows, its lag in events (upstream seq − applied seq). \
@@ -23,16 +23,16 @@ struct StatusCommand: ParsableCommand {
         if output.json {
             emit(JSONValue.object(["services": .array(services.map { json($0, answers[$0]) })]).jsonLine)
         } else {
-            var table = Table("service", "status", "version", "uptime", "last seq", "upstreams", "last error")
+            var table = Table("service", "status", "instance", "version", "uptime", "last seq", "upstreams", "last error")
             for service in services {
                 switch answers[service] {
                 case .success(let answer)?:
                     let health = answer.value
                     let upstreams = health.upstreams.map { "\($0.name) lag \($0.lag) (\($0.appliedSeq)/\($0.upstreamSeq))" }
-                    table.add(service.rawValue, "up", health.version, uptimeText(health.uptimeSeconds), String(health.lastSeq),
+                    table.add(service.rawValue, "up", health.instance ?? "-", health.version, uptimeText(health.uptimeSeconds), String(health.lastSeq),
                               upstreams.isEmpty ? "-" : upstreams.joined(separator: ", "), health.lastError.map(oneLine) ?? "-")
                 case .failure(let failure)?:
-                    table.add(service.rawValue, "down", "", "", "", "", reason(failure, service))
+                    table.add(service.rawValue, "down", "", "", "", "", "", reason(failure, service))
                 case nil:
                     break
                 }
@@ -58,6 +58,7 @@ struct StatusCommand: ParsableCommand {
         case .success(let answer)?:
             let health = answer.value
             object["up"] = .bool(true)
+            if let instance = health.instance { object["instance"] = .string(instance) }
             object["version"] = .string(health.version)
             object["uptimeSeconds"] = .number(Double(health.uptimeSeconds))
             object["lastSeq"] = .number(Double(health.lastSeq))

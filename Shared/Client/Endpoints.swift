@@ -94,6 +94,15 @@ public enum Endpoint {
         return endpoint
     }
 
+    /// A flag's value naming every instance of a service (PROTOCOL "Cluster": `tcp://a:7301,tcp://b:7301`),
+    /// each element validated as `validated` does; an empty element is an error naming the flag.
+    public static func list(_ value: String, flag: String) throws(EndpointError) -> [String] {
+        try value.split(separator: ",", omittingEmptySubsequences: false).map { element throws(EndpointError) in
+            guard !element.isEmpty else { throw EndpointError(description: "--\(flag): \"\(value)\" has an empty endpoint in its list") }
+            return try validated(String(element), flag: flag)
+        }
+    }
+
     /// Whether binding `endpoint` reaches this machine only: a `tcp` host in 127.0.0.0/8, `::1` or
     /// `localhost` (not `0.0.0.0` or `*`), or an `ipc`/`inproc` endpoint.
     public static func isLoopback(_ endpoint: String) -> Bool {

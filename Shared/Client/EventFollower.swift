@@ -22,8 +22,10 @@ public final class EventFollower {
     private let connectionMonitor: Socket
     private var connectionCount = 0
 
-    /// Subscribes to `prefixes` and, unless one of them is `""`, to heartbeats too.
-    public init(context: Context, eventsEndpoint: String, apiEndpoint: String, prefixes: [String] = [""],
+    /// Subscribes to `prefixes` and, unless one of them is `""`, to heartbeats too, at every instance
+    /// of the publisher: each publishes the events it committed (PROTOCOL "Cluster"), so their seqs
+    /// may arrive out of order across instances, which an owner treats as it treats a gap.
+    public init(context: Context, eventsEndpoints: [String], apiEndpoints: [String], prefixes: [String] = [""],
                 credentials: CurveCredentials? = nil) throws {
         subscriber = try Socket(context, .sub)
         try subscriber.setReceiveHighWaterMark(1_000_000)
@@ -32,12 +34,12 @@ public final class EventFollower {
         connectionMonitor = try subscriber.monitor(.connected, context: context)
         for prefix in prefixes { try subscriber.subscribe(prefix) }
         if !prefixes.contains("") { try subscriber.subscribe(Heartbeat.topic) }
-        try subscriber.connect(eventsEndpoint)
-        client = ServiceClient(context: context, endpoint: apiEndpoint, credentials: credentials)
+        for endpoint in eventsEndpoints { try subscriber.connect(endpoint) }
+        client = ServiceClient(context: context, endpoints: apiEndpoints, credentials: credentials)
     }
 
-    /// How many times the SUB has connected to the publisher so far (a restarted publisher is a new
-    /// connection). Read before the events it may have brought: `drain` counts them first.
+    /// How many times the SUB has connected to the publisher's instances so far (a restarted one is
+    /// a new connection). Read before the events it may have brought: `drain` counts them first.
     public var connections: Int {
         while (try? connectionMonitor.receiveMultipart(dontWait: true)) != nil { connectionCount += 1 }
         return connectionCount
@@ -106,9 +108,9 @@ public final class Subscription {
     private let timeoutMilliseconds: Int
 
     /// `after`: deliver events after this seq (0: the whole history); nil: only what comes from now on.
-    public init(context: Context, eventsEndpoint: String, apiEndpoint: String, prefixes: [String], after: Int64?,
+    public init(context: Context, eventsEndpoints: [String], apiEndpoints: [String], prefixes: [String], after: Int64?,
                 timeoutMilliseconds: Int = 3000, credentials: CurveCredentials? = nil) throws {
-        follower = try EventFollower(context: context, eventsEndpoint: eventsEndpoint, apiEndpoint: apiEndpoint,
+        follower = try EventFollower(context: context, eventsEndpoints: eventsEndpoints, apiEndpoints: apiEndpoints,
                                      prefixes: prefixes, credentials: credentials)
         self.prefixes = prefixes
         checkedThrough = after

@@ -237,8 +237,10 @@ public struct HealthReply: Codable, Sendable {
     public let logId: RecordID?
     /// The tzdata version whose zone rules the service uses (planner and streak service only).
     public let tzdata: String?
+    /// The instance that answered (`--instance`, PROTOCOL "Cluster").
+    public let instance: String?
 
-    enum CodingKeys: String, CodingKey { case service, version, uptimeSeconds, lastSeq, counters, upstreams, lastError, logId, tzdata }
+    enum CodingKeys: String, CodingKey { case service, version, uptimeSeconds, lastSeq, counters, upstreams, lastError, logId, tzdata, instance }
 
     /// Written by hand to write the counters in name order, so two replies with the same counts are the
     /// same bytes; the synthesized conformance writes a dictionary in its (per-process) hash order.
@@ -254,6 +256,7 @@ public struct HealthReply: Codable, Sendable {
         try container.encode(lastError, forKey: .lastError)
         try container.encode(logId, forKey: .logId)
         try container.encodeIfPresent(tzdata, forKey: .tzdata)
+        try container.encodeIfPresent(instance, forKey: .instance)
     }
 
     /// `upstreams` and `lastError` came later: a reply without them reads as none.
@@ -268,10 +271,12 @@ public struct HealthReply: Codable, Sendable {
         lastError = try container.decodeIfPresent(String.self, forKey: .lastError)
         logId = try container.decodeIfPresent(RecordID.self, forKey: .logId)
         tzdata = try container.decodeIfPresent(String.self, forKey: .tzdata)
+        instance = try container.decodeIfPresent(String.self, forKey: .instance)
     }
 
     public init(service: String, version: String, uptimeSeconds: Int64, lastSeq: Int64, counters: [String: Int64],
-                upstreams: [UpstreamHealth] = [], lastError: String? = nil, logId: RecordID? = nil, tzdata: String? = nil) {
+                upstreams: [UpstreamHealth] = [], lastError: String? = nil, logId: RecordID? = nil, tzdata: String? = nil,
+                instance: String? = nil) {
         self.service = service
         self.version = version
         self.uptimeSeconds = uptimeSeconds
@@ -281,6 +286,7 @@ public struct HealthReply: Codable, Sendable {
         self.lastError = lastError
         self.logId = logId
         self.tzdata = tzdata
+        self.instance = instance
     }
 }
 

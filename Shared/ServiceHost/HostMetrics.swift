@@ -43,6 +43,12 @@ final class HostMetrics {
 
     func eventLog(lastSeq seq: Int64) { lastSeq.record(seq) }
 
+    /// `lht_instance_info{instance="…"} 1`: the instance's name as a series of its own, to join onto
+    /// the others, rather than a label on every series (the registry is per process, the families shared).
+    func instance(_ name: String) {
+        Gauge(label: "lht_instance_info", dimensions: [("instance", name)]).record(1)
+    }
+
     func upstreamLag(_ upstream: String, _ lag: Int64) {
         lags.value(for: upstream) { Gauge(label: "lht_upstream_lag_events", dimensions: [("upstream", upstream)]) }.record(lag)
     }

@@ -59,6 +59,7 @@ public final class PrometheusMetrics: Sendable {
         "lht_request_duration_seconds": "Time from reading a request to its reply, by op.",
         "lht_events_published_total": "Events published on the events socket, by type.",
         "lht_event_log_last_seq": "The newest seq in this service's event log.",
+        "lht_instance_info": "Always 1; its instance label names this service instance (--instance).",
         "lht_upstream_lag_events": "Events the upstream has published that this service has not applied yet.",
         "lht_auth_refused_total": "Refusals: request and subscription (by the access rules), not_curve, unknown_key, no_identity, malformed (at the handshake).",
         "lht_decisions_total": "Occurrences decided by the planner, by kind (due, suppressed, skipped, missed).",

@@ -47,6 +47,8 @@ public final class ServiceHost {
     public var nextDeadline: (() -> Instant?)?
     /// The tzdata version for `health`, for a service whose answers depend on zone rules.
     public var tzdataVersion: (() -> String)?
+    /// This instance's name (`--instance`) for `health`; nil for a host not started from flags.
+    public var instance: String?
 
     let api: Socket
     let events: EventSocket
@@ -109,13 +111,15 @@ public final class ServiceHost {
         watch(events.socket) { [unowned self] in serveSubscriptions() }
     }
 
-    /// The host of a service started from its flags: endpoints, data directory and keys from `settings`.
+    /// The host of a service started from its flags: endpoints, storage and keys from `settings`.
     public convenience init(settings: ServiceSettings, layout: StoreLayout, logger: Logger, time: TimeSource = SystemTime(),
                             context: Context? = nil) throws {
         try self.init(service: settings.name, apiEndpoint: settings.api, eventsEndpoint: settings.events,
-                      dataDirectory: settings.dataDirectory, layout: layout, logger: logger, time: time,
+                      dataDirectory: settings.dataDirectory, database: settings.database, layout: layout, logger: logger, time: time,
                       security: settings.security, context: context)
         acceptUpstreamReset = settings.acceptUpstreamReset
+        instance = settings.instance
+        metrics.instance(settings.instance)
         if settings.insecure && settings.security == nil {
             logger.warning("--insecure: serving plaintext without keys; anyone who can reach these ports reads and writes every user's data",
                            metadata: ["api": "\(apiEndpoint)", "events": "\(eventsEndpoint)"])
@@ -321,6 +325,6 @@ public final class ServiceHost {
         let upstreams = feeds.map { UpstreamHealth(name: $0.upstream.rawValue, appliedSeq: $0.appliedSeq, upstreamSeq: $0.upstreamSeq) }
         return HealthReply(service: name, version: version, uptimeSeconds: Int64(Date().timeIntervalSince(startedAt)),
                            lastSeq: eventLog.publishedSeq, counters: counters, upstreams: upstreams, lastError: lastError,
-                           logId: eventLog.identity, tzdata: tzdataVersion?())
+                           logId: eventLog.identity, tzdata: tzdataVersion?(), instance: instance)
     }
 }

@@ -178,8 +178,13 @@ public struct ServiceLogHandler: LogHandler {
 }
 
 extension ServiceCommandLine {
-    /// Routes every Logger of the process to a `ServiceLogHandler` for `service`. Once per process.
-    public static func bootstrapLogging(service: String, _ settings: LogSettings) {
-        LoggingSystem.bootstrap { _ in ServiceLogHandler(service: service, settings: settings) }
+    /// Routes every Logger of the process to a `ServiceLogHandler` for `service`, each line with the
+    /// `instance` it comes from (PROTOCOL "Cluster"). Once per process.
+    public static func bootstrapLogging(service: String, _ settings: LogSettings, instance: String) {
+        LoggingSystem.bootstrap { _ in
+            var handler = ServiceLogHandler(service: service, settings: settings)
+            handler.metadata["instance"] = .string(instance)
+            return handler
+        }
     }
 }

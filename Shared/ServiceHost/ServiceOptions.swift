@@ -35,9 +35,57 @@ public struct CommonOptions: ParsableArguments {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical (default info).")
     public var logLevel: String?
 
+    @Option(help: "PostgreSQL URL postgresql://user[:password]@host[:port]/dbname[?…] for a cluster's shared state (PROTOCOL \"Cluster\"); default: SQLite in --data-dir.")
+    public var database: String?
+
+    @Option(help: "This instance's name in its logs, health and metrics (default <hostname>:<pid>).")
+    public var instance: String?
+
     public init() {}
 
-    public static let flagNames = ["api", "events", "data-dir", "keys", "insecure", "accept-upstream-reset", "metrics", "log-format", "log-level"]
+    public static let flagNames = ["api", "events", "data-dir", "keys", "insecure", "accept-upstream-reset", "metrics", "log-format", "log-level",
+                                   "database", "instance"]
+
+    /// `--instance`, else `<hostname>:<pid>`: read by the settings and, before them, by the logging set-up.
+    public func instanceName() throws -> String {
+        guard let instance else {
+            var name = [CChar](repeating: 0, count: 256)
+            let host = gethostname(&name, name.count - 1) == 0
+                ? String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "localhost"
+            return "\(host):\(getpid())"
+        }
+        // It goes into `key=value` log lines and a metrics label as it is.
+        guard !instance.isEmpty, !instance.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.properties.generalCategory == .control })
+        else { throw ValidationError("--instance: \"\(instance.prefix(80))\" is not a name (empty, or with spaces or control characters)") }
+        return instance
+    }
+
+    /// `--database` checked for its form only (the store connects): a PostgreSQL URL, or nil for SQLite.
+    func databaseURL() throws -> String? {
+        guard let database else { return nil }
+        guard database.hasPrefix("postgresql://") || database.hasPrefix("postgres://") else {
+            throw ValidationError("--database: \"\(Self.withoutPassword(database).prefix(200))\" is not a PostgreSQL URL postgresql://user[:password]@host[:port]/dbname")
+        }
+        return database
+    }
+
+    /// `url` fit for an error or a log line: the password of `user:password@` and of `password=` as `***`.
+    public static func withoutPassword(_ url: String) -> String {
+        var text = url
+        // The user information is everything before the last `@` ahead of the query; its password, after its first `:`.
+        let userStart = text.range(of: "://")?.upperBound ?? text.startIndex
+        let queryStart = text.firstIndex(of: "?") ?? text.endIndex
+        if let at = text[userStart..<queryStart].lastIndex(of: "@"), let colon = text[userStart..<at].firstIndex(of: ":") {
+            text.replaceSubrange(text.index(after: colon)..<at, with: "***")
+        }
+        // libpq also reads a password from the query string.
+        if let query = text.firstIndex(of: "?") {
+            let parameters = text[text.index(after: query)...].split(separator: "&", omittingEmptySubsequences: false)
+                .map { $0.hasPrefix("password=") ? "password=***" : String($0) }
+            text = String(text[...query]) + parameters.joined(separator: "&")
+        }
+        return text
+    }
 }
 
 /// A service's options: the common ones and its own. The executable's `main` reads the common
@@ -100,10 +148,17 @@ public struct ServiceSettings: Sendable {
     public let log: LogSettings
     /// Follow an upstream's new history from its start instead of halting (`UpstreamFeed`).
     public let acceptUpstreamReset: Bool
+    /// The PostgreSQL URL the store is to use (PROTOCOL "Cluster"); nil: SQLite in `dataDirectory`.
+    /// It may hold a password: log it only through `CommonOptions.withoutPassword`.
+    public let database: String?
+    /// This instance's name (`--instance`, default `<hostname>:<pid>`), for logs, `health` and metrics.
+    public let instance: String
 
     public init(_ name: ServiceName, common: CommonOptions) throws {
         self.name = name
         acceptUpstreamReset = common.acceptUpstreamReset
+        database = try common.databaseURL()
+        instance = try common.instanceName()
         keysDirectory = common.keys
         insecure = common.insecure
         log = try LogSettings(common)
@@ -142,9 +197,9 @@ public struct ServiceSettings: Sendable {
 }
 
 extension Endpoint {
-    /// Another service's endpoint from its flag (`--planner-events`), or the table's default.
-    public static func of(_ service: ServiceName, _ role: SocketRole, given: String?) throws -> String {
-        try validated(given ?? service.defaultEndpoint(role), flag: service.flag(role))
+    /// Another service's endpoints from its flag (`--planner-events`, a list of its instances), or the table's default.
+    public static func of(_ service: ServiceName, _ role: SocketRole, given: String?) throws -> [String] {
+        try list(given ?? service.defaultEndpoint(role), flag: service.flag(role))
     }
 }
 
@@ -186,7 +241,8 @@ public enum ServiceCommandLine {
             let options = try Options.parse(arguments)
             if let service = options as? any ServiceArguments {
                 // Before anything can log: the settings below may already want to.
-                bootstrapLogging(service: ProcessInfo.processInfo.processName, try LogSettings(service.common))
+                bootstrapLogging(service: ProcessInfo.processInfo.processName, try LogSettings(service.common),
+                                 instance: try service.common.instanceName())
             }
             try build(options)
             return options

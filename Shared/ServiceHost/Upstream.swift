@@ -58,15 +58,15 @@ public final class UpstreamFeed {
     /// `health.counters` entry of the halts.
     static let resetCounter = "upstreamReset"
 
-    /// Subscribes to everything the upstream publishes: filtering by type happens in `apply`, since a
-    /// topic filter would turn every other type's seq into a false gap.
-    public init(upstream: ServiceName, host: ServiceHost, eventsEndpoint: String, apiEndpoint: String, apply: @escaping Apply) throws {
+    /// Subscribes to everything the upstream publishes, at every instance of it: filtering by type
+    /// happens in `apply`, since a topic filter would turn every other type's seq into a false gap.
+    public init(upstream: ServiceName, host: ServiceHost, eventsEndpoints: [String], apiEndpoints: [String], apply: @escaping Apply) throws {
         self.upstream = upstream
         self.host = host
         self.apply = apply
-        follower = try EventFollower(context: host.context, eventsEndpoint: eventsEndpoint, apiEndpoint: apiEndpoint,
+        follower = try EventFollower(context: host.context, eventsEndpoints: eventsEndpoints, apiEndpoints: apiEndpoints,
                                      credentials: host.credentials(for: upstream))
-        client = try UpstreamClient(host: host, upstream: upstream, endpoint: apiEndpoint)
+        client = try UpstreamClient(host: host, upstream: upstream, endpoints: apiEndpoints)
         (appliedSeq, followedLog) = try host.store.cursor(upstream.rawValue)
         host.watch(follower.subscriber) { [unowned self] in receiveLive() }
         host.follow(self)
@@ -117,9 +117,9 @@ public final class UpstreamFeed {
     /// and stops after the page that reaches the upstream's newest seq, or at its first error.
     private func readAhead(after seq: Int64, timeoutMilliseconds: Int) -> HandOff<EventsSinceReply> {
         let pages = HandOff<EventsSinceReply>(waitingLimit: 4)
-        let (context, endpoint, credentials) = (host.context, follower.client.endpoint, client.credentials)
+        let (context, endpoints, credentials) = (host.context, client.instances.endpoints, client.credentials)
         let reader = Thread {
-            let client = ServiceClient(context: context, endpoint: endpoint, credentials: credentials)
+            let client = ServiceClient(context: context, endpoints: endpoints, credentials: credentials)
             var after = seq
             pages.finish(Result { () throws(WireError) in
                 while true {
@@ -279,7 +279,7 @@ public final class UpstreamFeed {
         // Pages and live batches come in seq order, usually all of them new: then nothing is copied
         // (filtering, sorting and collecting them copied every event three times).
         let inOrder = events.indices.dropFirst().allSatisfy { events[$0 - 1].seq < events[$0].seq }
-        let ordered = inOrder ? events : events.sorted { $0.seq < $1.seq }
+        let ordered = inOrder ? events : Self.eachSeqOnce(events)
         guard let start = ordered.firstIndex(where: { $0.seq > appliedSeq }) else { return }
         var end = start
         while end < ordered.count, ordered[end].seq == appliedSeq + 1 + Int64(end - start) { end += 1 }
@@ -300,6 +300,15 @@ public final class UpstreamFeed {
         } catch {
             host.recordError("applying upstream events failed", ["upstream": "\(upstream)", "error": "\(error)"])
         }
+    }
+
+    /// `events` in seq order, each seq once: live events held from several instances of the upstream
+    /// come out of order, and one relayed or connected twice comes twice; a copy must not end the run.
+    private static func eachSeqOnce(_ events: [ReceivedEvent]) -> [ReceivedEvent] {
+        var ordered: [ReceivedEvent] = []
+        ordered.reserveCapacity(events.count)
+        for event in events.sorted(by: { $0.seq < $1.seq }) where ordered.last?.seq != event.seq { ordered.append(event) }
+        return ordered
     }
 
     /// Whether `logId` (the upstream's log identity from a page or a heartbeat; nil from a publisher

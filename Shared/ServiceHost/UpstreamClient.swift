@@ -11,28 +11,28 @@ import ZeroMQ
 /// it arrives, by `then` — on the loop thread, like every handler. Each try has its own deadline,
 /// checked every turn: Lazy Pirate (zguide ch. 4), a try that times out throws its socket away (so
 /// a late reply can never be taken for another request's) and the next try goes out on a fresh
-/// one; after the last, `then` gets `unavailable`. A socket carries one request at a time, so a
-/// reply always belongs to the request sent on it.
+/// one, to the upstream's next instance (`Instances`); after the last, `then` gets `unavailable`.
+/// A socket carries one request at a time, so a reply always belongs to the request sent on it.
 ///
 /// Meant for work that runs while the loop serves: an op answered later (`handleDeferred`), an
 /// `UpstreamFeed` catching up. Blocking calls (`ServiceClient`) remain right only before the loop
 /// starts, for the start-up catch-up the ready line promises.
 public final class UpstreamClient {
-    public let endpoint: String
+    public private(set) var instances: Instances
     private unowned let host: ServiceHost
     let credentials: CurveCredentials?
-    /// Sockets whose last exchange ended with a reply: connected, nothing in flight on them.
+    /// Sockets to the current instance whose last exchange ended with a reply: connected, nothing in flight on them.
     private var idle: [Socket] = []
 
-    /// A client for `upstream`'s api at `endpoint`, with this service's keys when it runs with keys.
-    public init(host: ServiceHost, upstream: ServiceName, endpoint: String) throws {
+    /// A client for `upstream`'s api at `endpoints` (its instances), with this service's keys when it runs with keys.
+    public init(host: ServiceHost, upstream: ServiceName, endpoints: [String]) throws {
         self.host = host
-        self.endpoint = endpoint
+        instances = Instances(endpoints)
         credentials = try host.credentials(for: upstream)
     }
 
     /// Sends `op` and calls `then` on the loop thread with its reply, the upstream's refusal, or
-    /// `unavailable` after `tries` × `timeoutMilliseconds` without an answer.
+    /// `unavailable` after `tries` (at least one per instance) × `timeoutMilliseconds` without an answer.
     public func call<Input, Output>(_ op: Op<Input, Output>, _ request: Input, timeoutMilliseconds: Int, tries: Int = 1,
                                     then: @escaping (Result<Output, WireError>) -> Void) {
         let frame: Data
@@ -42,28 +42,36 @@ public final class UpstreamClient {
             then(.failure(error))
             return
         }
-        let endpoint = endpoint
-        host.exchanges.start(Exchange(client: self, frame: frame, timeoutMilliseconds: timeoutMilliseconds, tries: max(1, tries)) { reply in
+        let tries = instances.tries(tries)
+        host.exchanges.start(Exchange(client: self, frame: frame, timeoutMilliseconds: timeoutMilliseconds, tries: tries) { [self] reply in
             guard let reply else {
-                then(.failure(WireError(.unavailable, "\(endpoint) did not answer \(op.name) within \(max(1, tries)) × \(timeoutMilliseconds) ms")))
+                then(.failure(ServiceClient.noAnswer(op, from: instances, tries: tries, timeoutMilliseconds: timeoutMilliseconds)))
                 return
             }
-            then(Result { () throws(WireError) in try ServiceClient.decodeReply(op, reply, from: endpoint) })
+            then(Result { () throws(WireError) in try ServiceClient.decodeReply(op, reply, from: instances.endpoint) })
         })
     }
 
-    /// A connected socket for one try: an idle one, or a new one.
+    /// A connected socket for one try, to the current instance: an idle one, or a new one.
     fileprivate func socket() throws -> Socket {
         if let socket = idle.popLast() { return socket }
         let socket = try Socket(host.context, .dealer)
         try socket.secure(with: credentials)
-        try socket.connect(endpoint)
+        try socket.connect(instances.endpoint)
         return socket
     }
 
-    /// A socket whose exchange ended with its reply can carry the next request.
-    fileprivate func reuse(_ socket: Socket) {
-        if idle.count < 2 { idle.append(socket) } else { socket.close() }
+    /// A socket whose exchange ended with its reply can carry the next request, if it is to the current instance.
+    fileprivate func reuse(_ socket: Socket, instance: Int) {
+        if instance == instances.current, idle.count < 2 { idle.append(socket) } else { socket.close() }
+    }
+
+    /// The instance at `index` left a try unanswered: the next tries go to the next one.
+    fileprivate func unanswered(at index: Int) {
+        guard index == instances.current else { return }
+        for socket in idle { socket.close() }
+        idle = []
+        instances.unanswered(at: index)
     }
 }
 
@@ -74,6 +82,8 @@ final class Exchange {
     let timeoutMilliseconds: Int
     var triesLeft: Int
     var socket: Socket?
+    /// The upstream instance the current try went to.
+    var instance = 0
     var deadline: UInt64 = 0
     let done: (Data?) -> Void
 
@@ -91,6 +101,7 @@ final class Exchange {
         guard triesLeft > 0 else { return false }
         triesLeft -= 1
         deadline = DispatchTime.now().uptimeNanoseconds + UInt64(max(0, timeoutMilliseconds)) * 1_000_000
+        instance = client.instances.current
         do {
             let socket = try client.socket()
             self.socket = socket
@@ -142,7 +153,7 @@ final class PendingExchanges {
             guard let reply else { continue }
             inFlight[ObjectIdentifier(exchange)] = nil
             exchange.socket = nil
-            exchange.client.reuse(socket)
+            exchange.client.reuse(socket, instance: exchange.instance)
             completions.append { exchange.done(reply) }
         }
         polled = []
@@ -150,6 +161,7 @@ final class PendingExchanges {
         for exchange in inFlight.values where exchange.deadline <= now {
             exchange.socket?.close()  // Lazy Pirate: a late reply must never meet the next request
             exchange.socket = nil
+            exchange.client.unanswered(at: exchange.instance)
             if !exchange.nextTry() {
                 inFlight[ObjectIdentifier(exchange)] = nil
                 completions.append { exchange.done(nil) }

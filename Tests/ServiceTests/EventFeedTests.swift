@@ -79,7 +79,7 @@ import ZeroMQ
                                    dataDirectory: rig.scratch.subdirectory("feed"), layout: StoreLayout(sqliteMigrations: { _ in }),
                                    logger: quietLogger("feed"), context: rig.context)
         var applied: [Int64] = []
-        let feed = try UpstreamFeed(upstream: .sessionLogger, host: host, eventsEndpoint: logger.events, apiEndpoint: logger.api) { event, tx in
+        let feed = try UpstreamFeed(upstream: .sessionLogger, host: host, eventsEndpoints: [logger.events], apiEndpoints: [logger.api]) { event, tx in
             tx.afterCommit { applied.append(event.seq) }  // undone with the event when it throws
             if event.seq == 3 { throw WireError.invalid("data", "a payload this follower cannot use") }
         }

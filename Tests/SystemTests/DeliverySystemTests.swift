@@ -204,11 +204,11 @@ import ZeroMQ
         #expect(run.seconds < 3)  // asked at once: one timeout
         let rows = run.stdout.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ") }
         #expect(rows.count == 5)
-        #expect(rows[0] == "service status version uptime last seq upstreams last error")
-        #expect(rows[1].hasPrefix("session-logger up 1.0.0 "))
+        #expect(rows[0] == "service status instance version uptime last seq upstreams last error")
+        #expect(rows[1].hasPrefix("session-logger up ") && rows[1].contains(":") && rows[1].contains(" 1.0.0 "), "\(rows[1])")  // instance <host>:<pid>
         #expect(rows[2].hasPrefix("reminder-planner up "))
         #expect(rows[3] == "notifier down no answer at tcp://127.0.0.1:1 within 1 s")
-        #expect(rows[4] == "noalc-streak up 9.9.9 1h02m 12 session-logger lag 3 (40/43) session-logger did not answer events.since")
+        #expect(rows[4] == "noalc-streak up - 9.9.9 1h02m 12 session-logger lag 3 (40/43) session-logger did not answer events.since")
 
         let json = try runChild(["status", "--json"] + flags)
         #expect(json.status == 3)

@@ -195,13 +195,13 @@ import ZeroMQ
         // The socket level: what the publisher grants alice for each prefix.
         let foreign = ["", "notify.", "notify.bob.", "notify.bob", "notify.alic"]
         let followers = try foreign.map { prefix in
-            try EventFollower(context: system.context, eventsEndpoint: notifier.events, apiEndpoint: notifier.api, prefixes: [prefix],
+            try EventFollower(context: system.context, eventsEndpoints: [notifier.events], apiEndpoints: [notifier.api], prefixes: [prefix],
                               credentials: aliceCredentials)
         }
-        let own = try Subscription(context: system.context, eventsEndpoint: notifier.events, apiEndpoint: notifier.api,
+        let own = try Subscription(context: system.context, eventsEndpoints: [notifier.events], apiEndpoints: [notifier.api],
                                    prefixes: ["notify.alice."], after: nil, timeoutMilliseconds: 5000, credentials: aliceCredentials)
         // Control: the admin's "" sees bob's notifications, so they were published.
-        let everything = try Subscription(context: system.context, eventsEndpoint: notifier.events, apiEndpoint: notifier.api,
+        let everything = try Subscription(context: system.context, eventsEndpoints: [notifier.events], apiEndpoints: [notifier.api],
                                           prefixes: [""], after: nil, timeoutMilliseconds: 5000, credentials: system.credentialsAsAdmin(.notifier))
         Thread.sleep(forTimeInterval: 0.5)
 

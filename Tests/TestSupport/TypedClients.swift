@@ -51,7 +51,7 @@ public final class EventRecorder {
     /// fetched at once; otherwise it comes when the socket shows a gap or a heartbeat shows one.
     public init(context: Context, _ service: InProcessService, prefixes: [String] = [""], after: Int64? = 0,
                 catchUpNow: Bool = true, timeoutMilliseconds: Int = 5000) throws {
-        subscription = try Subscription(context: context, eventsEndpoint: service.events, apiEndpoint: service.api,
+        subscription = try Subscription(context: context, eventsEndpoints: [service.events], apiEndpoints: [service.api],
                                         prefixes: prefixes, after: after, timeoutMilliseconds: timeoutMilliseconds)
         if catchUpNow { events += try subscription.catchUp() }
     }

@@ -13,10 +13,10 @@ import ZeroMQ
 public struct NoAlcStreakOptions: ServiceArguments {
     @OptionGroup public var common: CommonOptions
 
-    @Option(name: .customLong(ServiceName.sessionLogger.flag(.api)), help: "The session logger's api, asked for missed events.")
+    @Option(name: .customLong(ServiceName.sessionLogger.flag(.api)), help: "The session logger's api, asked for missed events; one per instance, comma-separated.")
     public var sessionLoggerAPI: String?
 
-    @Option(name: .customLong(ServiceName.sessionLogger.flag(.events)), help: "The session logger's events PUB.")
+    @Option(name: .customLong(ServiceName.sessionLogger.flag(.events)), help: "The session logger's events PUB; one per instance, comma-separated.")
     public var sessionLoggerEvents: String?
 
     @Option(help: "Joker rules: seed (default) or classic (the shipped app's arithmetic).")
@@ -34,8 +34,8 @@ public struct NoAlcStreakOptions: ServiceArguments {
 /// Resolved settings; tests and benchmarks build these directly.
 public struct NoAlcStreakSettings: Sendable {
     public let service: ServiceSettings
-    public let sessionLoggerAPI: String
-    public let sessionLoggerEvents: String
+    public let sessionLoggerAPI: [String]
+    public let sessionLoggerEvents: [String]
     public let policy: StreakPolicy
     public let timeZone: ZoneID
 
@@ -75,8 +75,8 @@ public final class NoAlcStreakService: Service {
             loaded[user]?.latest = history.lastDay.map { history.streak(of: user, asOf: $0) }
         }
         histories = Histories(loaded, policy: settings.policy)
-        feed = try UpstreamFeed(upstream: .sessionLogger, host: host, eventsEndpoint: settings.sessionLoggerEvents,
-                                apiEndpoint: settings.sessionLoggerAPI) { [unowned self] event, tx in
+        feed = try UpstreamFeed(upstream: .sessionLogger, host: host, eventsEndpoints: settings.sessionLoggerEvents,
+                                apiEndpoints: settings.sessionLoggerAPI) { [unowned self] event, tx in
             try apply(event, in: tx)
         }
         registerOps()

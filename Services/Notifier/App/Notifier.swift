@@ -28,13 +28,13 @@ public final class NotifierService: Service {
     public init(settings: NotifierSettings, logger: Logger, context: Context? = nil) throws {
         self.settings = settings
         host = try ServiceHost(settings: settings.service, layout: NotifierStore.layout, logger: logger, context: context)
-        sessionLogger = try UpstreamClient(host: host, upstream: .sessionLogger, endpoint: settings.sessionLoggerAPI)
+        sessionLogger = try UpstreamClient(host: host, upstream: .sessionLogger, endpoints: settings.sessionLoggerAPI)
         let counts = try host.query(NotifierStore.counts)
         host.count("notified", by: counts.notified)
         host.count("rateLimited", by: counts.rateLimited)
         for outcome in ["sent", "rate_limited"] { host.countMetric("notifications", "outcome", outcome, by: 0) }
-        feed = try UpstreamFeed(upstream: .reminderPlanner, host: host, eventsEndpoint: settings.plannerEvents,
-                                apiEndpoint: settings.plannerAPI) { [unowned self] event, tx in
+        feed = try UpstreamFeed(upstream: .reminderPlanner, host: host, eventsEndpoints: settings.plannerEvents,
+                                apiEndpoints: settings.plannerAPI) { [unowned self] event, tx in
             try apply(event, tx)
         }
         registerOps()

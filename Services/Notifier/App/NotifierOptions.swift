@@ -8,13 +8,13 @@ import ServiceHost
 public struct NotifierOptions: ServiceArguments {
     @OptionGroup public var common: CommonOptions
 
-    @Option(name: .customLong(ServiceName.reminderPlanner.flag(.api)), help: "The reminder planner's api, for catching up with events.since.")
+    @Option(name: .customLong(ServiceName.reminderPlanner.flag(.api)), help: "The reminder planner's api, for catching up with events.since; one per instance, comma-separated.")
     public var plannerAPI: String?
 
-    @Option(name: .customLong(ServiceName.reminderPlanner.flag(.events)), help: "The reminder planner's events, for reminder.due as it is decided.")
+    @Option(name: .customLong(ServiceName.reminderPlanner.flag(.events)), help: "The reminder planner's events, for reminder.due as it is decided; one per instance, comma-separated.")
     public var plannerEvents: String?
 
-    @Option(name: .customLong(ServiceName.sessionLogger.flag(.api)), help: "The session logger's api, where NoAlc quick actions log.")
+    @Option(name: .customLong(ServiceName.sessionLogger.flag(.api)), help: "The session logger's api, where NoAlc quick actions log; one per instance, comma-separated.")
     public var sessionLoggerAPI: String?
 
     // Unconditional, so `-1` is read as this flag's value and refused by range rather than as an unknown flag.
@@ -33,9 +33,9 @@ public struct NotifierOptions: ServiceArguments {
 /// Resolved settings; tests build these directly with wildcard ports and a temp directory.
 public struct NotifierSettings: Sendable {
     public let service: ServiceSettings
-    public let plannerAPI: String
-    public let plannerEvents: String
-    public let sessionLoggerAPI: String
+    public let plannerAPI: [String]
+    public let plannerEvents: [String]
+    public let sessionLoggerAPI: [String]
     public let rateLimitMinutes: Int
 
     /// A week: longer is surely a typo, and it keeps minutes × 60 000 far from overflow.

@@ -8,10 +8,10 @@ import ServiceHost
 public struct PlannerOptions: ServiceArguments {
     @OptionGroup public var common: CommonOptions
 
-    @Option(name: .customLong(ServiceName.sessionLogger.flag(.api)), help: "The session logger's api, for catching up with events.since.")
+    @Option(name: .customLong(ServiceName.sessionLogger.flag(.api)), help: "The session logger's api, for catching up with events.since; one per instance, comma-separated.")
     public var sessionLoggerAPI: String?
 
-    @Option(name: .customLong(ServiceName.sessionLogger.flag(.events)), help: "The session logger's events, for sessions as they are logged.")
+    @Option(name: .customLong(ServiceName.sessionLogger.flag(.events)), help: "The session logger's events, for sessions as they are logged; one per instance, comma-separated.")
     public var sessionLoggerEvents: String?
 
     @Option(name: .customLong("time-zone"), help: "Time zone of users who have not set one.")
@@ -51,8 +51,8 @@ public enum ClockSetting: Sendable, Equatable {
 
 public struct PlannerSettings: Sendable {
     public let service: ServiceSettings
-    public let sessionLoggerAPI: String
-    public let sessionLoggerEvents: String
+    public let sessionLoggerAPI: [String]
+    public let sessionLoggerEvents: [String]
     public let defaultZone: ZoneID
     public let graceMinutes: Int
     public let clock: ClockSetting

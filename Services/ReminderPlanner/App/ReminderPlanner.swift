@@ -66,8 +66,8 @@ public final class ReminderPlanner: Service {
         for user in stored.users { users[user.userId] = user }
         try loadReminders(expecting: stored.reminderCount)
 
-        feed = try UpstreamFeed(upstream: .sessionLogger, host: host, eventsEndpoint: settings.sessionLoggerEvents,
-                                apiEndpoint: settings.sessionLoggerAPI) { [unowned self] event, tx in
+        feed = try UpstreamFeed(upstream: .sessionLogger, host: host, eventsEndpoints: settings.sessionLoggerEvents,
+                                apiEndpoints: settings.sessionLoggerAPI) { [unowned self] event, tx in
             try self.apply(event, tx)
         }
         registerOps()

@@ -1,0 +1,182 @@
+import ArgumentParser
+import Foundation
+import LHTClient
+import LHTSchema
+import Notifier
+import ServiceHost
+import Storage
+import Testing
+import TestSupport
+import ZeroMQ
+
+/// PROTOCOL "Cluster", the flags: `--database`, `--instance`, and upstream endpoints as lists of instances.
+@Suite struct ClusterFlagsTests {
+    let directory = temporaryDirectory("lht-cluster-flags")
+
+    /// The notifier's settings (it has the most upstream flags) from `arguments` and `environment`, as its main reads them.
+    func notifier(_ arguments: [String], environment: [String: String] = [:]) throws -> NotifierSettings {
+        let arguments = ServiceCommandLine.withEnvironment(arguments + ["--data-dir", directory.path], flags: NotifierOptions.flagNames,
+                                                           environment: environment)
+        return try NotifierSettings(NotifierOptions.parse(arguments))
+    }
+
+    /// The line a service's main prints for what `body` throws (after `error: `); "" when it throws nothing.
+    func failure(_ body: () throws -> NotifierSettings) -> String {
+        do {
+            _ = try body()
+            return ""
+        } catch {
+            return (error as? ValidationError)?.message ?? (error as? EndpointError)?.description ?? NotifierOptions.message(for: error)
+        }
+    }
+
+    @Test func everyUpstreamFlagAndVariableTakesAListOfInstances() throws {
+        let settings = try notifier(["--planner-api", "tcp://127.0.0.1:7311,tcp://10.0.0.2:7311", "--session-logger-api=ipc:///tmp/a,inproc://b"],
+                                    environment: ["LHT_PLANNER_EVENTS": "tcp://127.0.0.1:7312,tcp://10.0.0.2:7312", "LHT_PLANNER_API": "tcp://127.0.0.1:1"])
+        #expect(settings.plannerAPI == ["tcp://127.0.0.1:7311", "tcp://10.0.0.2:7311"])  // the flag wins over its variable
+        #expect(settings.plannerEvents == ["tcp://127.0.0.1:7312", "tcp://10.0.0.2:7312"])
+        #expect(settings.sessionLoggerAPI == ["ipc:///tmp/a", "inproc://b"])
+        #expect(try notifier([]).sessionLoggerAPI == ["tcp://127.0.0.1:7301"])
+    }
+
+    @Test(arguments: ["tcp://127.0.0.1:7301,", ",tcp://127.0.0.1:7301", "tcp://127.0.0.1:7301,,tcp://127.0.0.1:7302", "tcp://127.0.0.1:7301,http://h:1", ""])
+    func anEmptyOrUnusableElementNamesTheFlag(_ value: String) {
+        let message = failure { try notifier(["--session-logger-api", value]) }
+        #expect(message.hasPrefix("--session-logger-api: \"\(value == "tcp://127.0.0.1:7301,http://h:1" ? "http://h:1" : value)\""), "\(message)")
+        #expect(failure { try notifier([], environment: ["LHT_PLANNER_EVENTS": value]) }.contains("--planner-events"))
+    }
+
+    @Test func databaseIsAPostgreSQLURLFromTheFlagOrLHT_DATABASE() throws {
+        #expect(try notifier([]).service.database == nil)
+        let url = "postgresql://lht:pw@db:5432/lht?sslmode=require"
+        #expect(try notifier(["--database", url]).service.database == url)
+        #expect(try notifier([], environment: ["LHT_DATABASE": "postgres://db/lht"]).service.database == "postgres://db/lht")
+    }
+
+    @Test func aMalformedDatabaseURLNamesTheFlagButNotThePassword() {
+        #expect(failure { try notifier(["--database", "mysql://lht:s3cret@db/lht"]) }
+            == #"--database: "mysql://lht:***@db/lht" is not a PostgreSQL URL postgresql://user[:password]@host[:port]/dbname"#)
+        for url in ["lht:s3cret@db/lht", "postgresql:/lht:s3cret@db", "pg://db/lht?user=lht&password=s3cret&sslmode=disable",
+                    "pg://lht:s3c@ret@db/lht", "pg://lht:s3cret@db?password=s3cret"] {
+            let message = failure { try notifier([], environment: ["LHT_DATABASE": url]) }
+            #expect(message.hasPrefix("--database: ") && !message.contains("s3c"), "\(message)")
+        }
+        #expect(CommonOptions.withoutPassword("pg://db/lht?user=lht&password=s3cret&sslmode=disable") == "pg://db/lht?user=lht&password=***&sslmode=disable")
+    }
+
+    @Test func theInstanceIsTheFlagOrLHT_INSTANCEElseHostnameAndPid() throws {
+        var name = [CChar](repeating: 0, count: 256)
+        #expect(gethostname(&name, 255) == 0)
+        let hostname = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        #expect(try notifier([]).service.instance == "\(hostname):\(getpid())")
+        #expect(try notifier(["--instance", "notifier-b"]).service.instance == "notifier-b")
+        #expect(try notifier([], environment: ["LHT_INSTANCE": "notifier-c"]).service.instance == "notifier-c")
+        #expect(failure { try notifier(["--instance", "two words"]) }.hasPrefix("--instance: "))
+        #expect(failure { try notifier(["--instance", "tab\there"]) }.hasPrefix("--instance: "))
+        #expect(failure { try notifier([], environment: ["LHT_INSTANCE": ""]) }.contains("--instance"))
+    }
+
+    @Test func healthNamesTheInstanceThatAnswered() throws {
+        let rig = try ServiceRig()
+        let logger = try rig.sessionLogger()
+        let streak = try rig.streak(loggerAPI: logger.api, loggerEvents: logger.events, extra: ["--instance", "streak-a"])
+        #expect(try rig.client(streak).call(Ops.health, NoFields()).instance == "streak-a")
+        #expect(try rig.client(logger).call(Ops.health, NoFields()).instance?.hasSuffix(":\(getpid())") == true)
+        // On the wire only when known.
+        let health = HealthReply(service: "s", version: "1", uptimeSeconds: 0, lastSeq: 0, counters: [:])
+        #expect(!String(decoding: try wireEncoder().encode(health), as: UTF8.self).contains("instance"))
+        let named = HealthReply(service: "s", version: "1", uptimeSeconds: 0, lastSeq: 0, counters: [:], instance: "a")
+        #expect(String(decoding: try wireEncoder().encode(named), as: UTF8.self).hasSuffix(#","instance":"a"}"#))
+    }
+}
+
+/// A follower given every instance of its upstream (PROTOCOL "Cluster"): a dead one costs a timeout, not
+/// answers or events; events that come from several instances, out of order or twice, are applied once each.
+@Suite struct SeveralInstancesTests {
+    let henning = user("henning")
+
+    /// An endpoint where nothing listens.
+    func dead() throws -> String { "tcp://127.0.0.1:\(try freeLoopbackPort())" }
+
+    func logDays(_ rig: ServiceRig, _ logger: InProcessService, _ offsets: Range<Int>) throws {
+        for offset in offsets {
+            _ = try rig.client(logger).call(Ops.noalcLog, NoAlcLogRequest(userId: henning, day: day("2026-03-01").adding(days: offset), level: .steady))
+        }
+    }
+
+    @Test func theStreakServiceWithADeadFirstLoggerInstanceGetsItsAnswersAndEvents() throws {
+        let rig = try ServiceRig()
+        let logger = try rig.sessionLogger()
+        try logDays(rig, logger, 0..<2)  // fetched by the start-up catch-up, which the dead instance makes wait one timeout
+        let streak = try rig.streak(loggerAPI: "\(try dead()),\(logger.api)", loggerEvents: "\(try dead()),\(logger.events)")
+        let client = rig.client(streak)
+        #expect(try client.call(Ops.health, NoFields()).upstreams.first?.appliedSeq == 2)
+        try logDays(rig, logger, 2..<4)
+        try waitUntil(timeout: 10, "the streak service applied the live events") {
+            (try? client.call(Ops.health, NoFields()).upstreams.first?.appliedSeq) == 4
+        }
+        #expect(try client.call(Ops.streakGet, StreakGetRequest(userId: henning, asOf: day("2026-03-04"))).streakDays == 4)
+        #expect(try client.call(Ops.health, NoFields()).lastError == nil)
+    }
+
+    /// Two relays stand for two instances of the logger, each publishing some of its events: out of
+    /// order, some twice and again after they were applied, and seq 4 by neither. The api list starts
+    /// with a dead instance, so the catch-up that fetches seq 4 is answered by the next one.
+    @Test func eventsFromSeveralInstancesOutOfOrderOrTwiceAreAppliedOnceEach() throws {
+        let rig = try ServiceRig()
+        let logger = try rig.sessionLogger()
+        let fromLogger = try rig.socket(.sub)
+        try fromLogger.subscribe(Events.noalcLogged.name)
+        try fromLogger.connect(logger.events)
+        let relays = try (0..<2).map { _ in try rig.socket(.pub) }
+        let relayEndpoints = try relays.map { try $0.bind(rig.endpoint("relay")) }
+        let (api, directory) = ([try dead(), logger.api], rig.scratch.subdirectory("follower"))
+        let follower = try startService(context: rig.context) { context in
+            try CountingFollower(directory: directory, api: api, events: relayEndpoints, context: context)
+        }
+        defer { follower.stop() }
+        let client = rig.client(follower)
+
+        Thread.sleep(forTimeInterval: 0.3)  // the raw SUB's subscription has reached the logger (slow joiner)
+        try logDays(rig, logger, 0..<5)
+        var frames: [Int64: [Data]] = [:]
+        while frames.count < 5 {
+            guard try Poller.readable([fromLogger], timeoutMilliseconds: 5000)[0], let message = try fromLogger.receiveMultipart(dontWait: true)
+            else { throw HarnessError("the logger's events did not arrive") }
+            frames[try JSONDecoder().decode(ReceivedEvent.self, from: message[1]).seq] = message
+        }
+        let sent: [(relay: Int, seq: Int64)] = [(1, 2), (0, 1), (1, 2), (0, 3), (1, 1), (0, 5), (1, 3)]
+        func relay() throws {
+            for (index, seq) in sent { try relays[index].send(multipart: frames[seq]!, dontWait: true) }
+        }
+        try waitUntil(timeout: 15, interval: 0.05, "the follower applied seq 1…5") {
+            try relay()
+            return try client.call(Ops.health, NoFields()).upstreams.first?.appliedSeq == 5
+        }
+        for _ in 0..<5 {
+            try relay()
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        let health = try client.call(Ops.health, NoFields())
+        #expect(health.counters.filter { $0.key.hasPrefix("applied.") } == Dictionary(uniqueKeysWithValues: (1...5).map { ("applied.\($0)", Int64(1)) }))
+        #expect(health.upstreams.first?.appliedSeq == 5)
+        #expect(health.lastError == nil)
+    }
+}
+
+/// An `UpstreamFeed` of the session logger in a host of its own, counting in `health.counters` how
+/// often it applied each seq (`applied.<seq>`).
+private final class CountingFollower: Service {
+    let host: ServiceHost
+    private var feed: UpstreamFeed!
+
+    init(directory: URL, api: [String], events: [String], context: Context) throws {
+        host = try ServiceHost(service: .noalcStreak, apiEndpoint: "tcp://127.0.0.1:*", eventsEndpoint: "tcp://127.0.0.1:*",
+                               dataDirectory: directory, layout: StoreLayout(sqliteMigrations: { _ in }), logger: quietLogger("follower"), context: context)
+        feed = try UpstreamFeed(upstream: .sessionLogger, host: host, eventsEndpoints: events, apiEndpoints: api) { [unowned host] event, tx in
+            tx.afterCommit { host.count("applied.\(event.seq)") }
+        }
+        feed.catchUp()
+        host.onTick = { [unowned self] in feed.tick() }
+    }
+}
