@@ -91,9 +91,14 @@ public final class PostgresConnection {
             PQfreemem(parseError)
             throw PostgresError(.badURL, "invalid PostgreSQL URL: \(oneLine(detail))")
         }
-        // A host that does not answer must not hold the caller's thread for minutes: 5 s unless the
-        // URL says otherwise (libpq keeps the last value of a repeated keyword, and the URL comes last).
-        let keywords = ["connect_timeout", "dbname"], values = ["5", url]
+        // A host that does not answer must not hold the caller's thread for minutes: connecting
+        // gives up after 5 s, and on a connection whose peer went silent (a host cut off) a query
+        // fails once its bytes have gone unacknowledged for 10 s, or keepalives went unanswered
+        // for 11 s while waiting for a reply. The URL may say otherwise: libpq keeps the last value
+        // of a repeated keyword, and the URL comes last.
+        let defaults = ["connect_timeout": "5", "tcp_user_timeout": "10000", "keepalives_idle": "5",
+                        "keepalives_interval": "2", "keepalives_count": "3"]
+        let keywords = Array(defaults.keys) + ["dbname"], values = keywords.dropLast().map { defaults[$0]! } + [url]
         let connection = withCStrings(keywords) { keywords in
             withCStrings(values) { values in PQconnectdbParams(keywords, values, 1) }
         }

@@ -173,7 +173,7 @@ public final class ServiceHost {
     /// a gap or a silent publisher without polling.
     private func heartbeatIfQuiet() {
         guard Date().timeIntervalSince(events.lastSent) * 1000 >= Double(Heartbeat.intervalMilliseconds),
-              let frame = try? wireEncoder().encode(Heartbeat(source: name, lastSeq: eventLog.publishedSeq, time: time.now(), logId: eventLog.identity))
+              let frame = try? wireEncoder().encode(Heartbeat(source: name, lastSeq: store.newestSeq(), time: time.now(), logId: eventLog.identity))
         else { return }
         try? events.send(topic: Heartbeat.topic, frame)
     }

@@ -124,6 +124,13 @@ public final class PostgresStore: Store {
         try query { try EventLog.cursor(upstream, table: "cursor", in: $0) }
     }
 
+    /// The log row's seq, which every instance's commits move; this instance's published seq while
+    /// the database cannot be read.
+    public func newestSeq() -> Int64 {
+        let head = try? query { sql in try sql.first("SELECT last_seq FROM \(log.schemaName).log_head WHERE service = ?", [.text(log.service)]) { $0.integer(0) } }
+        return max(eventLog.publishedSeq, (head ?? nil) ?? 0)
+    }
+
     public func close() {
         connection?.connection.close()
         connection = nil

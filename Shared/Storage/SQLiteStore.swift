@@ -132,6 +132,8 @@ public final class SQLiteStore: Store {
 
     public func query<T>(_ body: (StoreConnection) throws -> T) throws -> T { try database.read { try body(SQLiteStoreConnection($0)) } }
 
+    public func newestSeq() -> Int64 { eventLog.publishedSeq }
+
     /// Upstream cursors live with the projection where there is one: lost together with the copies
     /// it may hold, so a rebuilt projection follows its upstreams again from their start.
     private var cursorTable: String { projection == nil ? "main.cursor" : "\(ProjectionFile.schema).cursor" }

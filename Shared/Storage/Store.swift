@@ -20,6 +20,10 @@ public protocol Store: AnyObject {
     func query<T>(_ body: (StoreConnection) throws -> T) throws -> T
     /// The seq an upstream feed was applied through, and the identity of the log those seqs are of.
     func cursor(_ upstream: String) throws -> (seq: Int64, logId: RecordID?)
+    /// The newest seq a follower may fetch now, for the heartbeat: what this instance published, or
+    /// on a log that instances share, what any of them committed, so a follower also learns of an
+    /// event whose instance stopped between its commit and its publish.
+    func newestSeq() -> Int64
     /// How the writer waits for work of another thread that it must not run ahead of (SQLite's log
     /// rewind): the service's loop answers `health` meanwhile. Nil: it blocks.
     var waitWhileRewinding: ((_ isFinished: @escaping () -> Bool) -> Void)? { get set }

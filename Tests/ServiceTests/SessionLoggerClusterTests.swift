@@ -72,6 +72,18 @@ import ZeroMQ
         #expect(try clients[0].call(Ops.eventsSince, EventsSinceRequest(after: 0)).lastSeq == 8)
     }
 
+    /// An event its instance never published (it stopped between commit and publish) still reaches a
+    /// follower of another instance: that one's heartbeat announces the shared log's newest seq.
+    @Test func aFollowerOfOneInstanceLearnsOfAnothersEvents() throws {
+        let rig = try ServiceRig(backend: .postgresql)
+        let first = try rig.sessionLogger(), second = try rig.sessionLogger()
+        // Subscribed to the first instance's events only, as if the second's were lost.
+        let follower = try EventRecorder(context: rig.context, first, catchUpNow: false)
+        let receipt = try rig.client(second).call(Ops.sessionLog, Self.session(minutesAgo: 5))
+        let events = try follower.wait(timeout: 5, "the second instance's event") { $0.contains { $0.seq == receipt.seq } }
+        #expect(events.map(\.seq) == [1])
+    }
+
     /// Writers on both instances at once: every acknowledged session has its own seq, and the log is 1...N.
     @Test func concurrentWritersOnTwoInstancesGetGapFreeSeqs() throws {
         let rig = try ServiceRig(backend: .postgresql)
