@@ -85,8 +85,8 @@ public final class ServiceHost {
             guard let migrations = layout.postgresMigrations else {
                 throw StoreConfigurationError(description: "\(service.rawValue) does not run on PostgreSQL yet: start it without --database")
             }
-            store = try PostgresStore(url: database, service: service.rawValue, migrations: migrations, logger: logger,
-                                      keepTrying: { !ShutdownSignal.process.isRequested })
+            store = try PostgresStore(url: database, service: service.rawValue, migrations: migrations, oneInstance: layout.oneInstance,
+                                      logger: logger, keepTrying: { !ShutdownSignal.process.isRequested })
         } else {
             _ = try DataDirectory.prepared(dataDirectory.path)
             store = try SQLiteStore(directory: dataDirectory, name: service.rawValue, migrations: layout.sqliteMigrations,

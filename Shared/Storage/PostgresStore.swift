@@ -22,6 +22,10 @@ public final class PostgresStore: Store {
     private let log: PostgresLog
     private let logger: Logger
     private var connection: PostgresStoreConnection?
+    /// Whether this instance must be the service's only one (`StoreLayout.oneInstance`): it holds a
+    /// session advisory lock for as long as its connection lives, and takes it again on every new
+    /// connection before anything is written.
+    private let oneInstance: Bool
     /// The transaction in progress, so a nested `write` joins it.
     private var current: Transaction?
 
@@ -29,16 +33,20 @@ public final class PostgresStore: Store {
     /// so), makes the schema and runs the migrations not yet run. A malformed URL, or one the
     /// server refuses for good (a wrong password, an unknown role or database), is a
     /// `StoreConfigurationError`.
-    public init(url: String, service: String, migrations: [PostgresMigration],
+    public init(url: String, service: String, migrations: [PostgresMigration], oneInstance: Bool = false,
                 logger: Logger, keepTrying: () -> Bool = { true }) throws {
         self.url = url
         self.logger = logger
+        self.oneInstance = oneInstance
         log = PostgresLog(service: service)
         var delay = 0.25
         var connection: PostgresConnection
         while true {
             do {
                 connection = try Self.connect(url, schema: log.schemaName)
+                guard try !oneInstance || Self.takeInstanceLock(connection, service: service) else {
+                    throw StoreConfigurationError(description: "another \(service) runs against this database; it runs as one instance at a time")
+                }
                 break
             } catch let error as PostgresError where error.kind == .connection && !Self.isRefusedForGood(error) && keepTrying() {
                 logger.warning("PostgreSQL cannot be reached; trying again", metadata: ["error": "\(error)", "retryInSeconds": "\(delay)"])
@@ -65,13 +73,24 @@ public final class PostgresStore: Store {
         logger.info("connected to PostgreSQL", metadata: ["schema": "\(log.schemaName)", "lastSeq": "\(head.lastSeq)"])
     }
 
-    /// A connection whose statements name the service's tables without their schema, and whose
-    /// COMMIT returns only once durable, whatever the server's default.
+    /// A connection whose statements name the service's tables without their schema, whose COMMIT
+    /// returns only once durable, whatever the server's default.
     private static func connect(_ url: String, schema: String) throws -> PostgresConnection {
         let connection = try PostgresConnection(url: url)
         try connection.execute("SET synchronous_commit = on")
+        // The server drops this session within about 11 s of its client going silent (a host cut
+        // off), and with it the log row's lock it may hold mid-batch, which every instance waits on.
+        for setting in ["tcp_keepalives_idle = 5", "tcp_keepalives_interval = 2", "tcp_keepalives_count = 3", "tcp_user_timeout = 10000"] {
+            try connection.execute("SET " + setting)
+        }
         try connection.execute("SET search_path TO \(schema)")
         return connection
+    }
+
+    /// The session advisory lock of the service's one instance: held until the connection ends (a
+    /// process that dies, or a connection that the server drops, lets it go).
+    private static func takeInstanceLock(_ connection: PostgresConnection, service: String) throws -> Bool {
+        try connection.execute("SELECT pg_try_advisory_lock(hashtext($1))", [.text("lht.instance." + service)]).first?.text(0) == "t"
     }
 
     /// A server that answered and refused: trying again changes nothing.
@@ -139,14 +158,21 @@ public final class PostgresStore: Store {
     /// The connection, made again if the last one was lost.
     private func connected() throws -> PostgresStoreConnection {
         if let connection { return connection }
+        let connection: PostgresConnection
         do {
-            let connection = PostgresStoreConnection(try Self.connect(url, schema: log.schemaName))
-            self.connection = connection
-            logger.notice("connected to PostgreSQL again")
-            return connection
+            connection = try Self.connect(url, schema: log.schemaName)
         } catch {
             throw StoreUnavailable(reason: "\(error)")
         }
+        // Another instance may have started while this one was away: then this one writes nothing.
+        guard try !oneInstance || Self.takeInstanceLock(connection, service: log.service) else {
+            connection.close()
+            logger.error("another instance took over while the database was away: this one stores nothing")
+            throw StoreUnavailable(reason: "another \(log.service) runs against this database")
+        }
+        self.connection = PostgresStoreConnection(connection)
+        logger.notice("connected to PostgreSQL again")
+        return self.connection!
     }
 
     /// A lost connection (the server stopped, the network went) becomes `StoreUnavailable`, and

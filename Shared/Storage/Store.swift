@@ -42,12 +42,16 @@ public struct StoreLayout: Sendable {
     /// still SQLite's only: it refuses `--database`. Projections are plain tables there, written
     /// in the same transactions, so they are never behind.
     public var postgresMigrations: [PostgresMigration]?
+    /// PostgreSQL: at most one instance of the service may run against a database (its state in
+    /// memory is not shared yet): a second one refuses to start.
+    public var oneInstance: Bool
 
     public init(sqliteMigrations: @escaping @Sendable (inout DatabaseMigrator) -> Void, projection: Projection? = nil,
-                postgresMigrations: [PostgresMigration]? = nil) {
+                postgresMigrations: [PostgresMigration]? = nil, oneInstance: Bool = false) {
         self.sqliteMigrations = sqliteMigrations
         self.projection = projection
         self.postgresMigrations = postgresMigrations
+        self.oneInstance = oneInstance
     }
 }
 
