@@ -95,4 +95,41 @@ import ZeroMQ
         #expect(Set(ids).count == ids.count, "a session logged twice")
         #expect(seqs == Array(1...Int64(max(1, seqs.count))))
     }
+
+    /// Two streak services over one database, one SIGKILLed while NoAlc entries pour in: the
+    /// survivor goes on alone, and the shared log holds exactly the streak updates a single streak
+    /// service on SQLite publishes for the same entries: none lost, none twice, in the same order.
+    @Test func aKilledStreakInstanceLosesAndDoublesNothing() throws {
+        let postgres = try TestPostgres()
+        defer { postgres.stop() }
+        let database = ["--metrics", "off", "--database", postgres.url]
+        let logger = try ServiceProcess("session-logger", arguments: database)
+        let upstream = ["--session-logger-api", logger.api, "--session-logger-events", logger.events]
+        let instances = [try ServiceProcess("noalc-streak", arguments: database + upstream),
+                         try ServiceProcess("noalc-streak", arguments: database + upstream)]
+        let reference = try ServiceProcess("noalc-streak", arguments: ["--metrics", "off"] + upstream)
+        let context = try Context()
+        let client = try WireClient(logger.api, context: context)
+        let users = ["anna", "ben", "cem"], levels = ["steady", "steady", "easy", "wild", "steady"]
+        let first = LocalDay("2026-01-01")!
+        for index in 0..<120 {
+            if index == 60 { instances[0].kill() }
+            _ = try client.ok("noalc.log", ["userId": users[index % 3], "day": first.adding(days: index / 3).description,
+                                            "level": levels[index % levels.count]])
+        }
+        func states(of streak: ServiceProcess) throws -> [String: [JSONValue]] {
+            let streakClient = try WireClient(streak.api, context: context)
+            var done = false
+            for _ in 0..<100 where !done {
+                done = try streakClient.ok("health")["upstreams"]?[0]?["appliedSeq"]?.intValue == 120
+                if !done { Thread.sleep(forTimeInterval: 0.1) }
+            }
+            let events = try streakClient.ok("events.since", ["after": 0, "limit": 1000])["events"]?.arrayValue ?? []
+            #expect(events.compactMap { $0["seq"]?.intValue } == Array(1...Int64(max(1, events.count))), "gap-free")
+            return Dictionary(grouping: events.compactMap { $0["data"] }, by: { $0["userId"]?.stringValue ?? "" })
+        }
+        let expected = try states(of: reference)
+        #expect(expected.keys.sorted() == users)
+        #expect(try states(of: instances[1]) == expected)
+    }
 }
