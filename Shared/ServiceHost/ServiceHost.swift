@@ -275,7 +275,7 @@ public final class ServiceHost {
             store.close()
         }
         let sockets = [api] + watched.map(\.socket) + (commits.wake.map { [$0] } ?? [])
-        while !shutdown.isRequested {
+        while !shutdown.isRequested && !store.superseded {
             var timeout = held.isEmpty ? 100 : 0
             if let deadline = nextDeadline?() {
                 timeout = max(0, min(timeout, Int(deadline.milliseconds(since: time.now()))))
@@ -303,6 +303,7 @@ public final class ServiceHost {
         isServing = false
         while !held.isEmpty, (try? serveAPI()) != nil {}
         exchanges.cancelAll()
+        if store.superseded { recordError("another instance took over this one's work: stopping") }
         logger.info("stopping")
     }
 

@@ -50,7 +50,8 @@ extension ServiceCommandLine {
         if !service.host.closeForExit(lingerMilliseconds: stopLingerMilliseconds) {
             logger.notice("stopped before every socket was closed; queued messages had \(stopLingerMilliseconds) ms to go out")
         }
-        exit(0)
+        // Superseded (another instance took over): not a clean stop, so a supervisor starts it again, as a standby.
+        exit(service.host.store.superseded ? 1 : 0)
     }
 
     /// Binds the metrics endpoint and makes Prometheus the swift-metrics backend, before the

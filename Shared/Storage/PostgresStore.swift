@@ -22,10 +22,12 @@ public final class PostgresStore: Store {
     private let log: PostgresLog
     private let logger: Logger
     private var connection: PostgresStoreConnection?
-    /// Whether this instance must be the service's only one (`StoreLayout.oneInstance`): it holds a
-    /// session advisory lock for as long as its connection lives, and takes it again on every new
-    /// connection before anything is written.
+    /// Whether this instance must be the service's only active one (`StoreLayout.oneInstance`): it
+    /// holds a session advisory lock for as long as its connection lives, and takes it again on
+    /// every new connection before anything is written.
     private let oneInstance: Bool
+    /// Another instance took the lock while this one's connection was gone: this one must stop.
+    public private(set) var superseded = false
     /// The transaction in progress, so a nested `write` joins it.
     private var current: Transaction?
 
@@ -44,9 +46,6 @@ public final class PostgresStore: Store {
         while true {
             do {
                 connection = try Self.connect(url, schema: log.schemaName)
-                guard try !oneInstance || Self.takeInstanceLock(connection, service: service) else {
-                    throw StoreConfigurationError(description: "another \(service) runs against this database; it runs as one instance at a time")
-                }
                 break
             } catch let error as PostgresError where error.kind == .connection && !Self.isRefusedForGood(error) && keepTrying() {
                 logger.warning("PostgreSQL cannot be reached; trying again", metadata: ["error": "\(error)", "retryInSeconds": "\(delay)"])
@@ -56,6 +55,7 @@ public final class PostgresStore: Store {
                 throw StoreConfigurationError(description: error.message)
             }
         }
+        if oneInstance { try Self.standBy(until: connection, holds: service, logger: logger, keepTrying: keepTrying) }
         let log = log
         try log.create(on: connection) { transaction in
             try transaction.execute("CREATE TABLE IF NOT EXISTS \(log.schemaName).migration (name TEXT PRIMARY KEY)")
@@ -87,8 +87,24 @@ public final class PostgresStore: Store {
         return connection
     }
 
-    /// The session advisory lock of the service's one instance: held until the connection ends (a
-    /// process that dies, or a connection that the server drops, lets it go).
+    /// Waits as a standby until the active instance's lock is free, then holds it (a hot standby:
+    /// the service starts, and binds its sockets, only then). A process that dies lets the lock go at
+    /// once; one cut off from the database, once the server drops its session (about 11 s).
+    private static func standBy(until connection: PostgresConnection, holds service: String, logger: Logger, keepTrying: () -> Bool) throws {
+        var announced = false
+        while try !takeInstanceLock(connection, service: service) {
+            guard keepTrying() else { throw StoreUnavailable(reason: "stopped while standing by") }
+            if !announced {
+                logger.notice("another instance is active: standing by until it stops")
+                announced = true
+            }
+            Thread.sleep(forTimeInterval: 0.5)
+        }
+        if announced { logger.notice("the active instance stopped: taking over") }
+    }
+
+    /// The session advisory lock of the service's one active instance: held until the connection
+    /// ends (a process that dies, or a connection that the server drops, lets it go).
     private static func takeInstanceLock(_ connection: PostgresConnection, service: String) throws -> Bool {
         try connection.execute("SELECT pg_try_advisory_lock(hashtext($1))", [.text("lht.instance." + service)]).first?.text(0) == "t"
     }
@@ -164,11 +180,12 @@ public final class PostgresStore: Store {
         } catch {
             throw StoreUnavailable(reason: "\(error)")
         }
-        // Another instance may have started while this one was away: then this one writes nothing.
+        // Another instance may have taken over while this one was away: then this one stops.
         guard try !oneInstance || Self.takeInstanceLock(connection, service: log.service) else {
             connection.close()
-            logger.error("another instance took over while the database was away: this one stores nothing")
-            throw StoreUnavailable(reason: "another \(log.service) runs against this database")
+            superseded = true
+            logger.error("another instance took over while the database was away: this one stops")
+            throw StoreUnavailable(reason: "another \(log.service) took over")
         }
         self.connection = PostgresStoreConnection(connection)
         logger.notice("connected to PostgreSQL again")

@@ -29,6 +29,12 @@ public protocol Store: AnyObject {
     var waitWhileRewinding: ((_ isFinished: @escaping () -> Bool) -> Void)? { get set }
     /// For a clean stop.
     func close()
+    /// Another instance took over this one's work (`StoreLayout.oneInstance`): the service stops.
+    var superseded: Bool { get }
+}
+
+extension Store {
+    public var superseded: Bool { false }
 }
 
 /// What a service stores, stated once for both backends.
@@ -42,8 +48,8 @@ public struct StoreLayout: Sendable {
     /// still SQLite's only: it refuses `--database`. Projections are plain tables there, written
     /// in the same transactions, so they are never behind.
     public var postgresMigrations: [PostgresMigration]?
-    /// PostgreSQL: at most one instance of the service may run against a database (its state in
-    /// memory is not shared yet): a second one refuses to start.
+    /// PostgreSQL: one instance of the service is active against a database at a time (its state
+    /// in memory is not shared yet); another waits as its standby and takes over when it stops.
     public var oneInstance: Bool
 
     public init(sqliteMigrations: @escaping @Sendable (inout DatabaseMigrator) -> Void, projection: Projection? = nil,
