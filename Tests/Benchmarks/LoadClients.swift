@@ -52,6 +52,34 @@ enum LoadClients {
         return Load(rate: rate, latencies: allLatencies.withLock { $0 })
     }
 
+    /// As `load`, for a time instead of a count (to set beside a tool that runs for one, as pgbench
+    /// does): each client sends `frame(n, client)` for n = 0, 1, … keeping up to `window` in flight
+    /// until `seconds` have passed since the clock started, then waits for the replies still due.
+    /// `frame` runs while the clock runs, so it should be cheap.
+    static func load(endpoint: String, context: Context, clients: Int, window: Int, seconds: Double,
+                     frame: @escaping @Sendable (_ n: Int, _ client: Int) -> Data) -> Load {
+        let allLatencies = Mutex<[Double]>([])
+        let rate = timedThreads(clients: clients) { client, go in
+            guard let socket = try? Socket(context, .dealer), (try? socket.setReceiveTimeout(milliseconds: 10_000)) != nil,
+                  (try? socket.connect(endpoint)) != nil else { return 0 }
+            go()
+            let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(seconds * 1e9)
+            var sentAt: [UInt64] = [], latencies: [Double] = []
+            while true {
+                while sentAt.count - latencies.count < window && DispatchTime.now().uptimeNanoseconds < deadline {
+                    let request = frame(sentAt.count, client)
+                    sentAt.append(DispatchTime.now().uptimeNanoseconds)
+                    _ = try? socket.send(multipart: [Data(), request])
+                }
+                guard latencies.count < sentAt.count, (try? socket.receiveMultipart()) != nil else { break }
+                latencies.append(Double(DispatchTime.now().uptimeNanoseconds - sentAt[latencies.count]) / 1_000_000)
+            }
+            allLatencies.withLock { $0 += latencies }
+            return latencies.count
+        }
+        return Load(rate: rate, latencies: allLatencies.withLock { $0 })
+    }
+
     /// One thread per client running `client`, which connects, calls `go()` (which returns once every
     /// client is connected and the clock has started) and returns how many replies it counted.
     /// Returns the replies per second of all clients together. Whatever the transport: the DEALERs

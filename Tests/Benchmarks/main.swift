@@ -14,6 +14,7 @@ let benchmarks: [String: ([String]) throws -> Void] = [
     "soak": SoakBenchmark.run,
     "advance": AdvanceBenchmark.run,
     "zones": ZonesBenchmark.run,
+    "postgres": PostgresBenchmark.run,
 ]
 /// Left out of `bench all`: they run for minutes by design.
 let longRunning: Set = ["soak", "advance"]

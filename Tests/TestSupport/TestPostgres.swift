@@ -113,8 +113,9 @@ public final class TestPostgres: Sendable {
     deinit { stop() }
 
     /// The newest `/usr/lib/postgresql/<version>/bin` with a server in it. Not `pg_config --bindir`:
-    /// on Debian that is the client's directory (/usr/bin), where only wrappers live.
-    private static func binaries() throws -> String {
+    /// on Debian that is the client's directory (/usr/bin), where only wrappers live. Benchmarks
+    /// find pgbench there.
+    public static func binaries() throws -> String {
         let root = "/usr/lib/postgresql"
         let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap { Int($0) }.sorted()
         for version in versions.reversed() {
