@@ -1,9 +1,15 @@
 import Foundation
+import LHTClient
+import LHTSchema
+import LHTSecurity
 import Testing
+import ZeroMQ
 
 /// `deploy/lht-services` against the built executables: it starts the whole system once, a second
-/// start starts nothing, and stop leaves no process behind. It uses the default loopback ports.
-@Suite struct DeployScriptTests {
+/// start starts nothing, and stop leaves no process behind; with --postgres, two instances of the
+/// clustered services over one PostgreSQL of its own. The script's ports are fixed (PROTOCOL's
+/// defaults, 74xx, PostgreSQL 7340), so the tests take turns.
+@Suite(.serialized) struct DeployScriptTests {
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("deploy/lht-services")
 
@@ -24,8 +30,16 @@ import Testing
         return try ChildProcess(executable, arguments, environment: environment, stdout: .null, stderr: .null).wait().status
     }
 
-    func pids(in directory: URL) -> [Int32] {
-        ["session-logger", "reminder-planner", "notifier", "noalc-streak"].compactMap { service in
+    /// Whether `pid` runs: a process that exited but was not reaped yet (PostgreSQL's, whose parent
+    /// pg_ctl left it to init, until init gets to it) does not.
+    static func running(_ pid: Int32) -> Bool {
+        guard kill(pid, 0) == 0, let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return false }
+        // "pid (comm) S …": the state follows the last ")".
+        return stat.split(separator: ")").last?.trimmingCharacters(in: .whitespaces).first != "Z"
+    }
+
+    func pids(in directory: URL, of names: [String] = ["session-logger", "reminder-planner", "notifier", "noalc-streak"]) -> [Int32] {
+        names.compactMap { service in
             (try? String(contentsOf: directory.appendingPathComponent("\(service).pid"), encoding: .utf8))
                 .flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
         }
@@ -65,6 +79,79 @@ import Testing
         let stopped = try run(["stop"], dataDirectory: directory)
         #expect(stopped.status == 0, "\(stopped.output)")
         #expect(started.allSatisfy { kill($0, 0) != 0 }, "a service is still running")
+        #expect(try run(["status"], dataDirectory: directory).status == 3)
+    }
+
+    /// PROTOCOL "Cluster (PostgreSQL)" on one machine: `start --postgres` runs PostgreSQL in the data
+    /// directory and two instances of the logger, the notifier and the streak service on it (one
+    /// planner on SQLite); instances of a service share one log and each sees the other's writes;
+    /// `stop` leaves neither a service nor PostgreSQL running.
+    @Test func startsTwoInstancesOnPostgreSQLAndStopsEverything() throws {
+        let directory = temporaryDirectory("lht-deploy-pg")
+        defer { _ = try? run(["stop"], dataDirectory: directory) }
+        let first = try run(["start", "--postgres"], dataDirectory: directory)
+        try #require(first.status == 0, "\(first.output)")
+        #expect(first.output.contains("api=tcp://127.0.0.1:7301"), "\(first.output)")
+        #expect(first.output.contains("api=tcp://127.0.0.1:7401"), "\(first.output)")
+        let names = ["session-logger@a", "session-logger@b", "reminder-planner", "notifier@a", "notifier@b", "noalc-streak@a", "noalc-streak@b"]
+        let started = pids(in: directory, of: names)
+        #expect(started.count == 7)
+        let postmaster = try #require((try? String(contentsOf: directory.appendingPathComponent("postgres/data/postmaster.pid"), encoding: .utf8))
+            .flatMap { $0.split(separator: "\n").first.flatMap { Int32($0) } }, "no postmaster.pid")
+        // The database password only in a file of the owner's.
+        let pgpass = directory.appendingPathComponent("postgres.pgpass").path
+        let mode = (try FileManager.default.attributesOfItem(atPath: pgpass)[.posixPermissions] as? Int) ?? -1
+        #expect(mode == 0o600, "postgres.pgpass is \(String(mode, radix: 8))")
+        let password = try String(contentsOfFile: pgpass, encoding: .utf8).split(separator: ":").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        #expect((password?.count ?? 0) >= 32)
+        for pid in started {
+            let arguments = ((try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? "").split(separator: "\0").map(String.init)
+            #expect(arguments.contains("--keys"), "pid \(pid): \(arguments)")
+            // Every service on PostgreSQL but the planner; the password on no command line.
+            #expect(arguments.contains("--database") != (arguments.first?.hasSuffix("reminder-planner") == true), "pid \(pid): \(arguments)")
+            #expect(password.map { !arguments.joined(separator: " ").contains($0) } == true)
+        }
+
+        // The services speak CURVE: the admin's certificate, each service's public key (every instance uses its service's pair).
+        let keys = KeyDirectory(directory.appendingPathComponent("keys").path)
+        let admin = try keys.adminCertificate()
+        let context = try Context()
+        func client(_ service: String, port: Int) throws -> WireClient {
+            try WireClient("tcp://127.0.0.1:\(port)", context: context, credentials: CurveCredentials(
+                publicKey: admin.publicKey, secretKey: admin.secretKey!, serverKey: try keys.servicePublicKey(service)))
+        }
+        for (service, port) in [("session-logger", 7301), ("notifier", 7321), ("noalc-streak", 7331)] {
+            let a = try client(service, port: port).ok("health")
+            let b = try client(service, port: port + 100).ok("health")
+            #expect(a["service"]?.stringValue == service && b["service"]?.stringValue == service)
+            let instances = [a["instance"]?.stringValue, b["instance"]?.stringValue]
+            #expect(instances[0]?.hasSuffix(":a") == true && instances[1]?.hasSuffix(":b") == true, "\(service): \(instances)")
+            #expect(a["logId"]?.stringValue != nil && a["logId"] == b["logId"], "\(service): one log, \(String(describing: a["logId"])) and \(String(describing: b["logId"]))")
+        }
+
+        // Written on instance a, read on instance b.
+        let session = ClusterSystemTests.session("deploy", minutesAgo: 5)
+        let logged = try client("session-logger", port: 7301).ok("session.log", session)
+        #expect(logged["duplicate"]?.boolValue == false)
+        let listed = try client("session-logger", port: 7401).ok("session.list", [
+            "userId": "deploy", "from": Instant.now().adding(seconds: -3600).description, "until": Instant.now().adding(seconds: 60).description])
+        guard case .array(let sessions)? = listed["sessions"] else { Issue.record("no sessions: \(listed)"); return }
+        #expect(sessions.compactMap { $0["id"]?.stringValue } == [session["id"] as! String], "\(listed)")
+
+        let status = try run(["status"], dataDirectory: directory)
+        #expect(status.status == 0, "\(status.output)")
+        #expect(status.output.contains("postgres") && status.output.contains("session-logger@b") && status.output.contains("instance b:"),
+                "\(status.output)")
+
+        let stopped = try run(["stop"], dataDirectory: directory)
+        #expect(stopped.status == 0, "\(stopped.output)")
+        #expect(stopped.output.contains("stopped postgres"), "\(stopped.output)")
+        #expect((started + [postmaster]).allSatisfy { !Self.running($0) }, "a service or PostgreSQL is still running")
+        // Nor any other process of ours: every one names the data directory on its command line.
+        let leftovers = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap(Int32.init).filter { pid in
+            ((try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? "").contains(directory.path)
+        }
+        #expect(leftovers.isEmpty, "still running: \(leftovers)")
         #expect(try run(["status"], dataDirectory: directory).status == 3)
     }
 }

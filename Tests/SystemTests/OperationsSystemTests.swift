@@ -296,6 +296,19 @@ import ZeroMQ
                 .write(to: directory.appendingPathComponent(name), atomically: true, encoding: .utf8)
             names.append(directory.appendingPathComponent(name).path)
         }
+        // The templates for several instances over PostgreSQL (the planner has none), verified as instance "a".
+        for service in ["session-logger", "notifier", "noalc-streak"] {
+            let text = try String(contentsOf: units.appendingPathComponent("lht-\(service)@.service"), encoding: .utf8)
+            for required in ["Type=notify", "Restart=on-failure", "ProtectSystem=strict", "NoNewPrivileges=yes", "PrivateTmp=yes",
+                             "EnvironmentFile=/etc/lht/\(service)@%i.env", "--database ${LHT_DATABASE}", "--instance %H:%i",
+                             "StateDirectory=lht/\(service)@%i lht/keys", "StateDirectoryMode=0700", "--keys %S/lht/keys", "--metrics ${LHT_"] {
+                #expect(text.contains(required), "lht-\(service)@.service: \(required)")
+            }
+            let instance = directory.appendingPathComponent("lht-\(service)@a.service")
+            try text.replacingOccurrences(of: "/usr/local/bin/", with: BuildProducts.directory.path + "/")
+                .write(to: instance, atomically: true, encoding: .utf8)
+            names.append(instance.path)
+        }
         let result = try Tools.run("systemd-analyze", ["verify"] + names)
         #expect(result.status == 0, "\(result.output)")
         // An unknown or misspelt option is only a warning to systemd: none may appear.
