@@ -66,6 +66,9 @@ public final class ServiceHost {
     private var refusalsSynced = Date.distantPast
     /// When each server socket's closed connections were last logged (`connectionClosed`).
     var closesLogged: [String: Date] = [:]
+    /// The seq the last heartbeat announced: on a log that instances share, what any of them
+    /// committed a second ago at most, which `health` reports without asking the database.
+    private var announcedSeq: Int64 = 0
     /// Whether `run` is serving: the loop thread is the caller, and requests can be answered meanwhile.
     private var isServing = false
     /// Requests read while the loop answered only `health`, served first on the next turn.
@@ -173,8 +176,10 @@ public final class ServiceHost {
     /// a gap or a silent publisher without polling.
     private func heartbeatIfQuiet() {
         guard Date().timeIntervalSince(events.lastSent) * 1000 >= Double(Heartbeat.intervalMilliseconds),
-              let frame = try? wireEncoder().encode(Heartbeat(source: name, lastSeq: store.newestSeq(), time: time.now(), logId: eventLog.identity))
+              case let newest = store.newestSeq(),
+              let frame = try? wireEncoder().encode(Heartbeat(source: name, lastSeq: newest, time: time.now(), logId: eventLog.identity))
         else { return }
+        announcedSeq = newest
         try? events.send(topic: Heartbeat.topic, frame)
     }
 
@@ -325,7 +330,7 @@ public final class ServiceHost {
         for (reason, count) in security?.refusals ?? [:] { counters["authRefused.\(reason.rawValue)"] = Int64(count) }
         let upstreams = feeds.map { UpstreamHealth(name: $0.upstream.rawValue, appliedSeq: $0.appliedSeq, upstreamSeq: $0.upstreamSeq) }
         return HealthReply(service: name, version: version, uptimeSeconds: Int64(Date().timeIntervalSince(startedAt)),
-                           lastSeq: eventLog.publishedSeq, counters: counters, upstreams: upstreams, lastError: lastError,
+                           lastSeq: max(eventLog.publishedSeq, announcedSeq), counters: counters, upstreams: upstreams, lastError: lastError,
                            logId: eventLog.identity, tzdata: tzdataVersion?(), instance: instance)
     }
 }

@@ -54,6 +54,10 @@ import ZeroMQ
         #expect(pages[0].events.map(\.id) == pages[1].events.map(\.id))
         #expect(pages[0].logId == pages[1].logId && pages[0].lastSeq == 6 && pages[1].lastSeq == 6)
         #expect(try clients.map { try $0.call(Ops.health, NoFields()).logId } == [pages[0].logId, pages[0].logId])
+        // `health` on either instance tells of the shared log, within a heartbeat.
+        try waitUntil(timeout: 3, "both instances' health says lastSeq 6") {
+            try clients.allSatisfy { try $0.call(Ops.health, NoFields()).lastSeq == 6 }
+        }
 
         // Read-your-writes across instances: an ack from one, then a read on the other.
         let request = Self.session(id: RecordID(), minutesAgo: 5)
