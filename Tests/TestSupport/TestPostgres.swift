@@ -23,7 +23,9 @@ public final class TestPostgres: Sendable {
     /// A login role that must give its password ("scram-sha-256"), for the wrong-password test.
     public static let passwordRole = (name: "lht_password", password: "right-horse-battery")
 
-    public init() throws {
+    /// `alsoListeningOn`: an address of this machine's besides loopback (a veth's, for a test's
+    /// second "host" in a network namespace), trusted for its /24 as loopback is.
+    public init(alsoListeningOn extraAddress: String? = nil) throws {
         binaries = try Self.binaries()
         directory = ScratchDirectory("lht-postgres")
         if getuid() == 0 {
@@ -42,6 +44,7 @@ public final class TestPostgres: Sendable {
             local all all trust
             host all \(Self.passwordRole.name) 127.0.0.1/32 scram-sha-256
             host all all 127.0.0.1/32 trust
+            \(extraAddress.map { "host all all \($0.split(separator: ".").dropLast().joined(separator: ".")).0/24 trust" } ?? "")
 
             """.write(to: data.appendingPathComponent("pg_hba.conf"), atomically: false, encoding: .utf8)
 
@@ -53,7 +56,7 @@ public final class TestPostgres: Sendable {
             // Later lines win, so a retry appends its port after the last one.
             let settings = """
 
-                listen_addresses = '127.0.0.1'
+                listen_addresses = '\(["127.0.0.1", extraAddress].compactMap { $0 }.joined(separator: ","))'
                 port = \(port)
                 unix_socket_directories = '\(directory.url.path)'
                 fsync = on
@@ -88,6 +91,9 @@ public final class TestPostgres: Sendable {
         guard try connection.execute("SHOW fsync").first?.text(0) == "on" else { throw HarnessError("the test server runs without fsync") }
         try connection.execute("CREATE ROLE \(Self.passwordRole.name) LOGIN PASSWORD '\(Self.passwordRole.password)'")
     }
+
+    /// The URL by another of the server's addresses (`alsoListeningOn`).
+    public func url(host: String) -> String { url.replacingOccurrences(of: "@127.0.0.1:", with: "@\(host):") }
 
     public func connect() throws -> PostgresConnection { try PostgresConnection(url: url) }
 

@@ -30,14 +30,17 @@ final class ServiceProcess: @unchecked Sendable {
     let environment: [String: String]
     /// Where standard error goes (appended); nil: nowhere.
     let errorLog: URL?
+    /// What the executable runs under (`ip netns exec NS`); empty: itself.
+    let launcher: [String]
 
     var api: String { endpoints["api"]! }
     var events: String { endpoints["events"]! }
 
     /// Starts `name` with `arguments` (api/events default to wildcard ports) and waits for `ready`.
     init(_ name: String, dataDirectory: URL = temporaryDirectory(), arguments: [String] = [], timeout: TimeInterval = 30,
-         environment: [String: String] = [:], errorLog: URL? = nil) throws {
+         environment: [String: String] = [:], errorLog: URL? = nil, launcher: [String] = []) throws {
         self.name = name
+        self.launcher = launcher
         self.dataDirectory = dataDirectory
         self.environment = environment
         self.errorLog = errorLog
@@ -63,7 +66,8 @@ final class ServiceProcess: @unchecked Sendable {
         environment["LHT_LOG_LEVEL"] = "warning"
         environment.merge(self.environment) { _, given in given }
         outputFile = temporaryDirectory("lht-\(name)-out").appendingPathComponent("stdout")
-        process = try ChildProcess(BuildProducts.executable(name).path, arguments, environment: environment,
+        let command = launcher + [BuildProducts.executable(name).path] + arguments
+        process = try ChildProcess(command[0], Array(command.dropFirst()), environment: environment,
                                    stdout: .file(outputFile.path), stderr: errorLog.map { .file($0.path) } ?? .null)
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
