@@ -132,4 +132,58 @@ import ZeroMQ
         #expect(expected.keys.sorted() == users)
         #expect(try states(of: instances[1]) == expected)
     }
+
+    /// PostgreSQL stopped for 30 s under load: requests answer `unavailable` meanwhile (none waits
+    /// for it), nothing acknowledged is lost, and the logger serves again by itself.
+    @Test func aThirtySecondOutageUnderLoadLosesNothingAcknowledged() throws {
+        let postgres = try TestPostgres()
+        defer { postgres.stop() }
+        let logger = try ServiceProcess("session-logger", arguments: ["--metrics", "off", "--database", postgres.url])
+        let acknowledged = Mutex<[String]>([]), refused = Mutex<[String: Int]>([:])
+        let context = try Context()
+        let started = Date()
+        let outage = (from: 5.0, until: 35.0), end = 45.0
+        let writers = DispatchGroup()
+        for writer in 0..<2 {
+            writers.enter()
+            Thread {
+                defer { writers.leave() }
+                guard let client = try? WireClient(logger.api, context: context) else { return }
+                var index = 0
+                while Date().timeIntervalSince(started) < end {
+                    index += 1
+                    let session = Self.session("writer\(writer)", minutesAgo: index % 600)
+                    guard let reply = try? client.call("session.log", session) else { return }
+                    if reply["ok"]?.boolValue == true {
+                        acknowledged.withLock { $0.append(session["id"] as! String) }
+                    } else {
+                        refused.withLock { $0[reply["error"]?["code"]?.stringValue ?? "?", default: 0] += 1 }
+                        Thread.sleep(forTimeInterval: 0.05)
+                    }
+                }
+            }.start()
+        }
+        Thread.sleep(forTimeInterval: outage.from)
+        let before = acknowledged.withLock { $0.count }
+        try postgres.halt()
+        Thread.sleep(forTimeInterval: outage.until - outage.from)
+        let during = acknowledged.withLock { $0.count }
+        try postgres.resume()
+        _ = writers.wait(timeout: .now() + end + 20)
+
+        let acked = acknowledged.withLock { $0 }
+        #expect(before > 0 && acked.count > during, "served before and after: \(before), \(during), \(acked.count)")
+        #expect(during - before <= 2 * 64, "acknowledged while the database was down: \(during - before)")
+        #expect(refused.withLock { Array($0.keys) } == ["unavailable"], "\(refused.withLock { $0 })")
+        let client = try WireClient(logger.api, context: context)
+        var ids: [String] = [], after: Int64 = 0
+        while true {
+            let events = try client.ok("events.since", ["after": after, "limit": 1000])["events"]?.arrayValue ?? []
+            guard let last = events.last?["seq"]?.intValue else { break }
+            ids += events.compactMap { $0["data"]?["id"]?.stringValue }
+            after = last
+        }
+        #expect(Set(acked).isSubset(of: Set(ids)), "acknowledged but lost: \(Set(acked).subtracting(ids).count)")
+        #expect(Set(ids).count == ids.count)
+    }
 }
