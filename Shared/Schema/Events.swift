@@ -239,8 +239,10 @@ public struct HealthReply: Codable, Sendable {
     public let tzdata: String?
     /// The instance that answered (`--instance`, PROTOCOL "Cluster").
     public let instance: String?
+    /// The share of users whose time-driven work this instance does now (PROTOCOL "Cluster": owners).
+    public let owns: Ownership?
 
-    enum CodingKeys: String, CodingKey { case service, version, uptimeSeconds, lastSeq, counters, upstreams, lastError, logId, tzdata, instance }
+    enum CodingKeys: String, CodingKey { case service, version, uptimeSeconds, lastSeq, counters, upstreams, lastError, logId, tzdata, instance, owns }
 
     /// Written by hand to write the counters in name order, so two replies with the same counts are the
     /// same bytes; the synthesized conformance writes a dictionary in its (per-process) hash order.
@@ -257,6 +259,7 @@ public struct HealthReply: Codable, Sendable {
         try container.encode(logId, forKey: .logId)
         try container.encodeIfPresent(tzdata, forKey: .tzdata)
         try container.encodeIfPresent(instance, forKey: .instance)
+        try container.encodeIfPresent(owns, forKey: .owns)
     }
 
     /// `upstreams` and `lastError` came later: a reply without them reads as none.
@@ -272,11 +275,12 @@ public struct HealthReply: Codable, Sendable {
         logId = try container.decodeIfPresent(RecordID.self, forKey: .logId)
         tzdata = try container.decodeIfPresent(String.self, forKey: .tzdata)
         instance = try container.decodeIfPresent(String.self, forKey: .instance)
+        owns = try container.decodeIfPresent(Ownership.self, forKey: .owns)
     }
 
     public init(service: String, version: String, uptimeSeconds: Int64, lastSeq: Int64, counters: [String: Int64],
                 upstreams: [UpstreamHealth] = [], lastError: String? = nil, logId: RecordID? = nil, tzdata: String? = nil,
-                instance: String? = nil) {
+                instance: String? = nil, owns: Ownership? = nil) {
         self.service = service
         self.version = version
         self.uptimeSeconds = uptimeSeconds
@@ -287,6 +291,22 @@ public struct HealthReply: Codable, Sendable {
         self.logId = logId
         self.tzdata = tzdata
         self.instance = instance
+        self.owns = owns
+    }
+}
+
+/// `health.owns`: this instance does the time-driven work of `partitions` of the `of` partitions
+/// users hash into; over a service's live instances the `partitions` add up to `of`.
+public struct Ownership: Codable, Sendable, Hashable {
+    /// The fixed number of partitions users hash into.
+    public static let partitionCount = 64
+
+    public let partitions: Int
+    public let of: Int
+
+    public init(partitions: Int, of: Int = Ownership.partitionCount) {
+        self.partitions = partitions
+        self.of = of
     }
 }
 

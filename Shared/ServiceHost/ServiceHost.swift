@@ -47,6 +47,8 @@ public final class ServiceHost {
     public var nextDeadline: (() -> Instant?)?
     /// The tzdata version for `health`, for a service whose answers depend on zone rules.
     public var tzdataVersion: (() -> String)?
+    /// `health.owns`, for a service with time-driven work.
+    public var owns: (() -> Ownership)?
     /// This instance's name (`--instance`) for `health`; nil for a host not started from flags.
     public var instance: String?
 
@@ -331,6 +333,7 @@ public final class ServiceHost {
         let upstreams = feeds.map { UpstreamHealth(name: $0.upstream.rawValue, appliedSeq: $0.appliedSeq, upstreamSeq: $0.upstreamSeq) }
         return HealthReply(service: name, version: version, uptimeSeconds: Int64(Date().timeIntervalSince(startedAt)),
                            lastSeq: max(eventLog.publishedSeq, announcedSeq), counters: counters, upstreams: upstreams, lastError: lastError,
-                           logId: eventLog.identity, tzdata: tzdataVersion?(), instance: instance)
+                           logId: eventLog.identity, tzdata: tzdataVersion?(), instance: instance,
+                           owns: owns?())
     }
 }
