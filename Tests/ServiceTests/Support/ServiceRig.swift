@@ -49,7 +49,7 @@ final class ServiceRig {
 
     /// The services whose stores are written for PostgreSQL too; the others keep SQLite in a
     /// PostgreSQL rig.
-    static let onPostgreSQL: Set<ServiceName> = [.sessionLogger, .notifier, .noalcStreak]
+    static let onPostgreSQL: Set<ServiceName> = [.sessionLogger, .reminderPlanner, .notifier, .noalcStreak]
 
     private func start(_ build: @escaping @Sendable (Context) throws -> any Service) throws -> InProcessService {
         let service = try startService(context: context, build)
