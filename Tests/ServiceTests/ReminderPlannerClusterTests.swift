@@ -90,4 +90,38 @@ import TestSupport
         }
         #expect(decided == ["\(early.id) \(clock.adding(seconds: 10 * 60))": 1, "\(later.id) \(clock.adding(seconds: 40 * 60))": 1])
     }
+
+    /// On the system clock, an occurrence whose instant comes while PostgreSQL is down is decided
+    /// once it is back, by the planner's own loop (no request, no restart), exactly once. Waits for
+    /// the next whole minute: reminder times are minutes.
+    @Test func anOccurrenceDueDuringAnOutageIsDecidedOnceWhenTheDatabaseIsBack() throws {
+        let rig = try ServiceRig(.inproc, backend: .postgresql)
+        let postgres = try #require(rig.postgres)
+        let logger = try rig.sessionLogger()
+        let planner = try rig.planner(clock: nil, following: logger)
+        let client = rig.client(planner)
+        // The next whole minute at least 8 s away.
+        var due = Instant.now().adding(seconds: 60).minuteFloor
+        if due.milliseconds(since: Instant.now()) < 8_000 { due = due.adding(seconds: 60) }
+        let reminder = try client.call(Ops.reminderPut, ReminderPutRequest(userId: Self.henning, activity: .workout, time: due.utcTime)).reminder
+        let events = try rig.recorder(planner)
+
+        Thread.sleep(forTimeInterval: Double(max(0, due.milliseconds(since: Instant.now()) - 3_000)) / 1000)
+        try postgres.halt()
+        // Down over the instant: each try fails (a second apart) and stores nothing.
+        Thread.sleep(forTimeInterval: Double(max(0, due.milliseconds(since: Instant.now()) + 4_000)) / 1000)
+        try postgres.resume()
+
+        let fired = try events.wait(for: Events.reminderDue, timeout: 15)
+        guard case .reminderDue(let occurrence) = fired.first?.data else {
+            Issue.record("reminder.due carries \(String(describing: fired.first?.data))")
+            return
+        }
+        #expect(occurrence.occurrence.reminderId == reminder.id && occurrence.occurrence.at == due && !occurrence.late)
+        // Nothing more: one decision in the log, and the failed tries are errors, not decisions.
+        _ = try events.settle(for: 2)
+        let logged = try client.call(Ops.eventsSince, EventsSinceRequest(after: 0, limit: 1000)).events
+        #expect(logged.filter { $0.type == Events.reminderDue.name }.count == 1)
+        #expect(events.of(Events.reminderDue).count == 1)
+    }
 }
