@@ -122,6 +122,8 @@ let package = Package(
             name: "ServiceTests",
             dependencies: ["TestSupport", "SessionLogger", "ReminderPlanner", "Notifier", "NoAlcStreak", "LHTSecurity",
                            "ServiceHost", "Storage", "LHTClient", "LHTSchema", "ZeroMQ",
+                           // To read a service's PostgreSQL tables as they are (`PlannerStoreLayoutTests`).
+                           "PostgresStorage",
                            .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            // To damage a stopped service's SQLite file on purpose.
                            .product(name: "GRDB", package: "GRDB.swift")]),

@@ -34,42 +34,59 @@ extension StoreConnection {
 
 /// The current row of a query, valid only inside the `rows` body. Each reader answers nil for
 /// NULL and for a value of another type, and never traps: a damaged row is reported, not fatal.
+/// Inlinable, as `SQLiteStoreConnection.rows` is: a caller holding the SQLite connection itself (a
+/// loop over a million rows) gets its row type specialized and each read inlined.
 public struct SQLRow {
-    enum Source {
+    @usableFromInline enum Source {
         case sqlite(RawStatement.Row)
         case postgres(PostgresRow)
     }
 
-    let source: Source
+    @usableFromInline let source: Source
 
-    public func integer(_ column: Int) -> Int64? {
+    @usableFromInline init(source: Source) { self.source = source }
+
+    @inlinable public func integer(_ column: Int) -> Int64? {
         switch source {
         case .sqlite(let row): sqlite3_column_type(row.handle, Int32(column)) == SQLITE_INTEGER ? row.integer(Int32(column)) : nil
         case .postgres(let row): row.int64(column)
         }
     }
 
-    public func text(_ column: Int) -> String? {
+    @inlinable public func text(_ column: Int) -> String? {
         switch source {
         case .sqlite(let row): sqlite3_column_type(row.handle, Int32(column)) == SQLITE_TEXT ? row.string(Int32(column)) : nil
         case .postgres(let row): row.text(column)
         }
     }
 
-    public func isNull(_ column: Int) -> Bool {
+    @inlinable public func isNull(_ column: Int) -> Bool {
         switch source {
         case .sqlite(let row): sqlite3_column_type(row.handle, Int32(column)) == SQLITE_NULL
         case .postgres(let row): row.text(column) == nil
         }
     }
 
+    /// A text column's UTF-8 bytes, handed to `body` in place where the backend allows (SQLite's
+    /// page: no `String` per row on a hot path); nil for NULL and for a value that is not text.
+    @inlinable public func withUTF8<T>(_ column: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T? {
+        switch source {
+        case .sqlite(let row):
+            guard sqlite3_column_type(row.handle, Int32(column)) == SQLITE_TEXT else { return nil }
+            return try body(row.bytes(Int32(column)))
+        case .postgres(let row):
+            guard var text = row.text(column) else { return nil }
+            return try text.withUTF8(body)
+        }
+    }
+
     /// A nullable text column: `.some(nil)` for NULL, nil for a value that is not text.
-    public func optionalText(_ column: Int) -> String?? {
+    @inlinable public func optionalText(_ column: Int) -> String?? {
         isNull(column) ? .some(nil) : text(column).map { .some($0) }
     }
 
     /// Raw bytes, handed to `body` in place where the backend allows (SQLite's page).
-    public func withBytes<T>(_ column: Int, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T? {
+    @inlinable public func withBytes<T>(_ column: Int, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T? {
         switch source {
         case .sqlite(let row):
             return try body(row.blob(Int32(column)))
@@ -93,6 +110,9 @@ public final class SQLiteStoreConnection: StoreConnection {
         try RawStatement.execute(sql, db, arguments)
     }
 
+    /// Inlinable: called on this type (not through `StoreConnection`), `Element` is specialized, and
+    /// a row costs no runtime lookup of `Optional<Element>` (see `RawStatement.run`).
+    @inlinable
     public func rows<Element>(_ sql: String, _ arguments: [SQLValue], _ read: (SQLRow) throws -> Element?) throws -> [Element] {
         try RawStatement.run(sql, db, arguments) { try read(SQLRow(source: .sqlite($0))) }
     }

@@ -38,8 +38,9 @@ import TestSupport
         #expect(try client.call(Ops.eventsSince, EventsSinceRequest(after: 0)).lastSeq == 1, "a refused request stores nothing")
     }
 
-    @Test func reminderTitleRoundTripsExactlyAndNULIsRefused() throws {
-        let rig = try ServiceRig(.inproc)
+    @Test(arguments: Backend.allCases)
+    func reminderTitleRoundTripsExactlyAndNULIsRefused(_ backend: Backend) throws {
+        let rig = try ServiceRig(.inproc, backend: backend)
         let logger = try rig.sessionLogger()
         let planner = try rig.planner(clock: Instant(rfc3339: "2026-11-23T10:00:00Z")!, following: logger)
         let client = rig.client(planner)
@@ -55,6 +56,13 @@ import TestSupport
         let body = try client.refusal(Ops.reminderPut, ReminderPutRequest(userId: henning, activity: .workout, body: "\u{0}"))
         #expect(body.code == .invalidArgument && body.field == "data.body", "\(body)")
         #expect(try client.call(Ops.reminderList, UserRequest(userId: henning)).reminders.count == 1)
+
+        // As stored: read back by a planner started again.
+        #expect(planner.stop())
+        let restarted = try rig.planner(clock: Instant(rfc3339: "2026-11-23T10:00:00Z")!, following: logger)
+        let stored = try rig.client(restarted).call(Ops.reminderGet, ReminderIDRequest(id: put.reminder.id))
+        #expect(stored.title.map { Array($0.utf8) } == Array(Self.awkward.utf8))
+        #expect(stored.body.map { Array($0.utf8) } == Array(Self.awkward.utf8))
     }
 
     @Test(arguments: Backend.allCases)

@@ -5,7 +5,7 @@ import Testing
 import TestSupport
 
 /// The notifier in-process behind a planner and a session logger, also in-process, on either
-/// backend (the planner stays on SQLite: its store is not written for PostgreSQL yet).
+/// backend (all three on the rig's PostgreSQL for `.postgresql`).
 @Suite struct NotifierServiceTests {
     /// One test's three services.
     struct Services {

@@ -9,8 +9,9 @@ import TestSupport
 /// The planner's writes share their batch's transaction (group commit): each changes memory at once,
 /// so the next request of the batch sees it, and a refused one leaves memory as it was.
 @Suite struct PlannerGroupCommitTests {
-    @Test func writesInOneBatchSeeEachOtherAndARefusedOneChangesNothing() throws {
-        let rig = try ServiceRig(.inproc)
+    @Test(arguments: Backend.allCases)
+    func writesInOneBatchSeeEachOtherAndARefusedOneChangesNothing(_ backend: Backend) throws {
+        let rig = try ServiceRig(.inproc, backend: backend)
         let planner = try PlannerMemoryTests.planner(rig)
         let henning = UserID("henning")!, other = UserID("other")!
         let first = RecordID(), second = RecordID()

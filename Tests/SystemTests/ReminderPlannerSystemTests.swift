@@ -279,6 +279,26 @@ import Testing
         #expect(user["timeZone"]?.stringValue == "UTC" && user["locale"]?.stringValue == "en" && user["paused"]?.boolValue == false)
     }
 
+    /// On PostgreSQL the planner runs as one instance at a time (its users, reminders and schedule are
+    /// in its memory): a second one against the same database exits 2 with one line naming the other,
+    /// and the first serves on.
+    @Test func aSecondPlannerOnOneDatabaseExitsTwoWithOneLine() throws {
+        let postgres = try TestPostgres()
+        defer { postgres.stop() }
+        let database = ["--metrics", "off", "--database", postgres.url]
+        let logger = try ServiceProcess("session-logger", arguments: database)
+        let upstream = ["--session-logger-api", logger.api, "--session-logger-events", logger.events, "--clock", "manual:\(Self.mondayMorning)"]
+        let first = try ServiceProcess("reminder-planner", arguments: database + upstream)
+        let client = try WireClient(first.api, context: .init())
+        let reminder = try client.ok("reminder.put", ["userId": "henning", "activity": "workout", "time": "09:00"])["id"]!.stringValue!
+
+        let second = try Tools.runService("reminder-planner", database + upstream)
+        #expect(second.status == 2, "\(second.stderr)")
+        #expect(second.stderr.split(separator: "\n").count == 1, "\(second.stderr)")
+        #expect(second.stderr.contains("another reminder-planner runs against this database"), "\(second.stderr)")
+        #expect(try client.ok("reminder.get", ["id": reminder])["id"]?.stringValue == reminder)
+    }
+
     @Test func clockOpsNeedAManualClock() throws {
         let logger = try ServiceProcess("session-logger")
         let planner = try ServiceProcess("reminder-planner", arguments: ["--session-logger-api", logger.api, "--session-logger-events", logger.events])

@@ -6,10 +6,15 @@ import ServiceHost
 import Storage
 
 /// The planner's tables. Coverage is derived from the sessions and NoAlc days copied from the
-/// session logger; decisions are keyed by occurrence, so one can never be taken twice. Both are
-/// in the projection file: the decisions are the planner's own events, replayed from its log when
+/// session logger; decisions are keyed by occurrence, so one can never be taken twice. On SQLite both
+/// are in the projection file: the decisions are the planner's own events, replayed from its log when
 /// the file is rebuilt, and the copies are the logger's, followed again from its start then (a
-/// session applied twice changes nothing). Users, reminders, cancellations and the clock are durable.
+/// session applied twice changes nothing). On PostgreSQL they are plain tables beside the others.
+/// Users, reminders, cancellations and the clock are durable.
+///
+/// Every statement is written once for both backends (`StoreConnection`: `?` placeholders,
+/// `ON CONFLICT`), and rows are read through `SQLRow`, whose readers never trap: a row that does not
+/// read back is skipped. The reminder id is stored as its 16 bytes, the rule as one integer (`StoredRule`).
 enum PlannerStore {
     static func migrate(_ migrator: inout DatabaseMigrator) {
         migrator.registerMigration("planner") { db in
@@ -111,98 +116,148 @@ enum PlannerStore {
         }
         guard let decided else { return }
         let planned = PlannedOccurrence(day: decided.day, weekday: decided.weekday, at: decided.at, localTime: decided.localTime)
-        _ = try decide(decided.reminderId, planned, status: decided.status, cause: decided.cause, (sql as! SQLiteStoreConnection).db)
+        _ = try decide(decided.reminderId, planned, status: decided.status, cause: decided.cause, sql)
     })
+
+    /// Both backends: SQLite's file as its migrations left it, with the projection file; PostgreSQL's
+    /// tables as they are now, the projection's among them (written in the same transactions, never
+    /// rebuilt). Users, reminders and the schedule live in memory, which another instance would not
+    /// see: one instance at a time (PROTOCOL "Cluster (PostgreSQL)" owners are not built yet).
+    static let layout = StoreLayout(sqliteMigrations: migrate, projection: projection,
+                                    postgresMigrations: [PostgresMigration("planner", tables(.postgres))], oneInstance: true)
+
+    /// The tables as SQLite's migrations and projection leave them, in SQL both backends take
+    /// (`BIGINT` is an integer column to SQLite). PostgreSQL creates them from here; SQLite's come
+    /// from its migration history, and a test checks that they agree (`PlannerStoreLayoutTests`).
+    /// `user` is quoted everywhere: a reserved word to PostgreSQL. SQLite's `noalc_day` has a
+    /// `rowid`, the order the planner stored the days in (`noalcCandidates`): PostgreSQL gets an
+    /// identity column of that name.
+    static func tables(_ dialect: SQLDialect) -> [String] {
+        let storedOrder = dialect == .postgres ? "rowid BIGINT GENERATED ALWAYS AS IDENTITY, " : ""
+        return [
+            """
+            CREATE TABLE "user" (user_id TEXT PRIMARY KEY NOT NULL, time_zone TEXT NOT NULL, locale TEXT NOT NULL, paused INTEGER NOT NULL)
+            """,
+            """
+            CREATE TABLE reminder (
+                id \(dialect.bytesType) PRIMARY KEY NOT NULL, user_id TEXT NOT NULL, rule BIGINT NOT NULL,
+                title TEXT, body TEXT, created_at_ms BIGINT NOT NULL)
+            """,
+            """
+            CREATE TABLE restored (reminder_id TEXT NOT NULL, at_ms BIGINT NOT NULL, PRIMARY KEY (reminder_id, at_ms))
+            """,
+            """
+            CREATE TABLE announced (reminder_id TEXT NOT NULL, at_ms BIGINT NOT NULL, cause TEXT NOT NULL, PRIMARY KEY (reminder_id, at_ms))
+            """,
+            "CREATE TABLE planner_state (key TEXT PRIMARY KEY NOT NULL, value BIGINT NOT NULL)",
+            "CREATE TABLE moved_decided_day (reminder_id TEXT PRIMARY KEY NOT NULL, day INTEGER NOT NULL, until_ms BIGINT NOT NULL)",
+            // SQLite's projection file.
+            """
+            CREATE TABLE decision (reminder_id TEXT NOT NULL, at_ms BIGINT NOT NULL, status TEXT NOT NULL, cause TEXT,
+                day INTEGER, local_minute INTEGER, PRIMARY KEY (reminder_id, at_ms))
+            """,
+            """
+            CREATE TABLE session (id TEXT PRIMARY KEY NOT NULL, user_id TEXT NOT NULL, activity TEXT NOT NULL,
+                start_ms BIGINT NOT NULL, end_ms BIGINT NOT NULL, seq BIGINT NOT NULL)
+            """,
+            "CREATE INDEX session_by_user_start ON session (user_id, activity, start_ms)",
+            "CREATE TABLE noalc_day (user_id TEXT NOT NULL, day TEXT NOT NULL, entry_id TEXT NOT NULL, \(storedOrder)PRIMARY KEY (user_id, day))",
+        ]
+    }
 
     // MARK: Users and reminders
 
-    /// Every user's settings, read in place (a GRDB row per user was a tenth of a million-reminder start).
-    static func users(_ db: Database) throws -> [UserSettings] {
-        try RawStatement.run("SELECT user_id, time_zone, locale, paused FROM user", db, []) { row in
-            guard let id = UserID(row.string(0)), let zone = ZoneID(row.string(1)),
-                  let locale = NotificationLocale(rawValue: row.string(2)) else { return nil }
-            return UserSettings(userId: id, timeZone: zone, locale: locale, paused: row.integer(3) != 0)
+    /// Every user's settings. A row that does not read back is skipped.
+    static func users(_ sql: StoreConnection) throws -> [UserSettings] {
+        try sql.rows(#"SELECT user_id, time_zone, locale, paused FROM "user""#, []) { row in
+            guard let id = row.text(0).flatMap(UserID.init), let zone = row.text(1).flatMap(ZoneID.init),
+                  let locale = row.text(2).flatMap(NotificationLocale.init(rawValue:)), let paused = row.integer(3) else { return nil }
+            return UserSettings(userId: id, timeZone: zone, locale: locale, paused: paused != 0)
         }
     }
 
-    static func save(_ user: UserSettings, _ db: Database) throws {
-        try db.run("""
-            INSERT INTO user (user_id, time_zone, locale, paused) VALUES (?, ?, ?, ?)
-            ON CONFLICT(user_id) DO UPDATE SET time_zone = excluded.time_zone, locale = excluded.locale, paused = excluded.paused
-            """, arguments: [user.userId.rawValue, user.timeZone.identifier, user.locale.rawValue, user.paused])
+    static func save(_ user: UserSettings, _ sql: StoreConnection) throws {
+        try sql.execute("""
+            INSERT INTO "user" (user_id, time_zone, locale, paused) VALUES (?, ?, ?, ?)
+            ON CONFLICT (user_id) DO UPDATE SET time_zone = excluded.time_zone, locale = excluded.locale, paused = excluded.paused
+            """, [.text(user.userId.rawValue), .text(user.timeZone.identifier), .text(user.locale.rawValue), .integer(user.paused ? 1 : 0)])
     }
 
-    static func reminderCount(_ db: Database) throws -> Int {
-        try db.fetchValue(Int.self, "SELECT COUNT(*) FROM reminder") ?? 0
+    static func reminderCount(_ sql: StoreConnection) throws -> Int {
+        try sql.first("SELECT COUNT(*) FROM reminder", []) { $0.integer(0) }.map(Int.init) ?? 0
     }
 
-    static func save(_ reminder: Reminder, _ db: Database) throws {
-        try RawStatement.execute("""
-            INSERT OR REPLACE INTO reminder (id, user_id, rule, title, body, created_at_ms) VALUES (?, ?, ?, ?, ?, ?)
-            """, db, [.blob(reminder.id.bytes), .text(reminder.userId.rawValue), .integer(StoredRule(reminder).bits),
-                      .text(reminder.title), .text(reminder.body), .integer(reminder.createdAt.millisecondsSince1970)])
+    static func save(_ reminder: Reminder, _ sql: StoreConnection) throws {
+        try sql.execute("""
+            INSERT INTO reminder (id, user_id, rule, title, body, created_at_ms) VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT (id) DO UPDATE SET user_id = excluded.user_id, rule = excluded.rule, title = excluded.title, body = excluded.body,
+                created_at_ms = excluded.created_at_ms
+            """, [.blob(reminder.id.bytes), .text(reminder.userId.rawValue), .integer(StoredRule(reminder).bits),
+                  .text(reminder.title), .text(reminder.body), .integer(reminder.createdAt.millisecondsSince1970)])
     }
 
-    static func delete(reminder id: RecordID, _ db: Database) throws {
-        try db.run("DELETE FROM reminder WHERE id = ?", arguments: [id.bytes])
-        try db.run("DELETE FROM announced WHERE reminder_id = ?", arguments: [id.description])
-        try db.run("DELETE FROM restored WHERE reminder_id = ?", arguments: [id.description])
+    static func delete(reminder id: RecordID, _ sql: StoreConnection) throws {
+        try sql.execute("DELETE FROM reminder WHERE id = ?", [.blob(id.bytes)])
+        try sql.execute("DELETE FROM announced WHERE reminder_id = ?", [.text(id.description)])
+        try sql.execute("DELETE FROM restored WHERE reminder_id = ?", [.text(id.description)])
     }
 
     // MARK: What covers occurrences
 
     /// Returns false when the session was known already (a repeated event).
-    static func insert(session: StoredSession, seq: Int64, _ db: Database) throws -> Bool {
-        try RawStatement.execute("INSERT OR IGNORE INTO session (id, user_id, activity, start_ms, end_ms, seq) VALUES (?, ?, ?, ?, ?, ?)", db,
-                                 [.text(session.id.description), .text(session.userId.rawValue), .text(session.activity.rawValue),
-                                  .integer(session.start.millisecondsSince1970), .integer(session.end.millisecondsSince1970), .integer(seq)]) > 0
+    static func insert(session: StoredSession, seq: Int64, _ sql: StoreConnection) throws -> Bool {
+        try sql.execute("""
+            INSERT INTO session (id, user_id, activity, start_ms, end_ms, seq) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING
+            """, [.text(session.id.description), .text(session.userId.rawValue), .text(session.activity.rawValue),
+                  .integer(session.start.millisecondsSince1970), .integer(session.end.millisecondsSince1970), .integer(seq)]) > 0
     }
 
     /// Records that the day has an entry; the first entry stays the day's cause. False if known.
-    static func insert(noalcDay day: LocalDay, user: UserID, entry: RecordID, _ db: Database) throws -> Bool {
-        try db.run("INSERT OR IGNORE INTO noalc_day (user_id, day, entry_id) VALUES (?, ?, ?)",
-                       arguments: [user.rawValue, day.description, entry.description])
-        return db.changesCount > 0
+    static func insert(noalcDay day: LocalDay, user: UserID, entry: RecordID, _ sql: StoreConnection) throws -> Bool {
+        try sql.execute("INSERT INTO noalc_day (user_id, day, entry_id) VALUES (?, ?, ?) ON CONFLICT (user_id, day) DO NOTHING",
+                        [.text(user.rawValue), .text(day.description), .text(entry.description)]) > 0
     }
 
     /// What could cover the occurrences of `reminder` from `first` through `last` (one, or several
     /// in time order), for `Coverage.cause` to decide: it takes any superset, so one query serves
     /// them all. A few rows narrowed on an index, never all of a user's sessions or days.
     static func coverageCandidates(of reminder: Reminder, from first: PlannedOccurrence, through last: PlannedOccurrence,
-                                   _ db: Database) throws -> [CoverageCandidate] {
+                                   _ sql: StoreConnection) throws -> [CoverageCandidate] {
         reminder.activity == .noalc
-            ? try noalcCandidates(user: reminder.userId, ruleDays: first.day...last.day, db)
+            ? try noalcCandidates(user: reminder.userId, ruleDays: first.day...last.day, sql)
             : try sessionCandidates(user: reminder.userId, activity: reminder.activity, from: first.at, through: last.at,
-                                    lookbackHours: reminder.lookbackHours, db)
+                                    lookbackHours: reminder.lookbackHours, sql)
     }
 
     /// The user's sessions of the activity that start no later than the last T and no earlier than a
     /// day before the first window opens — sessions last at most 24 h, so one starting earlier ends
     /// before the window: a range of `session_by_user_start`. `seq` (the session log's) is their logging order.
+    /// The user and activity are the query's own: a row that names others does not exist.
     static func sessionCandidates(user: UserID, activity: Activity, from first: Instant, through last: Instant, lookbackHours: Int,
-                                  _ db: Database) throws -> [CoverageCandidate] {
+                                  _ sql: StoreConnection) throws -> [CoverageCandidate] {
         let windowStart = Coverage.windowStart(of: first, lookbackHours: lookbackHours)
         let earliestStart = windowStart.adding(seconds: -SessionLogRequest.longestSessionSeconds)
-        return try RawStatement.run("""
-            SELECT id, user_id, activity, start_ms, end_ms, seq FROM session
+        return try sql.rows("""
+            SELECT id, start_ms, end_ms, seq FROM session
             WHERE user_id = ? AND activity = ? AND start_ms BETWEEN ? AND ?
-            """, db, [.text(user.rawValue), .text(activity.rawValue), .integer(earliestStart.millisecondsSince1970), .integer(last.millisecondsSince1970)]
+            """, [.text(user.rawValue), .text(activity.rawValue), .integer(earliestStart.millisecondsSince1970), .integer(last.millisecondsSince1970)]
         ) { row in
-            guard let id = RecordID(utf8: row.bytes(0)), let user = UserID(row.string(1)), let activity = Activity(rawValue: row.string(2))
-            else { return nil }
-            return .session(id: id, userId: user, activity: activity, start: Instant(millisecondsSince1970: row.integer(3)),
-                            end: Instant(millisecondsSince1970: row.integer(4)), loggedOrder: row.integer(5))
+            guard let id = row.withUTF8(0, { RecordID(utf8: $0) }) ?? nil, let start = row.integer(1), let end = row.integer(2),
+                  let seq = row.integer(3) else { return nil }
+            return .session(id: id, userId: user, activity: activity, start: Instant(millisecondsSince1970: start),
+                            end: Instant(millisecondsSince1970: end), loggedOrder: seq)
         }
     }
 
     /// The user's NoAlc days occurrences on rule days D can ask about — each D − 1 (morning rules)
     /// and D (evening rules): a range of the primary key. A row is the day's first entry
     /// (`insert(noalcDay:)` keeps it), and its rowid the order the planner stored it in.
-    static func noalcCandidates(user: UserID, ruleDays: ClosedRange<LocalDay>, _ db: Database) throws -> [CoverageCandidate] {
-        try RawStatement.run("SELECT entry_id, user_id, day, rowid FROM noalc_day WHERE user_id = ? AND day BETWEEN ? AND ?", db,
-                             [.text(user.rawValue), .text(ruleDays.lowerBound.adding(days: -1).description), .text(ruleDays.upperBound.description)]) { row in
-            guard let id = RecordID(utf8: row.bytes(0)), let user = UserID(row.string(1)), let day = LocalDay(row.string(2)) else { return nil }
-            return .noalcEntry(id: id, userId: user, day: day, loggedOrder: row.integer(3))
+    static func noalcCandidates(user: UserID, ruleDays: ClosedRange<LocalDay>, _ sql: StoreConnection) throws -> [CoverageCandidate] {
+        try sql.rows("SELECT entry_id, day, rowid FROM noalc_day WHERE user_id = ? AND day BETWEEN ? AND ?",
+                     [.text(user.rawValue), .text(ruleDays.lowerBound.adding(days: -1).description), .text(ruleDays.upperBound.description)]) { row in
+            guard let id = row.withUTF8(0, { RecordID(utf8: $0) }) ?? nil, let day = row.text(1).flatMap(LocalDay.init),
+                  let order = row.integer(2) else { return nil }
+            return .noalcEntry(id: id, userId: user, day: day, loggedOrder: order)
         }
     }
 
@@ -218,96 +273,104 @@ enum PlannerStore {
     /// Stores a decision with its rule day and local time; false if the occurrence was decided before
     /// (it never is decided twice).
     static func decide(_ reminder: RecordID, _ planned: PlannedOccurrence, status: OccurrenceStatus, cause: RecordID?,
-                       _ db: Database) throws -> Bool {
-        try RawStatement.execute("INSERT OR IGNORE INTO decision (reminder_id, at_ms, status, cause, day, local_minute) VALUES (?, ?, ?, ?, ?, ?)", db,
-                                 [.text(reminder.description), .integer(planned.at.millisecondsSince1970), .text(status.rawValue),
-                                  cause.map { .text($0.description) } ?? .null, .integer(Int64(planned.day.ordinal)),
-                                  .integer(Int64(planned.localTime.minutesSinceMidnight))]) > 0
+                       _ sql: StoreConnection) throws -> Bool {
+        try sql.execute("""
+            INSERT INTO decision (reminder_id, at_ms, status, cause, day, local_minute) VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT (reminder_id, at_ms) DO NOTHING
+            """, [.text(reminder.description), .integer(planned.at.millisecondsSince1970), .text(status.rawValue),
+                  .text(cause?.description), .integer(Int64(planned.day.ordinal)), .integer(Int64(planned.localTime.minutesSinceMidnight))]) > 0
     }
 
-    static func decisions(of reminder: RecordID, from: Instant, through: Instant, _ db: Database) throws -> [Int64: Recorded] {
+    /// The reminder's decisions from `from` through `through`, by instant. A row whose status does
+    /// not read back is skipped; a day or time that does not is as if not stored (decisions before days were).
+    static func decisions(of reminder: RecordID, from: Instant, through: Instant, _ sql: StoreConnection) throws -> [Int64: Recorded] {
         var result: [Int64: Recorded] = [:]
-        for row in try db.fetchRows("SELECT at_ms, status, cause, day, local_minute FROM decision WHERE reminder_id = ? AND at_ms BETWEEN ? AND ?",
-                                    arguments: [reminder.description, from.millisecondsSince1970, through.millisecondsSince1970]) {
-            guard let status = OccurrenceStatus(rawValue: row["status"]) else { continue }
-            let at: Int64 = row["at_ms"]
-            let occurrence = (row["day"] as Int?).flatMap { ordinal in
-                (row["local_minute"] as Int?).flatMap { LocalTime(hour: $0 / 60, minute: $0 % 60) }.map { localTime in
-                    PlannedOccurrence(day: LocalDay(ordinal: ordinal), weekday: LocalDay(ordinal: ordinal).weekday,
+        _ = try sql.rows("SELECT at_ms, status, cause, day, local_minute FROM decision WHERE reminder_id = ? AND at_ms BETWEEN ? AND ?",
+                         [.text(reminder.description), .integer(from.millisecondsSince1970), .integer(through.millisecondsSince1970)]) { row -> Never? in
+            guard let at = row.integer(0), let status = row.text(1).flatMap(OccurrenceStatus.init(rawValue:)) else { return nil }
+            let occurrence = row.integer(3).flatMap { ordinal in
+                row.integer(4).flatMap { LocalTime(hour: Int($0) / 60, minute: Int($0) % 60) }.map { localTime in
+                    PlannedOccurrence(day: LocalDay(ordinal: Int(ordinal)), weekday: LocalDay(ordinal: Int(ordinal)).weekday,
                                       at: Instant(millisecondsSince1970: at), localTime: localTime)
                 }
             }
-            result[at] = Recorded(status: status, cause: (row["cause"] as String?).flatMap(RecordID.init), occurrence: occurrence)
+            result[at] = Recorded(status: status, cause: row.text(2).flatMap(RecordID.init), occurrence: occurrence)
+            return nil
         }
         return result
     }
 
-    static func restoredOccurrences(_ db: Database) throws -> Set<OccurrenceKey> {
-        Set(try db.fetchRows("SELECT reminder_id, at_ms FROM restored").compactMap { row in
-            RecordID(row["reminder_id"] as String).map { OccurrenceKey(reminder: $0, at: Instant(millisecondsSince1970: row["at_ms"])) }
+    static func restoredOccurrences(_ sql: StoreConnection) throws -> Set<OccurrenceKey> {
+        Set(try sql.rows("SELECT reminder_id, at_ms FROM restored", []) { row in
+            guard let id = row.text(0).flatMap(RecordID.init), let at = row.integer(1) else { return nil }
+            return OccurrenceKey(reminder: id, at: Instant(millisecondsSince1970: at))
         })
     }
 
-    static func restore(_ reminder: RecordID, at: Instant, _ db: Database) throws {
-        try db.run("INSERT OR IGNORE INTO restored (reminder_id, at_ms) VALUES (?, ?)", arguments: [reminder.description, at.millisecondsSince1970])
-        try db.run("DELETE FROM announced WHERE reminder_id = ? AND at_ms = ?", arguments: [reminder.description, at.millisecondsSince1970])
+    static func restore(_ reminder: RecordID, at: Instant, _ sql: StoreConnection) throws {
+        try sql.execute("INSERT INTO restored (reminder_id, at_ms) VALUES (?, ?) ON CONFLICT (reminder_id, at_ms) DO NOTHING",
+                        [.text(reminder.description), .integer(at.millisecondsSince1970)])
+        try sql.execute("DELETE FROM announced WHERE reminder_id = ? AND at_ms = ?", [.text(reminder.description), .integer(at.millisecondsSince1970)])
     }
 
     /// Occurrences announced as cancelled and not decided yet, with their cause.
-    static func announced(of reminder: RecordID, _ db: Database) throws -> [Int64: RecordID] {
+    static func announced(of reminder: RecordID, _ sql: StoreConnection) throws -> [Int64: RecordID] {
         var result: [Int64: RecordID] = [:]
-        for row in try db.fetchRows("SELECT at_ms, cause FROM announced WHERE reminder_id = ?", arguments: [reminder.description]) {
-            if let cause = RecordID(row["cause"] as String) { result[row["at_ms"]] = cause }
+        _ = try sql.rows("SELECT at_ms, cause FROM announced WHERE reminder_id = ?", [.text(reminder.description)]) { row -> Never? in
+            if let at = row.integer(0), let cause = row.text(1).flatMap(RecordID.init) { result[at] = cause }
+            return nil
         }
         return result
     }
 
     /// Records an announcement; false if this occurrence was announced already.
-    static func announce(_ reminder: RecordID, at: Instant, cause: RecordID, _ db: Database) throws -> Bool {
-        try db.run("INSERT OR IGNORE INTO announced (reminder_id, at_ms, cause) VALUES (?, ?, ?)",
-                       arguments: [reminder.description, at.millisecondsSince1970, cause.description])
-        return db.changesCount > 0
+    static func announce(_ reminder: RecordID, at: Instant, cause: RecordID, _ sql: StoreConnection) throws -> Bool {
+        try sql.execute("INSERT INTO announced (reminder_id, at_ms, cause) VALUES (?, ?, ?) ON CONFLICT (reminder_id, at_ms) DO NOTHING",
+                        [.text(reminder.description), .integer(at.millisecondsSince1970), .text(cause.description)]) > 0
     }
 
-    static func withdrawAnnouncement(_ reminder: RecordID, at: Int64, _ db: Database) throws {
-        try db.run("DELETE FROM announced WHERE reminder_id = ? AND at_ms = ?", arguments: [reminder.description, at])
+    static func withdrawAnnouncement(_ reminder: RecordID, at: Int64, _ sql: StoreConnection) throws {
+        try sql.execute("DELETE FROM announced WHERE reminder_id = ? AND at_ms = ?", [.text(reminder.description), .integer(at)])
     }
 
     // MARK: Rule days moved by new zone rules
 
     /// A few rows at most (none but after a tzdata update), read once at start.
-    static func movedDecidedDays(_ db: Database) throws -> [RecordID: MovedDecidedDay] {
+    static func movedDecidedDays(_ sql: StoreConnection) throws -> [RecordID: MovedDecidedDay] {
         var result: [RecordID: MovedDecidedDay] = [:]
-        for row in try db.fetchRows("SELECT reminder_id, day, until_ms FROM moved_decided_day") {
-            if let id = RecordID(row["reminder_id"] as String) {
-                result[id] = MovedDecidedDay(day: LocalDay(ordinal: row["day"]), until: Instant(millisecondsSince1970: row["until_ms"]))
+        _ = try sql.rows("SELECT reminder_id, day, until_ms FROM moved_decided_day", []) { row -> Never? in
+            if let id = row.text(0).flatMap(RecordID.init), let day = row.integer(1), let until = row.integer(2) {
+                result[id] = MovedDecidedDay(day: LocalDay(ordinal: Int(day)), until: Instant(millisecondsSince1970: until))
             }
+            return nil
         }
         return result
     }
 
-    static func save(_ moved: MovedDecidedDay, of reminder: RecordID, _ db: Database) throws {
-        try db.run("INSERT OR REPLACE INTO moved_decided_day (reminder_id, day, until_ms) VALUES (?, ?, ?)",
-                   arguments: [reminder.description, moved.day.ordinal, moved.until.millisecondsSince1970])
+    static func save(_ moved: MovedDecidedDay, of reminder: RecordID, _ sql: StoreConnection) throws {
+        try sql.execute("""
+            INSERT INTO moved_decided_day (reminder_id, day, until_ms) VALUES (?, ?, ?)
+            ON CONFLICT (reminder_id) DO UPDATE SET day = excluded.day, until_ms = excluded.until_ms
+            """, [.text(reminder.description), .integer(Int64(moved.day.ordinal)), .integer(moved.until.millisecondsSince1970)])
     }
 
-    static func forgetMovedDecidedDay(of reminder: RecordID, _ db: Database) throws {
-        try db.run("DELETE FROM moved_decided_day WHERE reminder_id = ?", arguments: [reminder.description])
+    static func forgetMovedDecidedDay(of reminder: RecordID, _ sql: StoreConnection) throws {
+        try sql.execute("DELETE FROM moved_decided_day WHERE reminder_id = ?", [.text(reminder.description)])
     }
 
-    static func forgetMovedDecidedDays(through: Instant, _ db: Database) throws {
-        try db.run("DELETE FROM moved_decided_day WHERE until_ms <= ?", arguments: [through.millisecondsSince1970])
+    static func forgetMovedDecidedDays(through: Instant, _ sql: StoreConnection) throws {
+        try sql.execute("DELETE FROM moved_decided_day WHERE until_ms <= ?", [.integer(through.millisecondsSince1970)])
     }
 
     // MARK: Planner state
 
-    static func value(_ key: String, _ db: Database) throws -> Int64? {
-        try db.fetchValue(Int64.self, "SELECT value FROM planner_state WHERE key = ?", arguments: [key])
+    static func value(_ key: String, _ sql: StoreConnection) throws -> Int64? {
+        try sql.first("SELECT value FROM planner_state WHERE key = ?", [.text(key)]) { $0.integer(0) }
     }
 
-    static func setValue(_ key: String, _ value: Int64, _ db: Database) throws {
-        try RawStatement.execute("INSERT INTO planner_state (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                                 db, [.text(key), .integer(value)])
+    static func setValue(_ key: String, _ value: Int64, _ sql: StoreConnection) throws {
+        try sql.execute("INSERT INTO planner_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                        [.text(key), .integer(value)])
     }
 }
 

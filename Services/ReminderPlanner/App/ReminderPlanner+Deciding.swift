@@ -35,6 +35,7 @@ extension ReminderPlanner {
         // loop: see `decideRunning` and the clock ops (fail-safe after 2 s).
         var tally = DecisionTally()
         try host.write { tx in
+            keepDecidedThroughOnRollback(tx)
             // One at a time, rescheduling before the next pop: strict time order, and a reminder's
             // following occurrence is decided in this call too when the clock moved over it.
             while try decideNext(through: now, mode: mode, tx, &tally) {}
@@ -101,6 +102,7 @@ extension ReminderPlanner {
         if scheduler.nextInstant.map({ $0 <= bound }) ?? false, feed.upstreamSeq > feed.appliedSeq { feed.catchUp() }
         let started = DispatchTime.now().uptimeNanoseconds
         return try host.write { tx in
+            keepDecidedThroughOnRollback(tx)
             var tally = DecisionTally(), popped = 0
             while popped < Self.clockStepOccurrences,
                   popped == 0 || DispatchTime.now().uptimeNanoseconds - started < Self.clockStepNanoseconds,
@@ -112,17 +114,26 @@ extension ReminderPlanner {
             let reached = undecided.map { max(previous, $0.adding(milliseconds: -1)) } ?? bound
             decidedThrough = max(decidedThrough, reached)
             try persistDecidedThrough(tx)
-            try PlannerStore.setValue("manualNowMs", reached.millisecondsSince1970, tx.db)
+            try PlannerStore.setValue("manualNowMs", reached.millisecondsSince1970, tx.sql)
             return ClockStep(decided: tally.decided, reached: reached, finished: undecided == nil)
         }
     }
 
-    /// After a failed decision transaction, memory goes back to what is stored.
+    /// `decidedThrough` as it was before `tx`, should `tx` roll back: the occurrences it popped are
+    /// scheduled again from there (`recoverFromFailedDecisions`), whether or not the store can be
+    /// read then (a database that went away mid-commit cannot).
+    private func keepDecidedThroughOnRollback(_ tx: Transaction) {
+        let before = decidedThrough
+        tx.onRollback { [unowned self] in decidedThrough = before }
+    }
+
+    /// After a failed decision transaction, memory goes back to what is stored: `decidedThrough`
+    /// went back with the transaction, and the schedule is built again from it. Timed work waits a
+    /// second before it tries again (`StoreRetry`).
     func recoverFromFailedDecisions(_ error: Error) {
         host.recordError("deciding failed; will retry", ["error": "\(error)"])
-        let stored = try? host.read { db in try PlannerStore.value("decidedThroughMs", db) }
-        decidedThrough = stored.flatMap { $0 }.map(Instant.init(millisecondsSince1970:)) ?? decidedThrough
         rebuildSchedule()
+        storeRetry.failed()
     }
 
     /// Decides one occurrence and stores its decision event; nil if it was decided before.
@@ -137,7 +148,7 @@ extension ReminderPlanner {
         var cause: RecordID?
         if timeliness != .missed {
             let restored = restored.contains(OccurrenceKey(reminder: reminder.id, at: planned.at))
-            let covering = restored ? nil : try self.cause(covering: planned, of: reminder, tx.db)
+            let covering = restored ? nil : try self.cause(covering: planned, of: reminder, tx.sql)
             switch Decision.decide(paused: user.paused, coveringCause: covering?.description, restored: restored) {
             case .skipped: status = .skipped
             case .suppressed: status = .suppressed; cause = covering
@@ -145,7 +156,7 @@ extension ReminderPlanner {
             }
         }
         // Its announcement row, if any, stays: announcements only ever matter for undecided occurrences.
-        guard try PlannerStore.decide(reminder.id, planned, status: status, cause: cause, tx.db) else { return nil }
+        guard try PlannerStore.decide(reminder.id, planned, status: status, cause: cause, tx.sql) else { return nil }
         let occurrence = makeOccurrence(reminder, planned, status: status, cause: cause)
         switch status {
         case .fired:
@@ -163,6 +174,6 @@ extension ReminderPlanner {
     static func decisionKind(_ status: OccurrenceStatus) -> String { status == .fired ? "due" : status.rawValue }
 
     func persistDecidedThrough(_ tx: Transaction) throws {
-        try PlannerStore.setValue("decidedThroughMs", decidedThrough.millisecondsSince1970, tx.db)
+        try PlannerStore.setValue("decidedThroughMs", decidedThrough.millisecondsSince1970, tx.sql)
     }
 }

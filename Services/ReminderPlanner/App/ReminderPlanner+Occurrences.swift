@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import LHTSchema
 import ReminderPlanning
 import ServiceHost
@@ -19,8 +18,8 @@ extension ReminderPlanner {
 
     /// What covers the occurrence, if anything: a session overlapping its window, or an entry for its
     /// target day. The store only narrows the candidates; `Coverage.cause` decides (SEMANTICS §2).
-    func cause(covering planned: PlannedOccurrence, of reminder: Reminder, _ db: Database) throws -> RecordID? {
-        Coverage.cause(of: planned, of: reminder, candidates: try PlannerStore.coverageCandidates(of: reminder, from: planned, through: planned, db))
+    func cause(covering planned: PlannedOccurrence, of reminder: Reminder, _ sql: StoreConnection) throws -> RecordID? {
+        Coverage.cause(of: planned, of: reminder, candidates: try PlannerStore.coverageCandidates(of: reminder, from: planned, through: planned, sql))
     }
 
     /// Undecided occurrences of `reminder` that something already logged could cover: sessions
@@ -55,10 +54,10 @@ extension ReminderPlanner {
         }
         guard let first = undecided.min(by: { $0.at < $1.at }), let last = undecided.max(by: { $0.at < $1.at }) else { return }
         // One query for them all (a NoAlc reminder has a month of them): `Coverage.cause` takes any superset.
-        let covering = try PlannerStore.coverageCandidates(of: reminder, from: first, through: last, tx.db)
+        let covering = try PlannerStore.coverageCandidates(of: reminder, from: first, through: last, tx.sql)
         for planned in undecided {
             guard let cause = Coverage.cause(of: planned, of: reminder, candidates: covering),
-                  try PlannerStore.announce(reminder.id, at: planned.at, cause: cause, tx.db) else { continue }
+                  try PlannerStore.announce(reminder.id, at: planned.at, cause: cause, tx.sql) else { continue }
             try tx.append(Events.reminderCancelled, userId: reminder.userId, activity: reminder.activity,
                           data: makeOccurrence(reminder, planned, status: .cancelled, cause: cause))
         }
@@ -72,14 +71,14 @@ extension ReminderPlanner {
             let current = Set(candidates.map(\.at.millisecondsSince1970))
             // Beyond the horizon nothing was re-examined, so what was announced there stands.
             let horizon = reminder.enabled ? coverageHorizon(of: reminder).millisecondsSince1970 : .max
-            for at in try PlannerStore.announced(of: reminder.id, tx.db).keys where !current.contains(at) && at <= horizon {
-                try PlannerStore.withdrawAnnouncement(reminder.id, at: at, tx.db)
+            for at in try PlannerStore.announced(of: reminder.id, tx.sql).keys where !current.contains(at) && at <= horizon {
+                try PlannerStore.withdrawAnnouncement(reminder.id, at: at, tx.sql)
             }
         }
         try announceCancellations(reminder, candidates, in: tx)
     }
 
-    func upcoming(_ query: UpcomingRequest, _ db: Database) throws -> [Occurrence] {
+    func upcoming(_ query: UpcomingRequest, _ sql: StoreConnection) throws -> [Occurrence] {
         let zone = user(query.userId).timeZone
         let today = host.time.now().local(in: zone).day
         var result: [Occurrence] = []
@@ -90,7 +89,7 @@ extension ReminderPlanner {
             guard let first = planned.first, let last = planned.last else { continue }
             // A day away on either side: new zone rules may have moved a decided day's instant.
             let decisions = try PlannerStore.decisions(of: reminder.id, from: first.at.adding(seconds: -86_400),
-                                                       through: last.at.adding(seconds: 86_400), db)
+                                                       through: last.at.adding(seconds: 86_400), sql)
             let decidedDays = Dictionary(decisions.values.compactMap { decided in decided.occurrence.map { ($0.day, decided) } }) { first, _ in first }
             for occurrence in planned {
                 if let decided = decisions[occurrence.at.millisecondsSince1970] ?? decidedDays[occurrence.day].flatMap({
@@ -100,7 +99,7 @@ extension ReminderPlanner {
                     result.append(makeOccurrence(reminder, decided.occurrence ?? occurrence, status: decided.status, cause: decided.cause))
                 } else if occurrence.at >= firstPending(reminder) {
                     let restored = restored.contains(OccurrenceKey(reminder: reminder.id, at: occurrence.at))
-                    let cause = restored ? nil : try cause(covering: occurrence, of: reminder, db)
+                    let cause = restored ? nil : try cause(covering: occurrence, of: reminder, sql)
                     result.append(makeOccurrence(reminder, occurrence, status: cause == nil ? .scheduled : .cancelled, cause: cause))
                 }
                 // Undecided and already past: the reminder was edited after its instant; it never existed.

@@ -12,7 +12,7 @@ extension ReminderPlanner {
         host.handle(Ops.userPut) { [unowned self] input, tx in
             let user = UserSettings(userId: input.userId, timeZone: input.timeZone, locale: input.locale,
                                     paused: input.paused ?? users[input.userId]?.paused ?? false)
-            try PlannerStore.save(user, tx.db)
+            try PlannerStore.save(user, tx.sql)
             for reminder in reminders.owned(by: user.userId) { try reevaluate(reminder, zone: user.timeZone, in: tx) }
             try persistDecidedThrough(tx)
             replaceUser(user, in: tx)
@@ -29,7 +29,7 @@ extension ReminderPlanner {
         }
         host.handle(Ops.reminderDelete, owner: { ownerOfReminder($0.id) }) { [unowned self] query, tx in
             let reminder = try reminder(query.id, query)
-            try PlannerStore.delete(reminder: reminder.id, tx.db)
+            try PlannerStore.delete(reminder: reminder.id, tx.sql)
             try forgetMovedDecidedDay(of: reminder.id, tx)
             let deleted = ReminderDeleted(id: reminder.id, userId: reminder.userId, activity: reminder.activity)
             try tx.append(Events.reminderChanged, userId: reminder.userId, activity: reminder.activity, data: .deleted(deleted))
@@ -37,7 +37,7 @@ extension ReminderPlanner {
             replaceReminder(reminder.id, with: nil, in: tx)
             return deleted
         }
-        host.handle(Ops.reminderUpcoming) { [unowned self] query, tx in try UpcomingReply(occurrences: upcoming(query, tx.db)) }
+        host.handle(Ops.reminderUpcoming) { [unowned self] query, tx in try UpcomingReply(occurrences: upcoming(query, tx.sql)) }
         host.handle(Ops.reminderRestore, owner: { ownerOfReminder($0.reminderId) }) { [unowned self] input, tx in
             try restore(input, tx)
         }
@@ -80,7 +80,7 @@ extension ReminderPlanner {
             lookbackHours: input.lookbackHours ?? Reminder.defaultLookbackHours(for: input.activity),
             enabled: weekdays.isEmpty ? false : input.enabled ?? true, title: input.title, body: input.body,
             createdAt: existing?.createdAt ?? tx.now)
-        try PlannerStore.save(reminder, tx.db)
+        try PlannerStore.save(reminder, tx.sql)
         if let existing, existing.time != reminder.time || WeekdayMask(existing.weekdays) != WeekdayMask(reminder.weekdays) {
             try forgetMovedDecidedDay(of: existing.id, tx)
         }
@@ -98,11 +98,11 @@ extension ReminderPlanner {
         guard reminder.enabled, input.at >= reminder.createdAt,
               let planned = OccurrenceCalendar.occurrence(exactlyAt: input.at, time: reminder.time, on: reminder.weekdays, in: zone.rules)
         else { throw WireError(.notFound, "\(input.at) is not an occurrence of reminder \(reminder.id)", field: "data.at") }
-        let decided = try PlannerStore.decisions(of: reminder.id, from: planned.at, through: planned.at, tx.db)
+        let decided = try PlannerStore.decisions(of: reminder.id, from: planned.at, through: planned.at, tx.sql)
         guard decided.isEmpty, planned.at >= firstPending(reminder) else {
             throw WireError(.conflict, "the occurrence at \(planned.at) is decided already", field: "data.at")
         }
-        try PlannerStore.restore(reminder.id, at: planned.at, tx.db)
+        try PlannerStore.restore(reminder.id, at: planned.at, tx.sql)
         let occurrence = makeOccurrence(reminder, planned, status: .scheduled, cause: nil)
         try tx.append(Events.reminderRestored, userId: reminder.userId, activity: reminder.activity, data: occurrence)
         let key = OccurrenceKey(reminder: reminder.id, at: planned.at)
@@ -156,6 +156,10 @@ extension ReminderPlanner {
             } catch {
                 manualClock.current = reached
                 recoverFromFailedDecisions(error)
+                // A database away is a dependency down: `unavailable`, and the move may be asked again.
+                if let reason = StoreUnavailable.reason(error) {
+                    throw WireError(.unavailable, "\(reason): the clock stays at \(reached), the last step committed; repeat the request later")
+                }
                 throw WireError(.internal, "deciding up to \(bound) failed; the clock stays at \(reached), the last step committed")
             }
             manualClock.current = step.reached

@@ -35,6 +35,7 @@ extension ReminderPlanner {
     /// The loop's turn: look for a tzdata update when due, then plan the next users again.
     func followTZData() {
         if let refresh = tzdataWatch.check(logger: host.logger) { queueUsers(after: refresh) }
+        guard storeRetry.isDue else { return }
         if !replanning.isDone { replanStep() }
         forgetPassedMovedDays()
     }
@@ -46,12 +47,13 @@ extension ReminderPlanner {
         let through = decidedThrough
         do {
             try host.write { tx in
-                try PlannerStore.forgetMovedDecidedDays(through: through, tx.db)
+                try PlannerStore.forgetMovedDecidedDays(through: through, tx.sql)
                 try persistDecidedThrough(tx)
                 tx.afterCommit { [unowned self] in movedDecidedDays = movedDecidedDays.filter { $0.value.until > through } }
             }
         } catch {
             host.recordError("forgetting passed moved days failed; will retry", ["error": "\(error)"])
+            storeRetry.failed()
         }
     }
 
@@ -60,7 +62,7 @@ extension ReminderPlanner {
     func forgetMovedDecidedDay(of id: RecordID, _ tx: Transaction) throws {
         // Every stored day is in memory: most puts and deletes need no statement.
         guard let moved = movedDecidedDays[id] else { return }
-        try PlannerStore.forgetMovedDecidedDay(of: id, tx.db)
+        try PlannerStore.forgetMovedDecidedDay(of: id, tx.sql)
         movedDecidedDays[id] = nil
         tx.onRollback { [unowned self] in movedDecidedDays[id] = moved }
     }
@@ -109,6 +111,7 @@ extension ReminderPlanner {
             }
         } catch {
             host.recordError("planning again after a tzdata update failed; will retry", ["error": "\(error)"])
+            storeRetry.failed()
         }
     }
 
@@ -125,7 +128,7 @@ extension ReminderPlanner {
             }
             try reevaluate(reminder, zone: zone, in: tx)
             let moved = movedDecidedDay(reminder, before: before, now: zone.rules)
-            if let moved { try PlannerStore.save(moved, of: reminder.id, tx.db) }
+            if let moved { try PlannerStore.save(moved, of: reminder.id, tx.sql) }
             tx.afterCommit { [unowned self] in
                 if let moved { movedDecidedDays[reminder.id] = moved }
                 scheduler.schedule(reminder, row: row, zone: zone, from: firstPending(reminder))

@@ -10,7 +10,7 @@ extension ReminderPlanner {
     func apply(_ event: ReceivedEvent, _ tx: Transaction) throws {
         switch event.data {
         case .sessionLogged(let session):
-            guard try PlannerStore.insert(session: session, seq: event.seq, tx.db) else { return }
+            guard try PlannerStore.insert(session: session, seq: event.seq, tx.sql) else { return }
             tx.afterCommit { [unowned self] in host.count("sessionsApplied") }
             let zone = user(session.userId).timeZone
             for reminder in reminders(of: session.userId, activity: session.activity) {
@@ -20,7 +20,7 @@ extension ReminderPlanner {
                 try announceCancellations(reminder, candidates, in: tx)
             }
         case .noalcLogged(let entry):
-            guard try PlannerStore.insert(noalcDay: entry.day, user: entry.userId, entry: entry.id, tx.db) else { return }
+            guard try PlannerStore.insert(noalcDay: entry.day, user: entry.userId, entry: entry.id, tx.sql) else { return }
             tx.afterCommit { [unowned self] in host.count("noalcEntriesApplied") }
             let zone = user(entry.userId).timeZone
             for reminder in reminders(of: entry.userId, activity: .noalc) {
@@ -40,6 +40,8 @@ extension ReminderPlanner {
     /// we know (missing sessions only mean fewer suppressions: fail-safe).
     func decideRunning(through now: Instant) {
         let due = scheduler.nextInstant.map { $0 <= now } ?? false
+        // A failed decision transaction (a database away) is tried again a second later, not every turn.
+        if due, !storeRetry.isDue { return }
         if due, feed.waitsForKnownGap(limitMilliseconds: 2000) { return }
         decideDue(through: now, mode: .running)
     }

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import LHTSchema
 import Logging
 import ReminderPlanning
@@ -11,8 +10,9 @@ import ZeroMQ
 /// soon as activity covers an occurrence, and decides every occurrence exactly once at its instant.
 ///
 /// Users and reminders live in memory (changed after commit, by ops that run alone); everything
-/// coverage depends on is read from SQLite inside the deciding transaction, so a decision always
-/// sees what was stored before it.
+/// coverage depends on is read from the store inside the deciding transaction, so a decision always
+/// sees what was stored before it. On PostgreSQL that memory is this instance's alone: it runs as
+/// the only one (`PlannerStore.layout`).
 public final class ReminderPlanner: Service {
     public let host: ServiceHost
     let settings: PlannerSettings
@@ -34,6 +34,8 @@ public final class ReminderPlanner: Service {
     /// ones: that day is not decided again (`followTZData` forgets it once the new instant passed).
     /// Stored as well (`moved_decided_day`), so it outlives a restart; this copy spares decisions a query.
     var movedDecidedDays: [RecordID: MovedDecidedDay] = [:]
+    /// When timed work whose transaction failed (deciding, planning again) tries again.
+    var storeRetry = StoreRetry()
 
     public init(settings: PlannerSettings, logger: Logger, context: Context? = nil) throws {
         self.settings = settings
@@ -46,17 +48,16 @@ public final class ReminderPlanner: Service {
             manualClock = nil
             time = SystemTime()
         }
-        host = try ServiceHost(settings: settings.service, layout: StoreLayout(sqliteMigrations: PlannerStore.migrate, projection: PlannerStore.projection), logger: logger,
-                               time: time, context: context)
-        let stored = try host.read { db in
-            (users: try PlannerStore.users(db), reminderCount: try PlannerStore.reminderCount(db),
-             decidedThrough: try PlannerStore.value("decidedThroughMs", db), manualNow: try PlannerStore.value("manualNowMs", db),
-             restored: try PlannerStore.restoredOccurrences(db), moved: try PlannerStore.movedDecidedDays(db))
+        host = try ServiceHost(settings: settings.service, layout: PlannerStore.layout, logger: logger, time: time, context: context)
+        let stored = try host.query { sql in
+            (users: try PlannerStore.users(sql), reminderCount: try PlannerStore.reminderCount(sql),
+             decidedThrough: try PlannerStore.value("decidedThroughMs", sql), manualNow: try PlannerStore.value("manualNowMs", sql),
+             restored: try PlannerStore.restoredOccurrences(sql), moved: try PlannerStore.movedDecidedDays(sql))
         }
         if let manualClock {
             // A restart never moves a manual clock backwards, whatever the flag says.
             manualClock.current = max(manualClock.current, Instant(millisecondsSince1970: stored.manualNow ?? .min))
-            try host.write { tx in try PlannerStore.setValue("manualNowMs", manualClock.current.millisecondsSince1970, tx.db) }
+            try host.write { tx in try PlannerStore.setValue("manualNowMs", manualClock.current.millisecondsSince1970, tx.sql) }
         }
         // A fresh planner has nothing to catch up on: occurrences exist from now on.
         decidedThrough = stored.decidedThrough.map(Instant.init(millisecondsSince1970:)) ?? time.now()
@@ -79,9 +80,12 @@ public final class ReminderPlanner: Service {
         host.tzdataVersion = { TZData.system.version }
         // While decisions wait for a known gap, the catch-up's reply or deadline wakes the loop.
         host.nextDeadline = { [unowned self] in
-            // Planning again after a tzdata update goes on at once, a step a turn.
-            if !self.replanning.isDone { return self.host.time.now() }
-            return self.manualClock == nil && !self.feed.isWaitingForKnownGap ? self.scheduler.nextInstant : nil
+            // Planning again after a tzdata update goes on at once, a step a turn; after a failed
+            // transaction, timed work waits for its retry.
+            let retry = self.host.time.now().adding(milliseconds: self.storeRetry.millisecondsLeft)
+            if !self.replanning.isDone { return retry }
+            guard self.manualClock == nil, !self.feed.isWaitingForKnownGap, let next = self.scheduler.nextInstant else { return nil }
+            return max(next, retry)
         }
         host.onTick = { [unowned self] in
             self.feed.tick()
@@ -150,7 +154,7 @@ public final class ReminderPlanner: Service {
         let batches = HandOff<[StoredReminder]>(waitingLimit: 8)
         let schedule = Self.schedule(batches, expecting: count, users: users, defaultZone: settings.defaultZone, decidedThrough: decidedThrough)
         do {
-            try PlannerStore.streamReminders(from: host.database) { batch in
+            try PlannerStore.streamReminders(from: host.store) { batch in
                 batches.put(batch)
                 // By index: a for-in loop copies each element out (retaining its strings) and destroys it after.
                 for index in batch.indices {
@@ -211,6 +215,22 @@ public final class ReminderPlanner: Service {
             }
         }
     }
+}
+
+/// Timed work whose transaction failed tries again a second later, not on every turn of the loop:
+/// a database that is down (PostgreSQL away) is not asked in a tight loop meanwhile.
+struct StoreRetry {
+    static let pauseNanoseconds: UInt64 = 1_000_000_000
+    private var notBefore: UInt64 = 0
+
+    var isDue: Bool { DispatchTime.now().uptimeNanoseconds >= notBefore }
+
+    var millisecondsLeft: Int64 {
+        let now = DispatchTime.now().uptimeNanoseconds
+        return notBefore > now ? Int64((notBefore - now) / 1_000_000) + 1 : 0
+    }
+
+    mutating func failed() { notBefore = DispatchTime.now().uptimeNanoseconds + Self.pauseNanoseconds }
 }
 
 /// A scheduler passed from the thread that built it to the loop, which alone uses it from then on.

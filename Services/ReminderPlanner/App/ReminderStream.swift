@@ -13,10 +13,22 @@ struct StoredReminder: Sendable {
 }
 
 extension PlannerStore {
-    /// Hands every stored reminder to `body`, a batch at a time, on this thread, while another thread
-    /// reads and parses the rows: stepping SQLite through a million rows took as long as filling the
-    /// table with them, so the two overlap. Rows that do not parse are skipped.
-    static func streamReminders(from database: DatabaseQueue, _ body: ([StoredReminder]) -> Void) throws {
+    /// Hands every stored reminder to `body`, a batch at a time, on this thread. Rows that do not
+    /// parse are skipped. SQLite's rows are read by a thread of their own (`streamReminders(from:)`);
+    /// PostgreSQL's come in pages by id on this thread, whose connection it is.
+    static func streamReminders(from store: any Store, _ body: ([StoredReminder]) -> Void) throws {
+        if let sqlite = store as? SQLiteStore {
+            try streamReminders(from: sqlite.database, body)
+        } else {
+            try pageReminders(store, body)
+        }
+    }
+
+    private static let selectReminders = "SELECT id, user_id, rule, title, body, created_at_ms FROM reminder"
+
+    /// SQLite: another thread reads and parses the rows while this one takes them: stepping SQLite
+    /// through a million rows took as long as filling the table with them, so the two overlap.
+    private static func streamReminders(from database: DatabaseQueue, _ body: ([StoredReminder]) -> Void) throws {
         let pipe = HandOff<[StoredReminder]>(waitingLimit: 8)
         // A thread of its own, not a GCD work item: it blocks for as long as loading takes, and
         // blocked items hold the global queue's few threads from everyone else in the process.
@@ -31,9 +43,7 @@ extension PlannerStore {
                     var batch: [StoredReminder] = []
                     batch.reserveCapacity(batchSize)
                     var lastUser: UserID?
-                    try RawStatement.run("""
-                        SELECT id, user_id, rule, title, body, created_at_ms FROM reminder
-                        """, db, []) { row -> Void? in
+                    _ = try SQLiteStoreConnection(db).rows(selectReminders, []) { row -> Never? in
                         guard let reminder = storedReminder(row, lastUser: &lastUser) else { return nil }
                         batch.append(reminder)
                         if batch.count == batchSize {
@@ -53,14 +63,36 @@ extension PlannerStore {
 
     private static let batchSize = 1024
 
+    /// PostgreSQL: a page of rows at a time, by id (the primary key's order), so that a million rows
+    /// never come back as one result.
+    private static func pageReminders(_ store: any Store, _ body: ([StoredReminder]) -> Void) throws {
+        let pageSize = 10_000
+        var after: Data?
+        var lastUser: UserID?
+        while true {
+            var batch: [StoredReminder] = [], read = 0
+            try store.query { sql in
+                _ = try sql.rows(selectReminders + (after == nil ? "" : " WHERE id > ?") + " ORDER BY id LIMIT \(pageSize)",
+                                 after.map { [.blob($0)] } ?? []) { row -> Never? in
+                    read += 1
+                    after = row.withBytes(0) { Data($0) }
+                    if let reminder = storedReminder(row, lastUser: &lastUser) { batch.append(reminder) }
+                    return nil
+                }
+            }
+            if !batch.isEmpty { body(batch) }
+            if read < pageSize { return }
+        }
+    }
+
     /// A user's reminders mostly come one after another: `lastUser` is reused while the bytes match.
-    private static func storedReminder(_ row: RawStatement.Row, lastUser: inout UserID?) -> StoredReminder? {
-        if let last = lastUser, !last.hasUTF8(row.bytes(1)) { lastUser = nil }
-        if lastUser == nil { lastUser = UserID(row.string(1)) }
-        guard let id = RecordID(bytes: row.blob(0)), let user = lastUser, let rule = StoredRule(bits: row.integer(2)) else { return nil }
-        return StoredReminder(
-            fields: ReminderTable.Fields(id: id, userId: user, rule: rule, createdAt: row.integer(5)),
-            title: row.optionalString(3), body: row.optionalString(4))
+    private static func storedReminder(_ row: SQLRow, lastUser: inout UserID?) -> StoredReminder? {
+        if let last = lastUser, row.withUTF8(1, { last.hasUTF8($0) }) != true { lastUser = nil }
+        if lastUser == nil { lastUser = row.text(1).flatMap(UserID.init) }
+        guard let id = row.withBytes(0, { RecordID(bytes: $0) }) ?? nil, let user = lastUser,
+              let rule = row.integer(2).flatMap(StoredRule.init(bits:)), let createdAt = row.integer(5),
+              let title = row.optionalText(3), let body = row.optionalText(4) else { return nil }
+        return StoredReminder(fields: ReminderTable.Fields(id: id, userId: user, rule: rule, createdAt: createdAt), title: title, body: body)
     }
 }
 

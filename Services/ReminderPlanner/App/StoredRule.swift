@@ -8,8 +8,9 @@ import ReminderPlanning
 /// reminders took 3.3k instructions each (callgrind), and 2.3k with this one column.
 ///
 /// Bits 0–10: the minute of the day; 11–17: the weekdays (bit 11 + n: `Weekday.index` n);
-/// 18–33: the lookback hours; 34: enabled; 35–36: the activity (`activityCodes`). The view
-/// `reminder_fields` shows them as columns, for people reading the database.
+/// 18–33: the lookback hours; 34: enabled; 35–36: the activity (`activityCodes`). A `BIGINT` on
+/// PostgreSQL. In SQLite's file the view `reminder_fields` shows them as columns, for people
+/// reading the database.
 public struct StoredRule: Equatable, Sendable {
     public let activity: Activity
     public let time: LocalTime

@@ -49,7 +49,7 @@ final class ServiceRig {
 
     /// The services whose stores are written for PostgreSQL too; the others keep SQLite in a
     /// PostgreSQL rig.
-    static let onPostgreSQL: Set<ServiceName> = [.sessionLogger, .notifier, .noalcStreak]
+    static let onPostgreSQL: Set<ServiceName> = [.sessionLogger, .reminderPlanner, .notifier, .noalcStreak]
 
     private func start(_ build: @escaping @Sendable (Context) throws -> any Service) throws -> InProcessService {
         let service = try startService(context: context, build)
@@ -71,10 +71,9 @@ final class ServiceRig {
         return try start { context in try SessionLogger(settings: settings, logger: quietLogger("session-logger"), context: context) }
     }
 
-    /// A planner on a manual clock starting at `clock`, following `logger`.
-    func planner(clock: Instant, following logger: InProcessService, extra: [String] = []) throws -> InProcessService {
-        let settings = try PlannerSettings(PlannerOptions.parse(common(.reminderPlanner) + [
-            "--clock", "manual:\(clock)",
+    /// A planner on a manual clock starting at `clock` (nil: on the system clock), following `logger`.
+    func planner(clock: Instant?, following logger: InProcessService, extra: [String] = []) throws -> InProcessService {
+        let settings = try PlannerSettings(PlannerOptions.parse(common(.reminderPlanner) + (clock.map { ["--clock", "manual:\($0)"] } ?? []) + [
             "--\(ServiceName.sessionLogger.flag(.api))", logger.api, "--\(ServiceName.sessionLogger.flag(.events))", logger.events,
         ] + extra))
         return try start { context in try ReminderPlanner(settings: settings, logger: quietLogger("reminder-planner"), context: context) }

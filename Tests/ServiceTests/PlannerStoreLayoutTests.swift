@@ -1,0 +1,103 @@
+import Foundation
+import GRDB
+import LHTSchema
+import PostgresStorage
+@testable import ReminderPlanner
+import Storage
+import Testing
+import TestSupport
+
+/// The planner's tables are written twice: SQLite's by their migration history (which existing files
+/// run through unchanged), PostgreSQL's as they are now (`PlannerStore.tables`). The two must agree,
+/// column for column, or a statement written once for both would mean different things.
+@Suite struct PlannerStoreLayoutTests {
+    /// A column as both backends can tell it: its name, integer, text or bytes, NOT NULL, in the primary key.
+    struct Column: Equatable, CustomStringConvertible {
+        let name: String, type: String, notNull: Bool, key: Bool
+        var description: String { "\(name) \(type)\(notNull ? " not null" : "")\(key ? " key" : "")" }
+    }
+
+    /// SQLite's type affinity of a declared type (BIGINT and INTEGER alike).
+    static func affinity(_ declared: String) -> String {
+        let type = declared.uppercased()
+        if type.contains("INT") { return "integer" }
+        if type.contains("TEXT") || type.contains("CHAR") { return "text" }
+        return type.contains("BLOB") || type.isEmpty ? "bytes" : type
+    }
+
+    static func sqliteColumns(_ db: Database, _ schema: String, _ table: String) throws -> [Column] {
+        try Row.fetchAll(db, sql: "PRAGMA \(schema).table_info(\"\(table)\")").map { row in
+            Column(name: row["name"], type: affinity(row["type"]), notNull: (row["notnull"] as Int) != 0, key: (row["pk"] as Int) > 0)
+        }
+    }
+
+    static func sqliteIndex(_ db: Database, _ schema: String, _ index: String) throws -> [String] {
+        try String.fetchAll(db, sql: "SELECT name FROM pragma_index_info(?, ?) ORDER BY seqno", arguments: [index, schema])
+    }
+
+    static func postgresColumns(_ connection: PostgresConnection, _ table: String) throws -> [Column] {
+        let key = Set(try connection.execute("""
+            SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+            WHERE i.indrelid = ('reminder_planner.' || quote_ident($1))::regclass AND i.indisprimary
+            """, [.text(table)]).compactMap { $0.text(0) })
+        return try connection.execute("""
+            SELECT column_name, data_type, is_nullable FROM information_schema.columns
+            WHERE table_schema = 'reminder_planner' AND table_name = $1 ORDER BY ordinal_position
+            """, [.text(table)]).map { row in
+            let type = switch row.text(1) {
+            case "integer", "bigint": "integer"
+            case "text": "text"
+            case "bytea": "bytes"
+            default: row.text(1) ?? "?"
+            }
+            return Column(name: row.text(0) ?? "?", type: type, notNull: row.text(2) == "NO", key: key.contains(row.text(0) ?? ""))
+        }
+    }
+
+    @Test func sqlitesMigratedTablesAndPostgreSQLsAreTheSame() throws {
+        // What `tables` says, as SQLite reads it.
+        let expected = try DatabaseQueue()
+        let names = try expected.write { db in
+            for statement in PlannerStore.tables(.sqlite) { try db.execute(sql: statement) }
+            return try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        }
+        let projected: Set = ["decision", "session", "noalc_day"]
+        #expect(Set(names) == projected.union(["user", "reminder", "restored", "announced", "planner_state", "moved_decided_day"]))
+
+        // A planner's SQLite files, made by the migrations (the log's file and the projection's).
+        let sqliteRig = try ServiceRig(.inproc)
+        let logger = try sqliteRig.sessionLogger()
+        #expect(try sqliteRig.planner(clock: Instant.now().minuteFloor, following: logger).stop())
+        let directory = sqliteRig.scratch.subdirectory(ServiceName.reminderPlanner.rawValue).path
+        let files = try DatabaseQueue(path: directory + "/reminder-planner.sqlite")
+        try files.writeWithoutTransaction { db in
+            try db.execute(sql: "ATTACH DATABASE ? AS projection", arguments: [directory + "/reminder-planner.projection.sqlite"])
+        }
+
+        // A planner's PostgreSQL schema, made by its `PostgresMigration`s.
+        let postgresRig = try ServiceRig(.inproc, backend: .postgresql)
+        let pgLogger = try postgresRig.sessionLogger()
+        #expect(try postgresRig.planner(clock: Instant.now().minuteFloor, following: pgLogger).stop())
+        let connection = try #require(postgresRig.postgres).connect()
+
+        for table in names {
+            let wanted = try expected.read { try Self.sqliteColumns($0, "main", table) }
+            let inFile = try files.read { try Self.sqliteColumns($0, projected.contains(table) ? "projection" : "main", table) }
+            #expect(inFile == wanted, "SQLite \(table)")
+            var inPostgres = try Self.postgresColumns(connection, table)
+            if table == "noalc_day" {
+                // SQLite's rowid, the order the days were stored in, is a column of that name there.
+                #expect(inPostgres.first { $0.name == "rowid" } == Column(name: "rowid", type: "integer", notNull: true, key: false))
+                inPostgres.removeAll { $0.name == "rowid" }
+            }
+            #expect(inPostgres == wanted, "PostgreSQL \(table)")
+        }
+        #expect(try files.read { try Self.sqliteIndex($0, "projection", "session_by_user_start") } == ["user_id", "activity", "start_ms"])
+        let index = try connection.execute("SELECT indexdef FROM pg_indexes WHERE schemaname = 'reminder_planner' AND indexname = 'session_by_user_start'")
+        #expect(index.first?.text(0)?.hasSuffix("(user_id, activity, start_ms)") == true, "\(index.map(\.columns))")
+        // SQLite-only: the view for people reading the file.
+        #expect(try files.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM sqlite_master WHERE type = 'view' AND name = 'reminder_fields'") } == 1)
+        #expect(PlannerStore.layout.oneInstance)
+        try files.close()
+    }
+}
