@@ -114,9 +114,10 @@ import ZeroMQ
         // Each of the eight occurrences decided once; each reminder.due notified once.
         let plannerLog = try Self.all(try WireClient(active.api, context: context))
         let decisions = plannerLog.filter { ["reminder.due", "reminder.suppressed", "reminder.skipped", "reminder.missed"].contains($0["type"]?.stringValue ?? "") }
-        let decided = decisions.compactMap { ($0["data"]?["occurrence"]?["reminderId"] ?? $0["data"]?["reminderId"])?.stringValue }
+        let decided = decisions.compactMap { $0["data"]?["reminderId"]?.stringValue }
         #expect(decided.sorted() == reminders.sorted(), "\(decisions.map { $0["type"]?.stringValue ?? "?" })")
-        let due = decisions.filter { $0["type"]?.stringValue == "reminder.due" }.compactMap { $0["data"]?["occurrence"]?["reminderId"]?.stringValue }
+        let due = decisions.filter { $0["type"]?.stringValue == "reminder.due" }.compactMap { $0["data"]?["reminderId"]?.stringValue }
+        #expect(due.count == reminders.count, "no session or NoAlc day covers these occurrences")
         let notifier = try WireClient(notifiers[1].api, context: context)
         try Self.waitUntil { try Self.all(notifier).count >= due.count }
         let notified = try Self.all(notifier).compactMap { $0["data"]?["reminderId"]?.stringValue }

@@ -83,9 +83,9 @@ import ZeroMQ
     }
 
     /// PROTOCOL "Cluster (PostgreSQL)" on one machine: `start --postgres` runs PostgreSQL in the data
-    /// directory and two instances of the logger, the notifier and the streak service on it (one
-    /// planner on SQLite); instances of a service share one log and each sees the other's writes;
-    /// `stop` leaves neither a service nor PostgreSQL running.
+    /// directory and two instances of every service on it (the planner's second standing by);
+    /// instances of a service share one log and each sees the other's writes; `stop` leaves neither
+    /// a service nor PostgreSQL running.
     @Test func startsTwoInstancesOnPostgreSQLAndStopsEverything() throws {
         let directory = temporaryDirectory("lht-deploy-pg")
         defer { _ = try? run(["stop"], dataDirectory: directory) }
@@ -93,9 +93,11 @@ import ZeroMQ
         try #require(first.status == 0, "\(first.output)")
         #expect(first.output.contains("api=tcp://127.0.0.1:7301"), "\(first.output)")
         #expect(first.output.contains("api=tcp://127.0.0.1:7401"), "\(first.output)")
-        let names = ["session-logger@a", "session-logger@b", "reminder-planner", "notifier@a", "notifier@b", "noalc-streak@a", "noalc-streak@b"]
+        let names = ["session-logger@a", "session-logger@b", "reminder-planner@a", "reminder-planner@b", "notifier@a", "notifier@b",
+                     "noalc-streak@a", "noalc-streak@b"]
         let started = pids(in: directory, of: names)
-        #expect(started.count == 7)
+        #expect(started.count == 8)
+        #expect(first.output.contains("reminder-planner@b  pid") && first.output.contains("standing by"), "\(first.output)")
         let postmaster = try #require((try? String(contentsOf: directory.appendingPathComponent("postgres/data/postmaster.pid"), encoding: .utf8))
             .flatMap { $0.split(separator: "\n").first.flatMap { Int32($0) } }, "no postmaster.pid")
         // The database password only in a file of the owner's.
@@ -107,8 +109,8 @@ import ZeroMQ
         for pid in started {
             let arguments = ((try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? "").split(separator: "\0").map(String.init)
             #expect(arguments.contains("--keys"), "pid \(pid): \(arguments)")
-            // Every service on PostgreSQL but the planner; the password on no command line.
-            #expect(arguments.contains("--database") != (arguments.first?.hasSuffix("reminder-planner") == true), "pid \(pid): \(arguments)")
+            // Every service on PostgreSQL; the password on no command line.
+            #expect(arguments.contains("--database"), "pid \(pid): \(arguments)")
             #expect(password.map { !arguments.joined(separator: " ").contains($0) } == true)
         }
 
@@ -142,6 +144,7 @@ import ZeroMQ
         #expect(status.status == 0, "\(status.output)")
         #expect(status.output.contains("postgres") && status.output.contains("session-logger@b") && status.output.contains("instance b:"),
                 "\(status.output)")
+        #expect(status.output.contains("reminder-planner@b  standing by"), "\(status.output)")
 
         let stopped = try run(["stop"], dataDirectory: directory)
         #expect(stopped.status == 0, "\(stopped.output)")

@@ -296,8 +296,8 @@ import ZeroMQ
                 .write(to: directory.appendingPathComponent(name), atomically: true, encoding: .utf8)
             names.append(directory.appendingPathComponent(name).path)
         }
-        // The templates for several instances over PostgreSQL (the planner has none), verified as instance "a".
-        for service in ["session-logger", "notifier", "noalc-streak"] {
+        // The templates for several instances over PostgreSQL, verified as instance "a".
+        for service in ["session-logger", "reminder-planner", "notifier", "noalc-streak"] {
             let text = try String(contentsOf: units.appendingPathComponent("lht-\(service)@.service"), encoding: .utf8)
             for required in ["Type=notify", "Restart=on-failure", "ProtectSystem=strict", "NoNewPrivileges=yes", "PrivateTmp=yes",
                              "EnvironmentFile=/etc/lht/\(service)@%i.env", "--database ${LHT_DATABASE}", "--instance %H:%i",

@@ -69,10 +69,8 @@ import ZeroMQ
         let successorClient = try WireClient(successor.api, context: context, credentials: try adminCredentials(directory, .reminderPlanner))
         func decisions() throws -> [String] {
             let events = try successorClient.ok("events.since", ["after": 0, "limit": 1000])["events"]?.arrayValue ?? []
-            return events.filter {
-                ($0["data"]?["occurrence"]?["reminderId"] ?? $0["data"]?["reminderId"])?.stringValue == reminderId
-                    && ($0["data"]?["occurrence"]?["at"] ?? $0["data"]?["at"])?.stringValue == due.description
-            }.compactMap { $0["type"]?.stringValue }
+            return events.filter { $0["data"]?["reminderId"]?.stringValue == reminderId && $0["data"]?["at"]?.stringValue == due.description }
+                .compactMap { $0["type"]?.stringValue }
         }
         let deadline = Date().addingTimeInterval(due.timeIntervalSinceNow + 30)
         while try decisions().isEmpty, Date() < deadline { Thread.sleep(forTimeInterval: 0.5) }

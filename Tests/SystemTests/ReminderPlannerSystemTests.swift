@@ -1,4 +1,6 @@
 import Foundation
+import Dispatch
+import Synchronization
 import LHTSchema
 import Testing
 
@@ -282,21 +284,34 @@ import Testing
     /// On PostgreSQL the planner runs as one instance at a time (its users, reminders and schedule are
     /// in its memory): a second one against the same database exits 2 with one line naming the other,
     /// and the first serves on.
-    @Test func aSecondPlannerOnOneDatabaseExitsTwoWithOneLine() throws {
+    /// A second planner on the same database stands by (no ready line, no sockets) while the first
+    /// runs, and takes over within 15 s of the first being SIGKILLed, with what the first stored.
+    @Test func aSecondPlannerStandsByUntilTheFirstDies() throws {
         let postgres = try TestPostgres()
         defer { postgres.stop() }
         let database = ["--metrics", "off", "--database", postgres.url]
         let logger = try ServiceProcess("session-logger", arguments: database)
         let upstream = ["--session-logger-api", logger.api, "--session-logger-events", logger.events, "--clock", "manual:\(Self.mondayMorning)"]
         let first = try ServiceProcess("reminder-planner", arguments: database + upstream)
-        let client = try WireClient(first.api, context: .init())
-        let reminder = try client.ok("reminder.put", ["userId": "henning", "activity": "workout", "time": "09:00"])["id"]!.stringValue!
+        let reminder = try WireClient(first.api, context: .init()).ok("reminder.put", ["userId": "henning", "activity": "workout", "time": "09:00"])["id"]!.stringValue!
 
-        let second = try Tools.runService("reminder-planner", database + upstream)
-        #expect(second.status == 2, "\(second.stderr)")
-        #expect(second.stderr.split(separator: "\n").count == 1, "\(second.stderr)")
-        #expect(second.stderr.contains("another reminder-planner runs against this database"), "\(second.stderr)")
-        #expect(try client.ok("reminder.get", ["id": reminder])["id"]?.stringValue == reminder)
+        let standby = Mutex<(process: ServiceProcess, ready: Date)?>(nil)
+        let started = DispatchGroup()
+        started.enter()
+        Thread {
+            defer { started.leave() }
+            guard let process = try? ServiceProcess("reminder-planner", arguments: database + upstream, timeout: 60) else { return }
+            standby.withLock { $0 = (process, Date()) }
+        }.start()
+        Thread.sleep(forTimeInterval: 2)
+        #expect(standby.withLock { $0 } == nil, "the second planner became ready while the first ran")
+
+        let killed = Date()
+        first.kill()
+        _ = started.wait(timeout: .now() + 30)
+        let (successor, ready) = try #require(standby.withLock { $0 }, "the standby never took over")
+        #expect(ready.timeIntervalSince(killed) <= 15, "took over after \(ready.timeIntervalSince(killed)) s")
+        #expect(try WireClient(successor.api, context: .init()).ok("reminder.get", ["id": reminder])["id"]?.stringValue == reminder)
     }
 
     @Test func clockOpsNeedAManualClock() throws {

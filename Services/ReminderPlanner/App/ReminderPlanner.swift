@@ -78,6 +78,8 @@ public final class ReminderPlanner: Service {
         feed.catchUp()
         decideDue(through: time.now(), mode: .startup)
         host.tzdataVersion = { TZData.system.version }
+        // The one active instance decides for every user (a standby answers nothing until it is active).
+        host.owns = { Ownership(partitions: Ownership.partitionCount) }
         // While decisions wait for a known gap, the catch-up's reply or deadline wakes the loop.
         host.nextDeadline = { [unowned self] in
             // Planning again after a tzdata update goes on at once, a step a turn; after a failed
