@@ -25,10 +25,13 @@ import ZeroMQ
 ///
 /// `--quick` (about 15 s) uses 10,000 users and a 20,000-occurrence burst; the start-up targets
 /// scale with the number of reminders (1 s and 250 MB per million).
+///
+/// `--postgres`: the planner on PostgreSQL beside SQLite instead (`PlannerPostgresBenchmark`).
 enum PlannerBenchmark {
     static let clockStart = Instant(rfc3339: "2026-11-16T00:00:00Z")!
 
     static func run(_ arguments: [String]) throws {
+        if arguments.contains("--postgres") { return try PlannerPostgresBenchmark.run(arguments) }
         let quick = arguments.contains("--quick")
         let users = Options.int(arguments, "--users", quick ? 10_000 : 100_000)
         let perUser = Options.int(arguments, "--reminders", 10)
@@ -45,15 +48,7 @@ enum PlannerBenchmark {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lht-bench-planner-\(UUID().uuidString.prefix(8))").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         print("seeding \(users) users × \(perUser) reminders …")
-        func startPlanner() throws -> InProcessService {
-            // A million reminders take a while to load: the benchmark times it, so no harness deadline.
-            try startService(context: context, timeout: 3600) { context in
-                let options = try PlannerOptions.parse([
-                    "--api", "tcp://127.0.0.1:*", "--events", "tcp://127.0.0.1:*", "--data-dir", directory,
-                    "--clock", "manual:\(clockStart)", "--session-logger-api", logger.api, "--session-logger-events", logger.events])
-                return try ReminderPlanner(settings: PlannerSettings(options), logger: Logger(label: "bench"), context: context)
-            }
-        }
+        func startPlanner() throws -> InProcessService { try Self.startPlanner(context: context, directory: directory, logger: logger) }
         try startPlanner().stop()  // creates the schema through the planner's own migrations
         try seed(directory: directory, users: users, perUser: perUser)
         let databaseMegabytes = Double(fileSize(directory + "/reminder-planner.sqlite")) / 1_048_576
@@ -110,6 +105,22 @@ enum PlannerBenchmark {
         try scrape(metricsServer, prometheus, planner: planner, context: context, reminders: users * perUser)
     }
 
+    /// The planner's flags in these benchmarks, in-process and for the executable alike: wildcard
+    /// loopback ports, the clock manual at `clockStart`, following `logger`.
+    static func plannerArguments(directory: String, logger: InProcessService) -> [String] {
+        ["--api", "tcp://127.0.0.1:*", "--events", "tcp://127.0.0.1:*", "--data-dir", directory,
+         "--clock", "manual:\(clockStart)", "--session-logger-api", logger.api, "--session-logger-events", logger.events]
+    }
+
+    /// A planner in-process on `directory` (`extra`: `--database` for PostgreSQL).
+    static func startPlanner(context: Context, directory: String, logger: InProcessService, extra: [String] = []) throws -> InProcessService {
+        // A million reminders take a while to load: the benchmark times it, so no harness deadline.
+        try startService(context: context, timeout: 3600) { context in
+            let options = try PlannerOptions.parse(plannerArguments(directory: directory, logger: logger) + extra)
+            return try ReminderPlanner(settings: PlannerSettings(options), logger: Logger(label: "bench"), context: context)
+        }
+    }
+
     /// A Prometheus scrape of this process (planner and session logger in one registry) with the
     /// reminders loaded and decided: its size, rendering it, and fetching it over HTTP, beside a
     /// `health` round trip to the planner.
@@ -142,21 +153,26 @@ enum PlannerBenchmark {
                      LoadClients.percentile(http, 0.5), LoadClients.percentile(http, 0.99), verdict(LoadClients.percentile(http, 0.99) < 100)))
     }
 
-    /// Users in Europe/Berlin; reminder k of user u at minute (u·perUser + k) mod 1440, every day.
+    /// Reminder k of user u: at minute (u·perUser + k) mod 1440 every day, mindfulness and workout by turns.
+    static func seededRule(user: Int, k: Int, perUser: Int) -> StoredRule {
+        let minute = (user * perUser + k) % 1440
+        return StoredRule(activity: k % 2 == 0 ? .mindfulness : .workout, time: LocalTime(hour: minute / 60, minute: minute % 60)!,
+                          weekdays: WeekdayMask(bits: 127), lookbackHours: 12, enabled: true)
+    }
+
+    static let seededCreatedMs = clockStart.adding(seconds: -86_400).millisecondsSince1970
+
+    /// Users in Europe/Berlin, each with `perUser` reminders (`seededRule`).
     static func seed(directory: String, users: Int, perUser: Int) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
         let database = try DatabaseQueue(path: directory + "/reminder-planner.sqlite", configuration: configuration)
         try database.write { db in
-            let created = clockStart.adding(seconds: -86_400).millisecondsSince1970
             for user in 0..<users {
                 try db.run("INSERT INTO user (user_id, time_zone, locale, paused) VALUES (?, 'Europe/Berlin', 'en', 0)", arguments: ["u\(user)"])
                 for k in 0..<perUser {
-                    let minute = (user * perUser + k) % 1440
-                    let rule = StoredRule(activity: k % 2 == 0 ? .mindfulness : .workout, time: LocalTime(hour: minute / 60, minute: minute % 60)!,
-                                          weekdays: WeekdayMask(bits: 127), lookbackHours: 12, enabled: true)
                     try db.run("INSERT INTO reminder (id, user_id, rule, title, body, created_at_ms) VALUES (?, ?, ?, NULL, NULL, ?)",
-                               arguments: [RecordID().bytes, "u\(user)", rule.bits, created])
+                               arguments: [RecordID().bytes, "u\(user)", seededRule(user: user, k: k, perUser: perUser).bits, seededCreatedMs])
                 }
             }
             try db.run("UPDATE planner_state SET value = ? WHERE key = 'decidedThroughMs'", arguments: [clockStart.millisecondsSince1970])
@@ -211,35 +227,8 @@ enum PlannerBenchmark {
         }
     }
 
-    /// Sessions for users whose reminders are still ahead of the clock: each one covers an undecided occurrence.
     static func cancellationLatency(context: Context, logger: InProcessService, planner: InProcessService, users: Int, sessions: Int) throws {
-        let subscriber = try Socket(context, .sub)
-        try subscriber.subscribe(Events.reminderCancelled.name + ".")
-        try subscriber.connect(planner.events)
-        let loggerClient = ServiceClient(context: context, endpoint: logger.api)
-        Thread.sleep(forTimeInterval: 0.3)
-        var cancel: [Double] = [], ack: [Double] = []
-        let now = Instant.now()
-        for n in 0..<sessions {
-            let user = "u\((users / 2 + n) % users)"
-            // 20 hours long and ending an hour ago: with a 12-hour look-back it overlaps every daily time.
-            let end = now.adding(seconds: -Int64(3600 + n))
-            let request = SessionLogRequest(userId: UserID(user)!, activity: .mindfulness, start: end.adding(seconds: -20 * 3600), end: end)
-            let sent = DispatchTime.now().uptimeNanoseconds
-            guard (try? loggerClient.call(Ops.sessionLog, request, timeoutMilliseconds: 5000)) != nil else { continue }
-            let acked = DispatchTime.now().uptimeNanoseconds
-            ack.append(Double(acked - sent) / 1_000_000)
-            // The first announcement for this user marks the planner's reaction.
-            try subscriber.setReceiveTimeout(milliseconds: 2000)
-            while let frames = try subscriber.receiveMultipart() {
-                if String(decoding: frames[0], as: UTF8.self).hasPrefix(Events.reminderCancelled.prefix(userId: UserID(user)!)) {
-                    cancel.append(Double(DispatchTime.now().uptimeNanoseconds - acked) / 1_000_000)
-                    break
-                }
-            }
-            // Later announcements of this session (other covered occurrences) are drained before the next.
-            while (try? subscriber.receiveMultipart(dontWait: true)) ?? nil != nil {}
-        }
+        let (ack, _, cancel) = try cancellations(context: context, logger: logger, planner: planner, users: users, sessions: sessions)
         let commit = try SessionLogBenchmark.commitLatencies(count: max(sessions, 1000))
         print("covering session → reminder.cancelled (\(cancel.count)/\(sessions) observed)")
         print(String(format: "  session.log ack round trip      p50 %6.3f ms   p99 %6.3f ms", LoadClients.percentile(ack, 0.5), LoadClients.percentile(ack, 0.99)))
@@ -249,6 +238,52 @@ enum PlannerBenchmark {
         print(String(format: "  ack → reminder.cancelled        p50 %6.3f ms   p99 %6.3f ms   ratio p99 %.1f × ack p99, %.1f × commit p99",
                      p50, p99, p99 / LoadClients.percentile(ack, 0.99), p99 / LoadClients.percentile(commit, 0.99)))
         print("  target p50 ≤ 0.4 ms, p99 ≤ 1 ms: \(verdict(p50 <= 0.4 && p99 <= 1))")
+    }
+
+    /// Sessions for users whose reminders are still ahead of the clock: each one covers an undecided
+    /// occurrence. Per session (ms): its session.log ack round trip; from the ack to the logger's
+    /// `session.logged` for the user, which the planner reacts to (the logger's share of what
+    /// follows); and from the ack to the planner's first `reminder.cancelled` for the user. A
+    /// session whose announcement never came has no figure.
+    static func cancellations(context: Context, logger: InProcessService, planner: InProcessService, users: Int,
+                              sessions: Int) throws -> (ack: [Double], logged: [Double], cancel: [Double]) {
+        func subscriber(_ endpoint: String, _ event: String) throws -> Socket {
+            let socket = try Socket(context, .sub)
+            try socket.subscribe(event + ".")
+            try socket.connect(endpoint)
+            try socket.setReceiveTimeout(milliseconds: 2000)
+            return socket
+        }
+        let loggedEvents = try subscriber(logger.events, Events.sessionLogged.name)
+        let cancelledEvents = try subscriber(planner.events, Events.reminderCancelled.name)
+        /// Milliseconds from `acked` to the first event on `socket` whose topic starts with `prefix`.
+        func first(_ socket: Socket, _ prefix: String, after acked: UInt64) throws -> Double? {
+            while let frames = try socket.receiveMultipart() {
+                if String(decoding: frames[0], as: UTF8.self).hasPrefix(prefix) { return Double(DispatchTime.now().uptimeNanoseconds - acked) / 1_000_000 }
+            }
+            return nil
+        }
+        let loggerClient = ServiceClient(context: context, endpoint: logger.api)
+        Thread.sleep(forTimeInterval: 0.3)
+        var ack: [Double] = [], logged: [Double] = [], cancel: [Double] = []
+        let now = Instant.now()
+        for n in 0..<sessions {
+            let user = UserID("u\((users / 2 + n) % users)")!
+            // 20 hours long and ending an hour ago: with a 12-hour look-back it overlaps every daily time.
+            let end = now.adding(seconds: -Int64(3600 + n))
+            let request = SessionLogRequest(userId: user, activity: .mindfulness, start: end.adding(seconds: -20 * 3600), end: end)
+            let sent = DispatchTime.now().uptimeNanoseconds
+            guard (try? loggerClient.call(Ops.sessionLog, request, timeoutMilliseconds: 5000)) != nil else { continue }
+            let acked = DispatchTime.now().uptimeNanoseconds
+            ack.append(Double(acked - sent) / 1_000_000)
+            // The logger publishes before the planner can react, so waiting for it first delays neither reading.
+            try first(loggedEvents, Events.sessionLogged.prefix(userId: user), after: acked).map { logged.append($0) }
+            // The first announcement for this user marks the planner's reaction.
+            try first(cancelledEvents, Events.reminderCancelled.prefix(userId: user), after: acked).map { cancel.append($0) }
+            // Later announcements of this session (other covered occurrences) are drained before the next.
+            while (try? cancelledEvents.receiveMultipart(dontWait: true)) ?? nil != nil {}
+        }
+        return (ack, logged, cancel)
     }
 
     static func time(_ body: () throws -> Void) throws -> Double {

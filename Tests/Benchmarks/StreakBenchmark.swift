@@ -412,16 +412,31 @@ enum StreakBenchmark {
     final class Child {
         let process: ChildProcess
         private(set) var endpoints: [String: String] = [:]
+        private let name: String
+        private let output: URL
 
-        init(_ name: String, _ arguments: [String], readyTimeout: TimeInterval = 60) throws {
-            let directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        /// Where `swift build` put the executables: beside this one.
+        static let directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+
+        /// Starts `name` and waits for its ready line, unless `standby` (a planner on PostgreSQL
+        /// behind an active one prints it only once it takes over: `waitUntilReady`).
+        init(_ name: String, _ arguments: [String], readyTimeout: TimeInterval = 60, standby: Bool = false) throws {
+            let path = Self.directory.appendingPathComponent(name).path
+            guard FileManager.default.isExecutableFile(atPath: path) else {
+                throw BenchError("no \(name) beside bench in \(Self.directory.path): build them all (swift build -c release)")
+            }
             var environment = ProcessInfo.processInfo.environment
             environment["LHT_LOG_LEVEL"] = environment["LHT_LOG_LEVEL"] ?? "error"
-            let output = temporaryDirectory("bench-\(name)-out").appendingPathComponent("stdout")
-            process = try ChildProcess(directory.appendingPathComponent(name).path, arguments, environment: environment, stdout: .file(output.path))
+            self.name = name
+            output = temporaryDirectory("bench-\(name)-out").appendingPathComponent("stdout")
+            process = try ChildProcess(path, arguments, environment: environment, stdout: .file(output.path))
+            if !standby { try waitUntilReady(timeout: readyTimeout) }
+        }
+
+        func waitUntilReady(timeout: TimeInterval) throws {
             // The ready line is all a service prints on standard output.
             var text = ""
-            let deadline = Date().addingTimeInterval(readyTimeout)
+            let deadline = Date().addingTimeInterval(timeout)
             while !text.contains("\n") {
                 guard process.isRunning, Date() < deadline else { throw BenchError("\(name) printed no ready line") }
                 Thread.sleep(forTimeInterval: 0.01)

@@ -1,0 +1,176 @@
+import Foundation
+import Glibc
+import LHTSchema
+import PostgresStorage
+import TestSupport
+import ZeroMQ
+
+/// `bench planner --postgres [--quick] [--users 100000] [--reminders 10] [--sessions 300]`
+///
+/// The reminder planner on PostgreSQL (`--database`; a server of its own, as `bench postgres`
+/// starts it) beside the same planner on SQLite, in the same run, each holding users × reminders
+/// (1,000,000; 100,000 with `--quick`), the figures as ratios PG / SQLite:
+/// 1. Start-up: the built `reminder-planner` started three times on each, by turns; the time from
+///    spawning it to its ready line, and its peak resident memory (VmHWM) then.
+/// 2. Takeover: the built planner active on PostgreSQL, a second one standing by; the active one
+///    SIGKILLed and the time until the standby prints its ready line, three times; beside (1)'s cold start.
+/// 3. A covering session acknowledged → `reminder.cancelled`, logger and planner in-process on
+///    PostgreSQL, beside both on SQLite (`PlannerBenchmark.cancellations`).
+enum PlannerPostgresBenchmark {
+    static let starts = 3, takeovers = 3
+    /// Rows per multi-row INSERT when filling PostgreSQL.
+    static let batch = 5_000
+
+    static func run(_ arguments: [String]) throws {
+        let quick = arguments.contains("--quick")
+        let users = Options.int(arguments, "--users", quick ? 10_000 : 100_000)
+        let perUser = Options.int(arguments, "--reminders", 10)
+        let sessions = Options.int(arguments, "--sessions", quick ? 50 : 300)
+        guard let binaries = try? TestPostgres.binaries() else {
+            return print("planner --postgres: skipped (no PostgreSQL server in /usr/lib/postgresql/<version>/bin; "
+                         + "deploy/install-prerequisites --bench installs it)")
+        }
+        let server = try TestPostgres()
+        defer { server.stop() }
+        let admin = try server.connect()
+        let context = try Context()
+        let sqliteLogger = try InProcessService.sessionLogger(context: context)
+        defer { sqliteLogger.stop() }
+        let postgresLogger = try InProcessService.sessionLogger(context: context, extra: ["--database", server.url])
+        defer { postgresLogger.stop() }
+        let sqliteDirectory = temporaryDirectory("lht-bench-planner-sqlite").path
+        let postgresDirectory = temporaryDirectory("lht-bench-planner-pg").path
+        let database = ["--database", server.url]
+
+        // Both schemas made by the planner's own migrations, then the same reminders in each.
+        try PlannerBenchmark.startPlanner(context: context, directory: sqliteDirectory, logger: sqliteLogger).stop()
+        try PlannerBenchmark.startPlanner(context: context, directory: postgresDirectory, logger: postgresLogger, extra: database).stop()
+        print("seeding \(users) users × \(perUser) reminders in each …")
+        let sqliteSeed = try PlannerBenchmark.time { try PlannerBenchmark.seed(directory: sqliteDirectory, users: users, perUser: perUser) }
+        let postgresSeed = try PlannerBenchmark.time { try seed(admin, users: users, perUser: perUser) }
+        let reminders = users * perUser
+        print("planner on PostgreSQL \(binaries.split(separator: "/").dropLast().last ?? "?") (fsync on, synchronous_commit on) beside SQLite, "
+              + "\(reminders) reminders (\(users) users × \(perUser)) in each")
+        print(String(format: "  seeded: SQLite %.1f s (a row a statement, one transaction); PostgreSQL %.1f s, %.0f rows/s "
+                     + "(multi-row INSERTs of %d rows, then VACUUM ANALYZE)", sqliteSeed, postgresSeed, Double(reminders) / postgresSeed, batch))
+
+        // 1. Start-up, the built executable (its VmHWM is the planner's alone), by turns.
+        let sqliteArguments = PlannerBenchmark.plannerArguments(directory: sqliteDirectory, logger: sqliteLogger) + ["--metrics", "off"]
+        let postgresArguments = PlannerBenchmark.plannerArguments(directory: postgresDirectory, logger: postgresLogger) + ["--metrics", "off"] + database
+        var sqliteStarts: [Start] = [], postgresStarts: [Start] = []
+        for _ in 0..<starts {
+            sqliteStarts.append(try start(sqliteArguments))
+            postgresStarts.append(try start(postgresArguments))
+        }
+        let sqliteReady = median(sqliteStarts.map(\.seconds)), postgresReady = median(postgresStarts.map(\.seconds))
+        let sqlitePeak = median(sqliteStarts.map(\.peak)), postgresPeak = median(postgresStarts.map(\.peak))
+        print("start-up: the built reminder-planner, spawned → its ready line, \(starts) times on each by turns (the median; each in brackets); "
+              + "peak RSS: its VmHWM at ready")
+        print(String(format: "  SQLite       ready %6.2f s [%@]   peak RSS %5.0f MB [%@]", sqliteReady, each(sqliteStarts.map(\.seconds)),
+                     sqlitePeak, each(sqliteStarts.map(\.peak), "%.0f")))
+        print(String(format: "  PostgreSQL   ready %6.2f s [%@]   peak RSS %5.0f MB [%@]", postgresReady, each(postgresStarts.map(\.seconds)),
+                     postgresPeak, each(postgresStarts.map(\.peak), "%.0f")))
+        print(String(format: "  ratio PG/SQLite: ready %.2f, peak RSS %.2f", postgresReady / sqliteReady, postgresPeak / sqlitePeak))
+
+        // 2. Takeover: each round's standby is the next round's active planner.
+        var active = try StreakBenchmark.Child("reminder-planner", postgresArguments, readyTimeout: 3600)
+        defer { active.stop() }
+        print("takeover: reminder-planner active on PostgreSQL, a second one standing by; SIGKILL of the active one → the standby's ready line")
+        var takeoverSeconds: [Double] = []
+        for round in 1...takeovers {
+            let standby = try StreakBenchmark.Child("reminder-planner", postgresArguments, standby: true)
+            try waitUntilStandingBy(admin, standby)
+            let waiting = ProcessStatus.megabytes("VmRSS", of: "\(standby.process.pid)")
+            let seconds = try PlannerBenchmark.time {
+                active.process.signal(SIGKILL)
+                try standby.waitUntilReady(timeout: 3600)
+            }
+            active.process.wait()
+            active = standby
+            takeoverSeconds.append(seconds)
+            print(String(format: "  round %d   %6.2f s   the standby's RSS standing by %.0f MB, its peak RSS at ready %.0f MB",
+                         round, seconds, waiting, ProcessStatus.megabytes("VmHWM", of: "\(standby.process.pid)")))
+        }
+        let takeover = median(takeoverSeconds)
+        print(String(format: "  median %6.2f s   ratio %.2f × a cold start on PostgreSQL (%.2f s): the standby loads nothing until it holds the lock, "
+                     + "which it tries every 0.5 s", takeover, takeover / postgresReady, postgresReady))
+        active.stop()  // before an in-process planner on the same database, which would stand by behind it
+
+        // 3. Ack → reminder.cancelled, in-process as `bench planner` measures it, SQLite first.
+        var latencies: [(ack: [Double], logged: [Double], cancel: [Double])] = []
+        for (logger, directory, extra) in [(sqliteLogger, sqliteDirectory, []), (postgresLogger, postgresDirectory, database)] {
+            let planner = try PlannerBenchmark.startPlanner(context: context, directory: directory, logger: logger, extra: extra)
+            defer { planner.stop() }
+            latencies.append(try PlannerBenchmark.cancellations(context: context, logger: logger, planner: planner, users: users, sessions: sessions))
+        }
+        print("covering session acknowledged → reminder.cancelled, logger and planner in-process on each, \(sessions) sessions, SQLite's first")
+        print("  (ms, p50 / p99; ack → session.logged: the logger's announcement, which the planner reacts to)")
+        func row(_ name: String, _ values: [Double]) -> String { String(format: "%@ %6.3f / %6.3f", name, percentile(values, 0.5), percentile(values, 0.99)) }
+        for (latency, name) in zip(latencies, ["SQLite    ", "PostgreSQL"]) {
+            print("  \(name)   " + [row("session.log ack", latency.ack), row("ack → session.logged", latency.logged),
+                                     row("ack → cancelled", latency.cancel)].joined(separator: "   ") + "   (\(latency.cancel.count)/\(sessions) observed)")
+        }
+        func ratio(_ series: KeyPath<(ack: [Double], logged: [Double], cancel: [Double]), [Double]>) -> String {
+            String(format: "p50 %.2f, p99 %.2f", percentile(latencies[1][keyPath: series], 0.5) / percentile(latencies[0][keyPath: series], 0.5),
+                   percentile(latencies[1][keyPath: series], 0.99) / percentile(latencies[0][keyPath: series], 0.99))
+        }
+        print("  ratio PG/SQLite: ack → cancelled \(ratio(\.cancel)); ack → session.logged \(ratio(\.logged)); session.log ack \(ratio(\.ack))")
+    }
+
+    typealias Start = (seconds: Double, peak: Double)
+
+    /// The built planner from spawn to its ready line, its VmHWM then, and stopped (SIGTERM).
+    static func start(_ arguments: [String]) throws -> Start {
+        var child: StreakBenchmark.Child!
+        let seconds = try PlannerBenchmark.time { child = try StreakBenchmark.Child("reminder-planner", arguments, readyTimeout: 3600) }
+        defer { child.stop() }
+        return (seconds, ProcessStatus.megabytes("VmHWM", of: "\(child.process.pid)"))
+    }
+
+    /// The planner's tables filled as `PlannerBenchmark.seed` fills SQLite's, the same users and
+    /// rules, through multi-row INSERTs: a statement per `batch` rows is a round trip and a commit
+    /// per 5,000 rows, not per row (libpq here has no COPY). The id is the 16 bytes of a random
+    /// UUID (`uuid_send`, as `RecordID.bytes`). VACUUM ANALYZE afterwards, as autovacuum would have
+    /// done to a table this size: the first start would otherwise pay for setting every row's hint bits.
+    static func seed(_ connection: PostgresConnection, users: Int, perUser: Int) throws {
+        for first in stride(from: 0, to: users, by: batch) {
+            let rows = (first..<min(first + batch, users)).map { "('u\($0)', 'Europe/Berlin', 'en', 0)" }
+            try connection.execute(#"INSERT INTO reminder_planner."user" (user_id, time_zone, locale, paused) VALUES "# + rows.joined(separator: ", "))
+        }
+        let usersPerBatch = max(batch / perUser, 1)
+        for first in stride(from: 0, to: users, by: usersPerBatch) {
+            var rows: [String] = []
+            for user in first..<min(first + usersPerBatch, users) {
+                for k in 0..<perUser {
+                    let rule = PlannerBenchmark.seededRule(user: user, k: k, perUser: perUser).bits
+                    rows.append("(uuid_send('\(RecordID())'), 'u\(user)', \(rule), NULL, NULL, \(PlannerBenchmark.seededCreatedMs))")
+                }
+            }
+            try connection.execute("INSERT INTO reminder_planner.reminder (id, user_id, rule, title, body, created_at_ms) VALUES "
+                                   + rows.joined(separator: ", "))
+        }
+        try connection.execute("""
+            INSERT INTO reminder_planner.planner_state (key, value) VALUES ('decidedThroughMs', $1)
+            ON CONFLICT (key) DO UPDATE SET value = excluded.value
+            """, [.int(PlannerBenchmark.clockStart.millisecondsSince1970)])
+        try connection.execute(#"VACUUM ANALYZE reminder_planner.reminder, reminder_planner."user""#)
+    }
+
+    /// Until `standby` stands by: a connection that has asked for an instance lock (it asks with
+    /// pg_try_advisory_lock every 0.5 s) and holds none. Killing the active planner before then
+    /// would time its start, not a takeover.
+    static func waitUntilStandingBy(_ admin: PostgresConnection, _ standby: StreakBenchmark.Child) throws {
+        let deadline = Date().addingTimeInterval(60)
+        while try admin.execute("""
+            SELECT count(*) FROM pg_stat_activity AS a WHERE a.query LIKE 'SELECT pg_try_advisory_lock%'
+            AND NOT EXISTS (SELECT 1 FROM pg_locks AS l WHERE l.pid = a.pid AND l.locktype = 'advisory')
+            """).first?.int64(0) == 0 {
+            guard standby.process.isRunning, Date() < deadline else { throw BenchError("the second reminder-planner did not stand by within 60 s") }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+    }
+
+    static func median(_ values: [Double]) -> Double { LoadClients.percentile(values, 0.5) }
+    static func percentile(_ values: [Double], _ fraction: Double) -> Double { LoadClients.percentile(values, fraction) }
+    static func each(_ values: [Double], _ format: String = "%.2f") -> String { values.map { String(format: format, $0) }.joined(separator: ", ") }
+}
