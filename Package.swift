@@ -128,6 +128,6 @@ let package = Package(
                            // To damage a stopped service's SQLite file on purpose.
                            .product(name: "GRDB", package: "GRDB.swift")]),
         // Starts the built executables as real processes; depends on them only through the build.
-        .testTarget(name: "SystemTests", dependencies: ["ZeroMQ", "LHTSchema", "LHTClient", "LHTSecurity", "TestSupport"]),
+        .testTarget(name: "SystemTests", dependencies: ["ZeroMQ", "LHTSchema", "LHTClient", "LHTSecurity", "TestSupport", "PostgresStorage"]),
     ]
 )

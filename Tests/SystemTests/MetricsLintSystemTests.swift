@@ -108,11 +108,13 @@ import ZeroMQ
 }
 
 extension ServiceProcess {
-    /// Stops and starts again on the same endpoints with an empty data directory: to its followers, a
-    /// new history (PROTOCOL "Notes": they halt and count `upstreamReset`).
+    /// Stops and starts again on the same endpoints with an empty data directory (and database): to
+    /// its followers, a new history (PROTOCOL "Notes": they halt and count `upstreamReset`).
     func restartOnANewDatabase() throws {
-        var endpoints = ["--data-dir": temporaryDirectory().path, "--api": api, "--events": events]
+        let directory = temporaryDirectory()
+        var endpoints = ["--data-dir": directory.path, "--api": api, "--events": events]
         if let intake = self.endpoints["intake"] { endpoints["--intake"] = intake }
+        if let database = try SystemTestBackend.database(for: directory) { endpoints["--database"] = database }
         stop()
         try restart(changing: endpoints)
     }

@@ -45,6 +45,9 @@ final class ServiceProcess: @unchecked Sendable {
         self.environment = environment
         self.errorLog = errorLog
         var all = ["--data-dir", dataDirectory.path]
+        if !arguments.contains("--database"), let database = try SystemTestBackend.database(for: dataDirectory) {
+            all += ["--database", database]
+        }
         for flag in ["--api", "--events"] + (name == "session-logger" ? ["--intake"] : []) where !arguments.contains(flag) {
             all += [flag, "tcp://127.0.0.1:*"]
         }
