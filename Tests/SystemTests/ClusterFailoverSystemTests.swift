@@ -11,7 +11,7 @@ import ZeroMQ
 /// next. Nothing acknowledged is lost, each occurrence is decided once, each `reminder.due` is
 /// notified once, the streak log is what one streak service alone publishes, and a standby
 /// planner takes over within 15 s.
-@Suite(.serialized) struct ClusterFailoverSystemTests {
+@Suite(.serialized, SystemTestBackend.onceOnly) struct ClusterFailoverSystemTests {
     /// `count` endpoints `tcp://127.0.0.1:<free port>`: a standby binds only once it takes over, so
     /// its followers are given its endpoints before it prints them.
     static func endpoints(_ count: Int) throws -> [String] { try (0..<count).map { _ in "tcp://127.0.0.1:\(try freeLoopbackPort())" } }

@@ -8,7 +8,7 @@ import ZeroMQ
 /// The built executables against a real PostgreSQL (PROTOCOL "Cluster (PostgreSQL)"): start-up
 /// errors, waiting for a database that is not up yet, and an instance killed under load.
 /// Serialized: each test starts a server of its own.
-@Suite(.serialized) struct ClusterSystemTests {
+@Suite(.serialized, SystemTestBackend.onceOnly) struct ClusterSystemTests {
     /// One session that ended `minutesAgo` minutes ago, with its own id.
     static func session(_ user: String, minutesAgo: Int) -> [String: Any] {
         let end = Instant.now().adding(seconds: Int64(-minutesAgo * 60))

@@ -10,7 +10,7 @@ import ZeroMQ
 /// it can decide nothing more, the standby takes over within 15 s and decides the occurrence that
 /// falls due meanwhile once, and the cut-off one, back on the network, finds itself superseded and
 /// stops. Root only (network namespaces), as CI runs.
-@Suite(.serialized) struct PlannerFailoverSystemTests {
+@Suite(.serialized, SystemTestBackend.onceOnly) struct PlannerFailoverSystemTests {
     @Test func aCutOffPlannerStopsAndItsStandbyTakesOverWithin15Seconds() throws {
         let host = try NetworkNamespace()
         defer { host.remove() }

@@ -1,6 +1,7 @@
 import Foundation
 import PostgresStorage
 import Synchronization
+import Testing
 
 /// Where the system tests' services store: SQLite in their data directories, or, with
 /// `LHT_TEST_BACKEND=postgresql` (the second pass of `deploy/run-tests`), PostgreSQL: one server of
@@ -8,6 +9,9 @@ import Synchronization
 /// its directory finds its data and no two tests share a log.
 enum SystemTestBackend {
     static let isPostgreSQL = ProcessInfo.processInfo.environment["LHT_TEST_BACKEND"] == "postgresql"
+
+    /// For a suite that starts PostgreSQL itself: the PostgreSQL pass would run it again, alike.
+    static let onceOnly = ConditionTrait.disabled(if: isPostgreSQL, "runs on PostgreSQL in the first pass already")
 
     private static let server = Mutex<TestPostgres?>(nil)
 
