@@ -185,8 +185,7 @@ public final class ServiceHost {
         try? events.send(topic: Heartbeat.topic, frame)
     }
 
-    /// The SQLite store, for SQLite-only code (a service whose layout has no PostgreSQL tables
-    /// never runs with `--database`) and for tests of the embedded backend.
+    /// The SQLite store, for tests of the embedded backend (its files, pragmas and syncs).
     public var sqlite: SQLiteStore {
         guard let store = store as? SQLiteStore else { preconditionFailure("\(name): SQLite-only code ran on PostgreSQL") }
         return store

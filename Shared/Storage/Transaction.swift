@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import LHTSchema
 
 /// An event stored in this transaction, to be published once it commits.
@@ -19,9 +18,6 @@ public final class Transaction {
     /// The backend's connection: what a store's statements run on.
     public let sql: StoreConnection
     public let now: Instant
-    /// SQLite's own connection, for code that runs on the embedded backend only (the planner's,
-    /// until its statements are written for both); nil on PostgreSQL.
-    private let sqlite: Database?
     /// Who the log's envelopes name as their source.
     private let source: String
     /// The newest seq committed before this transaction: its events get the seqs after it.
@@ -37,19 +33,11 @@ public final class Transaction {
 
     init(sql: StoreConnection, source: String, baseSeq: Int64, insertRecord: String, now: Instant, cursorTable: String) {
         self.sql = sql
-        sqlite = (sql as? SQLiteStoreConnection)?.db
         self.source = source
         self.baseSeq = baseSeq
         self.insertRecord = insertRecord
         self.now = now
         self.cursorTable = cursorTable
-    }
-
-    /// SQLite's connection, for SQLite-only code; a service whose store is not written for both
-    /// backends refuses `--database` at start, so this never runs on PostgreSQL.
-    public var db: Database {
-        guard let sqlite else { preconditionFailure("SQLite-only storage code ran on \(sql.dialect)") }
-        return sqlite
     }
 
     /// The seq the next `append` in this transaction gets, for payloads that carry their own seq.

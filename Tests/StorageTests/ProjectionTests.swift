@@ -148,7 +148,7 @@ import TestSupport
         #expect(store.commits.committed == before + 1)
         try store.write(now: now, { tx in try tx.setCursor("session-logger", 3, logId: nil) }, committed: { _ in })
         #expect(store.commits.committed == before + 2, "any other transaction that changes something is synced")
-        try store.write(now: now, { tx in try tx.db.execute(sql: "SELECT * FROM main.cursor") }, committed: { _ in })
+        try store.write(now: now, { tx in _ = try tx.sql.rows("SELECT seq FROM main.cursor", []) { $0.integer(0) } }, committed: { _ in })
         #expect(store.commits.committed == before + 2, "a transaction that changed nothing is not")
     }
 }
