@@ -81,14 +81,7 @@ public final class EventLog {
         query += " ORDER BY seq LIMIT ?"
         arguments.append(.integer(Int64(request.limit)))
         var payload = Data(#"{"events":["#.utf8)
-        // Each envelope copied once, from the row into the reply: a page is up to 1000 of them.
-        var first = true
-        _ = try sql.rows(query, arguments) { row -> Never? in
-            if !first { payload.append(UInt8(ascii: ",")) }
-            first = false
-            row.withBytes(0) { payload.append(contentsOf: $0) }
-            return nil
-        }
+        try sql.appendJSONArrayElements(query, arguments, to: &payload)
         payload.append(contentsOf: Array(#"],"lastSeq":\#(lastSeq),"logId":"\#(identity)"}"#.utf8))
         return payload
     }

@@ -140,8 +140,7 @@ public final class PostgresStore: Store {
             throw unavailableIfDisconnected(error)
         }
         let done = transaction!
-        if let last = done.events.last { eventLog.committed(through: last.seq) }
-        for action in done.commitActions { action() }
+        done.didCommit(into: eventLog)
         committed(done)
         return result
     }

@@ -30,6 +30,18 @@ extension StoreConnection {
     public func first<Element>(_ sql: String, _ arguments: [SQLValue], _ read: (SQLRow) throws -> Element?) throws -> Element? {
         try rows(sql, arguments, read).first
     }
+
+    /// Appends column 0 of each row (stored JSON) to `json`, comma-separated: the inside of a reply's
+    /// array, each value copied once, from the row into the reply.
+    public func appendJSONArrayElements(_ sql: String, _ arguments: [SQLValue], to json: inout Data) throws {
+        var first = true
+        _ = try rows(sql, arguments) { row -> Never? in
+            if !first { json.append(UInt8(ascii: ",")) }
+            first = false
+            row.withBytes(0) { json.append(contentsOf: $0) }
+            return nil
+        }
+    }
 }
 
 /// The current row of a query, valid only inside the `rows` body. Each reader answers nil for

@@ -122,8 +122,7 @@ public final class SQLiteStore: Store {
         }
         let done = transaction!
         if !done.events.isEmpty || (changed && !copyOfUpstream) { commits.didCommit() }
-        if let last = done.events.last { eventLog.committed(through: last.seq) }
-        for action in done.commitActions { action() }
+        done.didCommit(into: eventLog)
         committed(done)
         return result
     }

@@ -78,6 +78,12 @@ public final class Transaction {
 
     public func afterCommit(_ action: @escaping () -> Void) { commitActions.append(action) }
 
+    /// After COMMIT, for the store that ran it: the log holds its events, and its commit actions run.
+    func didCommit(into log: EventLog) {
+        if let last = events.last { log.committed(through: last.seq) }
+        for action in commitActions { action() }
+    }
+
     /// Undoes an in-memory change made during this transaction if the change's savepoint or the
     /// whole transaction rolls back; undo actions run newest first.
     public func onRollback(_ undo: @escaping () -> Void) { undoActions.append(undo) }

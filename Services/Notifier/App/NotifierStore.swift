@@ -82,14 +82,8 @@ enum NotifierStore {
     /// `notification.list` reply bytes: `{"notifications":[...]}` in seq order, each body as stored.
     static func list(_ query: NotificationListRequest, _ sql: StoreConnection) throws -> Data {
         var payload = Data(#"{"notifications":["#.utf8)
-        var first = true
-        _ = try sql.rows("SELECT body FROM notification WHERE user_id = ? AND seq > ? ORDER BY seq",
-                         [.text(query.userId.rawValue), .integer(query.after)]) { row -> Never? in
-            if !first { payload.append(UInt8(ascii: ",")) }
-            first = false
-            row.withBytes(0) { payload.append(contentsOf: $0) }
-            return nil
-        }
+        try sql.appendJSONArrayElements("SELECT body FROM notification WHERE user_id = ? AND seq > ? ORDER BY seq",
+                                        [.text(query.userId.rawValue), .integer(query.after)], to: &payload)
         payload.append(contentsOf: Array("]}".utf8))
         return payload
     }
