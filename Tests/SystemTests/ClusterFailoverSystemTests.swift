@@ -46,24 +46,15 @@ import ZeroMQ
         let context = try Context()
 
         // Reminders at the next two minute boundaries, at least 20 s away, for four users.
-        var now = Instant.now()
-        if now.millisecondsSince1970 % 60_000 > 40_000 {
-            Thread.sleep(forTimeInterval: Double(61_000 - now.millisecondsSince1970 % 60_000) / 1000)
-            now = Instant.now()
-        }
-        let firstDue = Instant(millisecondsSince1970: now.millisecondsSince1970 - now.millisecondsSince1970 % 60_000 + 60_000)
+        let firstDue = Instant.nextMinuteAtLeast20SecondsAway()
         let secondDue = firstDue.adding(seconds: 60)
-        func time(_ instant: Instant) -> String {
-            let minute = instant.local(in: ZoneID.utc).minuteOfDay
-            return String(format: "%02d:%02d", minute / 60, minute % 60)
-        }
         let planner = try WireClient(first.api, context: context)
         let users = (0..<4).map { "user\($0)" }
         var reminders: [String] = []
         for user in users {
             _ = try planner.ok("user.put", ["userId": user, "timeZone": "UTC", "locale": "de"])
             for (activity, due) in [("mindfulness", firstDue), ("noalc", secondDue)] {
-                reminders.append(try #require(try planner.ok("reminder.put", ["userId": user, "activity": activity, "time": time(due)])["id"]?.stringValue))
+                reminders.append(try #require(try planner.ok("reminder.put", ["userId": user, "activity": activity, "time": due.utcReminderTime])["id"]?.stringValue))
             }
         }
 
@@ -106,41 +97,30 @@ import ZeroMQ
 
         // Every acknowledged record is in the logger's log, once.
         let logger = try WireClient(loggers[1].api, context: context)
-        let logged = try Self.all(logger).compactMap { $0["data"]?["id"]?.stringValue }
+        let logged = try logger.allEvents().compactMap { $0["data"]?["id"]?.stringValue }
         let acked = acknowledged.withLock { $0 }
         #expect(Set(acked).isSubset(of: Set(logged)), "lost: \(Set(acked).subtracting(logged).count)")
         #expect(Set(logged).count == logged.count)
 
         // Each of the eight occurrences decided once; each reminder.due notified once.
-        let plannerLog = try Self.all(try WireClient(active.api, context: context))
+        let plannerLog = try WireClient(active.api, context: context).allEvents()
         let decisions = plannerLog.filter { ["reminder.due", "reminder.suppressed", "reminder.skipped", "reminder.missed"].contains($0["type"]?.stringValue ?? "") }
         let decided = decisions.compactMap { $0["data"]?["reminderId"]?.stringValue }
         #expect(decided.sorted() == reminders.sorted(), "\(decisions.map { $0["type"]?.stringValue ?? "?" })")
         let due = decisions.filter { $0["type"]?.stringValue == "reminder.due" }.compactMap { $0["data"]?["reminderId"]?.stringValue }
         #expect(due.count == reminders.count, "no session or NoAlc day covers these occurrences")
         let notifier = try WireClient(notifiers[1].api, context: context)
-        try Self.waitUntil { try Self.all(notifier).count >= due.count }
-        let notified = try Self.all(notifier).compactMap { $0["data"]?["reminderId"]?.stringValue }
+        try Self.waitUntil { try notifier.allEvents().count >= due.count }
+        let notified = try notifier.allEvents().compactMap { $0["data"]?["reminderId"]?.stringValue }
         #expect(notified.sorted() == due.sorted())
 
         // The surviving streak service's log is what one streak service on its own published.
         let streakLogs = try [streaks[1], reference].map { streak in
             let client = try WireClient(streak.api, context: context)
             try Self.waitUntil { try client.ok("health")["upstreams"]?[0]?["appliedSeq"]?.intValue == Int64(logged.count) }
-            return Dictionary(grouping: try Self.all(client).compactMap { $0["data"] }, by: { $0["userId"]?.stringValue ?? "" })
+            return Dictionary(grouping: try client.allEvents().compactMap { $0["data"] }, by: { $0["userId"]?.stringValue ?? "" })
         }
         #expect(!streakLogs[1].isEmpty && streakLogs[0] == streakLogs[1])
-    }
-
-    /// Every event of `client`'s service, page by page.
-    static func all(_ client: WireClient) throws -> [JSONValue] {
-        var events: [JSONValue] = [], after: Int64 = 0
-        while true {
-            let page = try client.ok("events.since", ["after": after, "limit": 1000])["events"]?.arrayValue ?? []
-            guard let last = page.last?["seq"]?.intValue else { return events }
-            events += page
-            after = last
-        }
     }
 
     static func waitUntil(_ condition: () throws -> Bool) throws {

@@ -80,15 +80,8 @@ import ZeroMQ
             }
         }
         let client = try WireClient(instances[1].api, context: context)
-        var ids: [String] = [], seqs: [Int64] = [], after: Int64 = 0
-        while true {
-            let page = try client.ok("events.since", ["after": after, "limit": 1000])
-            let events = page["events"]?.arrayValue ?? []
-            guard !events.isEmpty else { break }
-            ids += events.compactMap { $0["data"]?["id"]?.stringValue }
-            seqs += events.compactMap { $0["seq"]?.intValue }
-            after = seqs.last!
-        }
+        let events = try client.allEvents()
+        let ids = events.compactMap { $0["data"]?["id"]?.stringValue }, seqs = events.compactMap { $0["seq"]?.intValue }
         let acked = acknowledged.withLock { $0 }
         #expect(acked.count >= 2 * perWriter + perWriter / 2, "the live instance's writers were all answered: \(acked.count)")
         #expect(Set(acked).isSubset(of: Set(ids)), "acknowledged but not in the log: \(Set(acked).subtracting(ids).prefix(5))")
@@ -124,7 +117,7 @@ import ZeroMQ
                 done = try streakClient.ok("health")["upstreams"]?[0]?["appliedSeq"]?.intValue == 120
                 if !done { Thread.sleep(forTimeInterval: 0.1) }
             }
-            let events = try streakClient.ok("events.since", ["after": 0, "limit": 1000])["events"]?.arrayValue ?? []
+            let events = try streakClient.allEvents()
             #expect(events.compactMap { $0["seq"]?.intValue } == Array(1...Int64(max(1, events.count))), "gap-free")
             return Dictionary(grouping: events.compactMap { $0["data"] }, by: { $0["userId"]?.stringValue ?? "" })
         }
@@ -176,13 +169,7 @@ import ZeroMQ
         #expect(during - before <= 2 * 64, "acknowledged while the database was down: \(during - before)")
         #expect(refused.withLock { Array($0.keys) } == ["unavailable"], "\(refused.withLock { $0 })")
         let client = try WireClient(logger.api, context: context)
-        var ids: [String] = [], after: Int64 = 0
-        while true {
-            let events = try client.ok("events.since", ["after": after, "limit": 1000])["events"]?.arrayValue ?? []
-            guard let last = events.last?["seq"]?.intValue else { break }
-            ids += events.compactMap { $0["data"]?["id"]?.stringValue }
-            after = last
-        }
+        let ids = try client.allEvents().compactMap { $0["data"]?["id"]?.stringValue }
         #expect(Set(acked).isSubset(of: Set(ids)), "acknowledged but lost: \(Set(acked).subtracting(ids).count)")
         #expect(Set(ids).count == ids.count)
     }

@@ -44,16 +44,9 @@ import ZeroMQ
         let directory = KeyDirectory(keys.path)
         let context = try Context()
         let client = try WireClient(active.api, context: context, credentials: try adminCredentials(directory, .reminderPlanner))
-        var now = Instant.now()
-        if now.millisecondsSince1970 % 60_000 > 40_000 {
-            Thread.sleep(forTimeInterval: Double(61_000 - now.millisecondsSince1970 % 60_000) / 1000)
-            now = Instant.now()
-        }
-        let due = Instant(millisecondsSince1970: now.millisecondsSince1970 - now.millisecondsSince1970 % 60_000 + 60_000)
-        let minute = due.local(in: ZoneID.utc).minuteOfDay
+        let due = Instant.nextMinuteAtLeast20SecondsAway()
         _ = try client.ok("user.put", ["userId": "henning", "timeZone": "UTC", "locale": "en"])
-        let reminder = try client.ok("reminder.put", ["userId": "henning", "activity": "workout",
-                                                      "time": String(format: "%02d:%02d", minute / 60, minute % 60)])
+        let reminder = try client.ok("reminder.put", ["userId": "henning", "activity": "workout", "time": due.utcReminderTime])
         let reminderId = try #require(reminder["id"]?.stringValue)
         #expect(standby.withLock { $0.ready } == nil, "the standby started while the active planner ran")
 
@@ -68,8 +61,7 @@ import ZeroMQ
         // The occurrence is decided once, by the standby (at takeover if it fell due before).
         let successorClient = try WireClient(successor.api, context: context, credentials: try adminCredentials(directory, .reminderPlanner))
         func decisions() throws -> [String] {
-            let events = try successorClient.ok("events.since", ["after": 0, "limit": 1000])["events"]?.arrayValue ?? []
-            return events.filter { $0["data"]?["reminderId"]?.stringValue == reminderId && $0["data"]?["at"]?.stringValue == due.description }
+            try successorClient.allEvents().filter { $0["data"]?["reminderId"]?.stringValue == reminderId && $0["data"]?["at"]?.stringValue == due.description }
                 .compactMap { $0["type"]?.stringValue }
         }
         let deadline = Date().addingTimeInterval(due.timeIntervalSinceNow + 30)

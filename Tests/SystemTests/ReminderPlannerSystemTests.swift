@@ -281,9 +281,6 @@ import Testing
         #expect(user["timeZone"]?.stringValue == "UTC" && user["locale"]?.stringValue == "en" && user["paused"]?.boolValue == false)
     }
 
-    /// On PostgreSQL the planner runs as one instance at a time (its users, reminders and schedule are
-    /// in its memory): a second one against the same database exits 2 with one line naming the other,
-    /// and the first serves on.
     /// A second planner on the same database stands by (no ready line, no sockets) while the first
     /// runs, and takes over within 15 s of the first being SIGKILLed, with what the first stored.
     @Test func aSecondPlannerStandsByUntilTheFirstDies() throws {

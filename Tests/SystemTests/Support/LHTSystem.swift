@@ -195,3 +195,22 @@ func firstMatch(_ pattern: String, in text: String) -> String? {
           let range = Range(match.range(at: 1), in: text) else { return nil }
     return String(text[range])
 }
+
+extension Instant {
+    /// The next whole minute at least 20 s away, waiting out this minute's last 20 s if need be: for
+    /// an occurrence a test sets up now and sees fall due within about a minute, on the system clock.
+    static func nextMinuteAtLeast20SecondsAway() -> Instant {
+        var now = Instant.now()
+        if now.millisecondsSince1970 % 60_000 > 40_000 {
+            Thread.sleep(forTimeInterval: Double(61_000 - now.millisecondsSince1970 % 60_000) / 1000)
+            now = Instant.now()
+        }
+        return Instant(millisecondsSince1970: now.millisecondsSince1970 - now.millisecondsSince1970 % 60_000 + 60_000)
+    }
+
+    /// This instant's UTC wall time as a reminder's `time` (`HH:MM`).
+    var utcReminderTime: String {
+        let minute = local(in: ZoneID.utc).minuteOfDay
+        return String(format: "%02d:%02d", minute / 60, minute % 60)
+    }
+}

@@ -40,6 +40,17 @@ final class WireClient {
         return payload
     }
 
+    /// Every event of the service's log, page by page (`events.since`).
+    func allEvents() throws -> [JSONValue] {
+        var events: [JSONValue] = [], after: Int64 = 0
+        while true {
+            let page = try ok("events.since", ["after": after, "limit": 1000])["events"]?.arrayValue ?? []
+            guard let last = page.last?["seq"]?.intValue else { return events }
+            events += page
+            after = last
+        }
+    }
+
     /// Calls and expects failure; returns `(code, field)`.
     func failure(_ op: String, _ data: [String: Any] = [:]) throws -> (code: String, field: String?) {
         let reply = try call(op, data)
