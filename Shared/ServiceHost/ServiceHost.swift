@@ -49,6 +49,10 @@ public final class ServiceHost {
     public var tzdataVersion: (() -> String)?
     /// `health.owns`, for a service with time-driven work.
     public var owns: (() -> Ownership)?
+    /// Runs first in every write transaction (not in a nested one): where the store is shared, the
+    /// service brings its memory up to what other instances committed, under the log row's lock.
+    public var beforeWriting: ((Transaction) throws -> Void)?
+    private var isWriting = false
     /// This instance's name (`--instance`) for `health`; nil for a host not started from flags.
     public var instance: String?
 
@@ -90,7 +94,7 @@ public final class ServiceHost {
             guard let migrations = layout.postgresMigrations else {
                 throw StoreConfigurationError(description: "\(service.rawValue) does not run on PostgreSQL yet: start it without --database")
             }
-            store = try PostgresStore(url: database, service: service.rawValue, migrations: migrations, oneInstance: layout.oneInstance,
+            store = try PostgresStore(url: database, service: service.rawValue, migrations: migrations, partitioned: layout.partitioned,
                                       logger: logger, keepTrying: { !ShutdownSignal.process.isRequested })
         } else {
             _ = try DataDirectory.prepared(dataDirectory.path)
@@ -154,7 +158,13 @@ public final class ServiceHost {
     /// savepoint of that transaction. `copyOfUpstream`: see `SQLiteStore.write`.
     @discardableResult
     public func write<T>(copyOfUpstream: Bool = false, _ body: (Transaction) throws -> T) throws -> T {
-        try store.write(now: time.now(), copyOfUpstream: copyOfUpstream, body) { finish($0) }
+        if isWriting { return try store.write(now: time.now(), copyOfUpstream: copyOfUpstream, body) { finish($0) } }
+        isWriting = true
+        defer { isWriting = false }
+        return try store.write(now: time.now(), copyOfUpstream: copyOfUpstream, { tx in
+            try beforeWriting?(tx)
+            return try body(tx)
+        }) { finish($0) }
     }
 
     private func finish(_ transaction: Transaction) {
@@ -281,7 +291,7 @@ public final class ServiceHost {
             store.close()
         }
         let sockets = [api] + watched.map(\.socket) + (commits.wake.map { [$0] } ?? [])
-        while !shutdown.isRequested && !store.superseded {
+        while !shutdown.isRequested {
             var timeout = held.isEmpty ? 100 : 0
             if let deadline = nextDeadline?() {
                 timeout = max(0, min(timeout, Int(deadline.milliseconds(since: time.now()))))
@@ -309,7 +319,6 @@ public final class ServiceHost {
         isServing = false
         while !held.isEmpty, (try? serveAPI()) != nil {}
         exchanges.cancelAll()
-        if store.superseded { recordError("another instance took over this one's work: stopping") }
         logger.info("stopping")
     }
 

@@ -50,8 +50,7 @@ extension ServiceCommandLine {
         if !service.host.closeForExit(lingerMilliseconds: stopLingerMilliseconds) {
             logger.notice("stopped before every socket was closed; queued messages had \(stopLingerMilliseconds) ms to go out")
         }
-        // Superseded (another instance took over): not a clean stop, so a supervisor starts it again, as a standby.
-        exit(service.host.store.superseded ? 1 : 0)
+        exit(0)
     }
 
     /// Binds the metrics endpoint and makes Prometheus the swift-metrics backend, before the

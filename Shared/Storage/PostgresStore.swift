@@ -22,12 +22,14 @@ public final class PostgresStore: Store {
     private let log: PostgresLog
     private let logger: Logger
     private var connection: PostgresStoreConnection?
-    /// Whether this instance must be the service's only active one (`StoreLayout.oneInstance`): it
-    /// holds a session advisory lock for as long as its connection lives, and takes it again on
-    /// every new connection before anything is written.
-    private let oneInstance: Bool
-    /// Another instance took the lock while this one's connection was gone: this one must stop.
-    public private(set) var superseded = false
+    /// Whether the instances share the service's time-driven work by partitions (`StoreLayout.partitioned`).
+    private let partitioned: Bool
+    private let leaseKeys: LeaseKeys
+    /// This instance's membership lock's key, held on its connection from its first balance on;
+    /// nil again once the connection is lost.
+    private var member: Int64?
+    public private(set) var ownedPartitions = PartitionSet.none
+    public var isShared: Bool { true }
     /// The transaction in progress, so a nested `write` joins it.
     private var current: Transaction?
 
@@ -35,11 +37,12 @@ public final class PostgresStore: Store {
     /// so), makes the schema and runs the migrations not yet run. A malformed URL, or one the
     /// server refuses for good (a wrong password, an unknown role or database), is a
     /// `StoreConfigurationError`.
-    public init(url: String, service: String, migrations: [PostgresMigration], oneInstance: Bool = false,
+    public init(url: String, service: String, migrations: [PostgresMigration], partitioned: Bool = false,
                 logger: Logger, keepTrying: () -> Bool = { true }) throws {
         self.url = url
         self.logger = logger
-        self.oneInstance = oneInstance
+        self.partitioned = partitioned
+        leaseKeys = LeaseKeys(service: service)
         log = PostgresLog(service: service)
         var delay = 0.25
         var connection: PostgresConnection
@@ -55,7 +58,6 @@ public final class PostgresStore: Store {
                 throw StoreConfigurationError(description: error.message)
             }
         }
-        if oneInstance { try Self.standBy(until: connection, holds: service, logger: logger, keepTrying: keepTrying) }
         let log = log
         try log.create(on: connection) { transaction in
             try transaction.execute("CREATE TABLE IF NOT EXISTS \(log.schemaName).migration (name TEXT PRIMARY KEY)")
@@ -85,28 +87,6 @@ public final class PostgresStore: Store {
         }
         try connection.execute("SET search_path TO \(schema)")
         return connection
-    }
-
-    /// Waits as a standby until the active instance's lock is free, then holds it (a hot standby:
-    /// the service starts, and binds its sockets, only then). A process that dies lets the lock go at
-    /// once; one cut off from the database, once the server drops its session (about 11 s).
-    private static func standBy(until connection: PostgresConnection, holds service: String, logger: Logger, keepTrying: () -> Bool) throws {
-        var announced = false
-        while try !takeInstanceLock(connection, service: service) {
-            guard keepTrying() else { throw StoreUnavailable(reason: "stopped while standing by") }
-            if !announced {
-                logger.notice("another instance is active: standing by until it stops")
-                announced = true
-            }
-            Thread.sleep(forTimeInterval: 0.5)
-        }
-        if announced { logger.notice("the active instance stopped: taking over") }
-    }
-
-    /// The session advisory lock of the service's one active instance: held until the connection
-    /// ends (a process that dies, or a connection that the server drops, lets it go).
-    private static func takeInstanceLock(_ connection: PostgresConnection, service: String) throws -> Bool {
-        try connection.execute("SELECT pg_try_advisory_lock(hashtext($1))", [.text("lht.instance." + service)]).first?.text(0) == "t"
     }
 
     /// A server that answered and refused: trying again changes nothing.
@@ -168,6 +148,63 @@ public final class PostgresStore: Store {
     public func close() {
         connection?.connection.close()
         connection = nil
+        forgetLeases()
+    }
+
+    // MARK: Partitions
+
+    /// Leases are session advisory locks on the store's one connection, so whatever this instance
+    /// commits comes from a session that holds them: a cut-off instance's session ends (about 11 s,
+    /// `connect`), and its leases with it, before another instance can take them (fencing). Each
+    /// instance holds a membership lock too; the members, in key order, take the shares their ranks
+    /// give, and each lets go of what is no longer its share before another takes it.
+    public func balancePartitions() throws -> PartitionSet {
+        guard partitioned else { return .none }
+        return try query { sql in
+            let member = try self.member ?? join(sql)
+            let members = try sql.rows("""
+                SELECT objid::bigint FROM pg_locks
+                WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid = \(leaseKeys.members)::oid
+                    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                ORDER BY objid
+                """, []) { $0.integer(0) }
+            guard let rank = members.firstIndex(of: member) else { throw StoreUnavailable(reason: "this instance's membership lock is gone") }
+            let share = PartitionSet.share(rank: rank, of: members.count)
+            let leaving = ownedPartitions.subtracting(share)
+            if !leaving.isEmpty {
+                _ = try sql.execute("SELECT pg_advisory_unlock(\(leaseKeys.partitions), p) FROM unnest(\(Self.array(leaving))) p", [])
+                ownedPartitions = ownedPartitions.subtracting(leaving)
+            }
+            let wanted = share.subtracting(ownedPartitions)
+            guard !wanted.isEmpty else { return .none }
+            let taken = PartitionSet(try sql.rows("""
+                SELECT p FROM unnest(\(Self.array(wanted))) p WHERE pg_try_advisory_lock(\(leaseKeys.partitions), p)
+                """, []) { $0.integer(0).map(Int.init) })
+            ownedPartitions = ownedPartitions.union(taken)
+            return taken
+        }
+    }
+
+    /// Takes a membership lock under a key no other member holds.
+    private func join(_ sql: StoreConnection) throws -> Int64 {
+        while true {
+            let key = Int64.random(in: 1...Int64(Int32.max))
+            if try sql.first("SELECT pg_try_advisory_lock(\(leaseKeys.members), \(key)::int)", [], { $0.text(0) }) == "t" {
+                member = key
+                return key
+            }
+        }
+    }
+
+    /// The session ended, and its locks with it.
+    private func forgetLeases() {
+        member = nil
+        if !ownedPartitions.isEmpty { logger.warning("the partition leases went with the connection", metadata: ["partitions": "\(ownedPartitions.count)"]) }
+        ownedPartitions = .none
+    }
+
+    private static func array(_ partitions: PartitionSet) -> String {
+        "ARRAY[\(partitions.map(String.init).joined(separator: ","))]::int[]"
     }
 
     /// The connection, made again if the last one was lost.
@@ -178,13 +215,6 @@ public final class PostgresStore: Store {
             connection = try Self.connect(url, schema: log.schemaName)
         } catch {
             throw StoreUnavailable(reason: "\(error)")
-        }
-        // Another instance may have taken over while this one was away: then this one stops.
-        guard try !oneInstance || Self.takeInstanceLock(connection, service: log.service) else {
-            connection.close()
-            superseded = true
-            logger.error("another instance took over while the database was away: this one stops")
-            throw StoreUnavailable(reason: "another \(log.service) took over")
         }
         self.connection = PostgresStoreConnection(connection)
         logger.notice("connected to PostgreSQL again")
@@ -197,6 +227,7 @@ public final class PostgresStore: Store {
         guard let error = error as? PostgresError, error.kind == .connection else { return error }
         connection?.connection.close()
         connection = nil
+        forgetLeases()
         logger.warning("lost the connection to PostgreSQL", metadata: ["error": "\(error)"])
         return StoreUnavailable(reason: error.message)
     }
@@ -226,4 +257,22 @@ public struct StoreUnavailable: Error, CustomStringConvertible {
 public struct StoreConfigurationError: Error, CustomStringConvertible {
     public let description: String
     public init(description: String) { self.description = description }
+}
+
+/// The advisory-lock keys of a service's leases: one key space for its members, one for its
+/// partitions (the second key is the member's or the partition's number). Both are 31-bit, so
+/// `pg_locks` shows them as they are.
+private struct LeaseKeys {
+    let members: Int64
+    let partitions: Int64
+
+    init(service: String) {
+        func key(_ name: String) -> Int64 {
+            var hash: UInt32 = 0x811c_9dc5
+            for byte in name.utf8 { hash = (hash ^ UInt32(byte)) &* 0x0100_0193 }
+            return Int64(hash & 0x7fff_ffff)
+        }
+        members = key("lht.members." + service)
+        partitions = key("lht.partitions." + service)
+    }
 }

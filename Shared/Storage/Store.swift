@@ -29,12 +29,20 @@ public protocol Store: AnyObject {
     var waitWhileRewinding: ((_ isFinished: @escaping () -> Bool) -> Void)? { get set }
     /// For a clean stop.
     func close()
-    /// Another instance took over this one's work (`StoreLayout.oneInstance`): the service stops.
-    var superseded: Bool { get }
+    /// Whether other instances write this store too (what they change is not in this one's memory).
+    var isShared: Bool { get }
+    /// The partitions whose time-driven work this instance does now (PROTOCOL "Owners",
+    /// `StoreLayout.partitioned`): every one when nothing else shares the store.
+    var ownedPartitions: PartitionSet { get }
+    /// Takes this instance's share of the partitions and lets go of the rest; returns those newly
+    /// taken, whose work it must catch up on. Nothing changes where nothing else shares the store.
+    func balancePartitions() throws -> PartitionSet
 }
 
 extension Store {
-    public var superseded: Bool { false }
+    public var isShared: Bool { false }
+    public var ownedPartitions: PartitionSet { .all }
+    public func balancePartitions() throws -> PartitionSet { .none }
 }
 
 /// What a service stores, stated once for both backends.
@@ -48,16 +56,16 @@ public struct StoreLayout: Sendable {
     /// still SQLite's only: it refuses `--database`. Projections are plain tables there, written
     /// in the same transactions, so they are never behind.
     public var postgresMigrations: [PostgresMigration]?
-    /// PostgreSQL: one instance of the service is active against a database at a time (its state
-    /// in memory is not shared yet); another waits as its standby and takes over when it stops.
-    public var oneInstance: Bool
+    /// PostgreSQL: the instances share the service's time-driven work by partitions of users,
+    /// each holding leases on its share (`PostgresStore.balancePartitions`).
+    public var partitioned: Bool
 
     public init(sqliteMigrations: @escaping @Sendable (inout DatabaseMigrator) -> Void, projection: Projection? = nil,
-                postgresMigrations: [PostgresMigration]? = nil, oneInstance: Bool = false) {
+                postgresMigrations: [PostgresMigration]? = nil, partitioned: Bool = false) {
         self.sqliteMigrations = sqliteMigrations
         self.projection = projection
         self.postgresMigrations = postgresMigrations
-        self.oneInstance = oneInstance
+        self.partitioned = partitioned
     }
 }
 

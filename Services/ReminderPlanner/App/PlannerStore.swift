@@ -93,7 +93,25 @@ enum PlannerStore {
                 DELETE FROM main.cursor WHERE upstream = '\(ServiceName.sessionLogger.rawValue)'
                 """)
         }
+        migrator.registerMigration(partitionsMigration.name) { db in
+            for statement in partitionsMigration.statements { try db.execute(sql: statement) }
+        }
     }
+
+    /// How far each partition is decided, starting where the one `decidedThroughMs` was; and the
+    /// users whose settings or reminders changed, for the other instances sharing the store
+    /// (`ReminderPlanner.followOtherInstances`). The same statements on both backends.
+    static let partitionsMigration = PostgresMigration("partitions", [
+        "CREATE TABLE decided_through (partition_index INTEGER PRIMARY KEY NOT NULL, at_ms BIGINT NOT NULL)",
+        """
+        INSERT INTO decided_through (partition_index, at_ms)
+            WITH RECURSIVE partition_index (i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM partition_index WHERE i < \(Ownership.partitionCount - 1))
+            SELECT i, value FROM partition_index, planner_state WHERE key = 'decidedThroughMs'
+        """,
+        "DELETE FROM planner_state WHERE key = 'decidedThroughMs'",
+        "CREATE TABLE changed_user (user_id TEXT PRIMARY KEY NOT NULL, version BIGINT NOT NULL)",
+        "CREATE INDEX changed_user_by_version ON changed_user (version)",
+    ])
 
     /// The decisions, replayed from the decision events when the projection file is behind or
     /// rebuilt, and the copies of the logger's sessions and NoAlc days (its feed refills them).
@@ -121,10 +139,10 @@ enum PlannerStore {
 
     /// Both backends: SQLite's file as its migrations left it, with the projection file; PostgreSQL's
     /// tables as they are now, the projection's among them (written in the same transactions, never
-    /// rebuilt). Users, reminders and the schedule live in memory, which another instance would not
-    /// see: one instance at a time (PROTOCOL "Cluster (PostgreSQL)" owners are not built yet).
+    /// rebuilt). On PostgreSQL the instances share the decisions by partitions of users.
     static let layout = StoreLayout(sqliteMigrations: migrate, projection: projection,
-                                    postgresMigrations: [PostgresMigration("planner", tables(.postgres))], oneInstance: true)
+                                    postgresMigrations: [PostgresMigration("planner", firstTables(.postgres)), partitionsMigration],
+                                    partitioned: true)
 
     /// The tables as SQLite's migrations and projection leave them, in SQL both backends take
     /// (`BIGINT` is an integer column to SQLite). PostgreSQL creates them from here; SQLite's come
@@ -133,6 +151,11 @@ enum PlannerStore {
     /// `rowid`, the order the planner stored the days in (`noalcCandidates`): PostgreSQL gets an
     /// identity column of that name.
     static func tables(_ dialect: SQLDialect) -> [String] {
+        firstTables(dialect) + partitionsMigration.statements.filter { $0.hasPrefix("CREATE") }
+    }
+
+    /// The tables of PostgreSQL's first migration.
+    private static func firstTables(_ dialect: SQLDialect) -> [String] {
         let storedOrder = dialect == .postgres ? "rowid BIGINT GENERATED ALWAYS AS IDENTITY, " : ""
         return [
             """
@@ -168,8 +191,9 @@ enum PlannerStore {
     // MARK: Users and reminders
 
     /// Every user's settings. A row that does not read back is skipped.
-    static func users(_ sql: StoreConnection) throws -> [UserSettings] {
-        try sql.rows(#"SELECT user_id, time_zone, locale, paused FROM "user""#, []) { row in
+    static func users(_ sql: StoreConnection, only: UserID? = nil) throws -> [UserSettings] {
+        try sql.rows(#"SELECT user_id, time_zone, locale, paused FROM "user""# + (only == nil ? "" : " WHERE user_id = ?"),
+                     only.map { [.text($0.rawValue)] } ?? []) { row in
             guard let id = row.text(0).flatMap(UserID.init), let zone = row.text(1).flatMap(ZoneID.init),
                   let locale = row.text(2).flatMap(NotificationLocale.init(rawValue:)), let paused = row.integer(3) else { return nil }
             return UserSettings(userId: id, timeZone: zone, locale: locale, paused: paused != 0)
@@ -360,6 +384,43 @@ enum PlannerStore {
 
     static func forgetMovedDecidedDays(through: Instant, _ sql: StoreConnection) throws {
         try sql.execute("DELETE FROM moved_decided_day WHERE until_ms <= ?", [.integer(through.millisecondsSince1970)])
+    }
+
+    // MARK: Partitions and other instances
+
+    /// Each partition's decided-through instant, by partition.
+    static func decidedThrough(_ sql: StoreConnection) throws -> [Int: Instant] {
+        Dictionary(try sql.rows("SELECT partition_index, at_ms FROM decided_through", []) { row in
+            guard let partition = row.integer(0), let at = row.integer(1) else { return nil }
+            return (Int(partition), Instant(millisecondsSince1970: at))
+        }) { first, _ in first }
+    }
+
+    /// A fresh store's partitions are decided through `now`: nothing before it is caught up on.
+    static func startDecidedThrough(at now: Instant, _ sql: StoreConnection) throws {
+        let rows = (0..<Ownership.partitionCount).map { "(\($0), \(now.millisecondsSince1970))" }.joined(separator: ", ")
+        try sql.execute("INSERT INTO decided_through (partition_index, at_ms) VALUES \(rows) ON CONFLICT (partition_index) DO NOTHING", [])
+    }
+
+    static func setDecidedThrough(_ instant: Instant, of partitions: PartitionSet, _ sql: StoreConnection) throws {
+        let only = partitions == .all ? "" : " AND partition_index IN (\(partitions.map(String.init).joined(separator: ",")))"
+        try sql.execute("UPDATE decided_through SET at_ms = ? WHERE at_ms < ?" + only,
+                        [.integer(instant.millisecondsSince1970), .integer(instant.millisecondsSince1970)])
+    }
+
+    /// Records that `user`'s settings or reminders changed, at `version` (`memoryVersion`).
+    static func noteChanged(_ user: UserID, version: Int64, _ sql: StoreConnection) throws {
+        try sql.execute("INSERT INTO changed_user (user_id, version) VALUES (?, ?) ON CONFLICT (user_id) DO UPDATE SET version = excluded.version",
+                        [.text(user.rawValue), .integer(version)])
+        try setValue("memoryVersion", version, sql)
+    }
+
+    static func changedUsers(since version: Int64, _ sql: StoreConnection) throws -> [UserID] {
+        try sql.rows("SELECT user_id FROM changed_user WHERE version > ?", [.integer(version)]) { $0.text(0).flatMap(UserID.init) }
+    }
+
+    static func user(_ id: UserID, _ sql: StoreConnection) throws -> UserSettings? {
+        try users(sql, only: id).first
     }
 
     // MARK: Planner state

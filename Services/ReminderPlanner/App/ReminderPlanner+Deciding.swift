@@ -6,17 +6,10 @@ import Storage
 
 // Deciding each occurrence exactly once at its instant (SEMANTICS §3).
 extension ReminderPlanner {
-    enum DecisionMode {
-        /// The planner reached T running (its loop, or a manual clock moved over T): on time.
-        case running
-        /// T passed while the planner was down: late within the grace window, missed beyond it.
-        case startup
-    }
-
     /// Decides everything due up to `now`; a failure is logged and retried on a later turn.
-    func decideDue(through now: Instant, mode: DecisionMode) {
+    func decideDue(through now: Instant) {
         do {
-            try decideOrThrow(through: now, mode: mode)
+            try decideOrThrow(through: now)
         } catch {
             recoverFromFailedDecisions(error)
         }
@@ -25,10 +18,10 @@ extension ReminderPlanner {
     /// Decides every occurrence due up to `now`, in time order, in one transaction. Returns how many
     /// were decided. (A manual clock moves in bounded steps instead: `decideStep`.)
     @discardableResult
-    func decideOrThrow(through now: Instant, mode: DecisionMode) throws -> Int {
+    func decideOrThrow(through now: Instant) throws -> Int {
         let due = scheduler.nextInstant.map { $0 <= now } ?? false
         guard due else {
-            decidedThrough = max(decidedThrough, now)
+            decidedThrough.advance(to: now)
             return 0
         }
         // A known gap in our copy of the session log is fetched before deciding, without holding the
@@ -38,8 +31,8 @@ extension ReminderPlanner {
             keepDecidedThroughOnRollback(tx)
             // One at a time, rescheduling before the next pop: strict time order, and a reminder's
             // following occurrence is decided in this call too when the clock moved over it.
-            while try decideNext(through: now, mode: mode, tx, &tally) {}
-            decidedThrough = max(decidedThrough, now)
+            while try decideNext(through: now, tx, &tally) {}
+            decidedThrough.advance(to: now)
             try persistDecidedThrough(tx)
             countAfterCommit(tally, tx)
         }
@@ -55,13 +48,13 @@ extension ReminderPlanner {
         mutating func add(_ status: OccurrenceStatus) { byStatus[status, default: 0] += 1 }
     }
 
-    /// Pops the earliest occurrence due by `bound`, decides it and schedules its reminder's next
-    /// one; false when nothing is due.
-    private func decideNext(through bound: Instant, mode: DecisionMode, _ tx: Transaction, _ tally: inout DecisionTally) throws -> Bool {
+    /// Pops the earliest occurrence due by `bound`, decides it if its user's partition is this
+    /// instance's, and schedules its reminder's next one; false when nothing is due.
+    private func decideNext(through bound: Instant, _ tx: Transaction, _ tally: inout DecisionTally) throws -> Bool {
         guard let (id, row, planned) = scheduler.popNext(through: bound) else { return false }
         guard let reminder = reminders[id] else { return true }
         let settings = user(reminder.userId)
-        if let status = try decide(planned, of: reminder, user: settings, now: bound, mode: mode, tx) { tally.add(status) }
+        if owns(reminder.userId), let status = try decide(planned, of: reminder, user: settings, now: bound, tx) { tally.add(status) }
         scheduler.schedule(reminder, row: row, zone: settings.timeZone, from: planned.at.adding(milliseconds: 1))
         return true
     }
@@ -106,13 +99,13 @@ extension ReminderPlanner {
             var tally = DecisionTally(), popped = 0
             while popped < Self.clockStepOccurrences,
                   popped == 0 || DispatchTime.now().uptimeNanoseconds - started < Self.clockStepNanoseconds,
-                  try decideNext(through: bound, mode: .running, tx, &tally) {
+                  try decideNext(through: bound, tx, &tally) {
                 popped += 1
             }
             countAfterCommit(tally, tx)
             let undecided = scheduler.nextInstant.flatMap { $0 <= bound ? $0 : nil }
             let reached = undecided.map { max(previous, $0.adding(milliseconds: -1)) } ?? bound
-            decidedThrough = max(decidedThrough, reached)
+            decidedThrough.advance(to: reached)
             try persistDecidedThrough(tx)
             try PlannerStore.setValue("manualNowMs", reached.millisecondsSince1970, tx.sql)
             return ClockStep(decided: tally.decided, reached: reached, finished: undecided == nil)
@@ -136,14 +129,14 @@ extension ReminderPlanner {
         storeRetry.failed()
     }
 
-    /// Decides one occurrence and stores its decision event; nil if it was decided before.
+    /// Decides one occurrence and stores its decision event; nil if it was decided before. One the
+    /// planner reached running (its loop, or a manual clock moved over it) is on time; one that fell
+    /// due while nobody decided it (`backlogThrough`) is late within the grace window, missed beyond.
     private func decide(_ planned: PlannedOccurrence, of reminder: Reminder, user: UserSettings, now: Instant,
-                        mode: DecisionMode, _ tx: Transaction) throws -> OccurrenceStatus? {
+                        _ tx: Transaction) throws -> OccurrenceStatus? {
         if !movedDecidedDays.isEmpty, let moved = movedDecidedDays[reminder.id], planned.day <= moved.day { return nil }
-        let timeliness: Timeliness = switch mode {
-        case .running: .onTime
-        case .startup: Timeliness.classify(now: now, at: planned.at, graceMinutes: settings.graceMinutes)
-        }
+        let timeliness = planned.at <= backlogThrough
+            ? Timeliness.classify(now: now, at: planned.at, graceMinutes: settings.graceMinutes) : .onTime
         var status = OccurrenceStatus.missed
         var cause: RecordID?
         if timeliness != .missed {
@@ -173,7 +166,10 @@ extension ReminderPlanner {
     /// `lht_decisions_total{kind}`: the decision's event type without `reminder.`.
     static func decisionKind(_ status: OccurrenceStatus) -> String { status == .fired ? "due" : status.rawValue }
 
+    /// Stores how far the partitions this instance owns are decided.
     func persistDecidedThrough(_ tx: Transaction) throws {
-        try PlannerStore.setValue("decidedThroughMs", decidedThrough.millisecondsSince1970, tx.sql)
+        for (instant, partitions) in decidedThrough.grouped(host.store.ownedPartitions) {
+            try PlannerStore.setDecidedThrough(instant, of: partitions, tx.sql)
+        }
     }
 }

@@ -37,9 +37,9 @@ extension ReminderPlanner {
 
     /// The earliest instant an undecided occurrence of `reminder` can have: just after everything
     /// decided, or its creation instant if that is later (an occurrence exactly then exists too).
-    func firstPending(_ reminder: Reminder) -> Instant { firstPending(createdAt: reminder.createdAt) }
-
-    func firstPending(createdAt: Instant) -> Instant { Self.firstPending(createdAt: createdAt, decidedThrough: decidedThrough) }
+    func firstPending(_ reminder: Reminder) -> Instant {
+        Self.firstPending(createdAt: reminder.createdAt, decidedThrough: decidedThrough[reminder.userId])
+    }
 
     static func firstPending(createdAt: Instant, decidedThrough: Instant) -> Instant {
         createdAt >= decidedThrough ? createdAt : decidedThrough.adding(milliseconds: 1)

@@ -15,7 +15,7 @@ extension ReminderPlanner {
             try PlannerStore.save(user, tx.sql)
             for reminder in reminders.owned(by: user.userId) { try reevaluate(reminder, zone: user.timeZone, in: tx) }
             try persistDecidedThrough(tx)
-            replaceUser(user, in: tx)
+            try replaceUser(user, in: tx)
             return user
         }
         host.handle(Ops.userGet) { [unowned self] query, _ in user(query.userId) }
@@ -34,7 +34,7 @@ extension ReminderPlanner {
             let deleted = ReminderDeleted(id: reminder.id, userId: reminder.userId, activity: reminder.activity)
             try tx.append(Events.reminderChanged, userId: reminder.userId, activity: reminder.activity, data: .deleted(deleted))
             try persistDecidedThrough(tx)
-            replaceReminder(reminder.id, with: nil, in: tx)
+            try replaceReminder(reminder.id, with: nil, in: tx)
             return deleted
         }
         host.handle(Ops.reminderUpcoming) { [unowned self] query, tx in try UpcomingReply(occurrences: upcoming(query, tx.sql)) }
@@ -88,7 +88,7 @@ extension ReminderPlanner {
         try tx.append(Events.reminderChanged, userId: reminder.userId, activity: reminder.activity, encodedData: change)
         try reevaluate(reminder, isNew: existing == nil, zone: user(reminder.userId).timeZone, in: tx)
         try persistDecidedThrough(tx)
-        replaceReminder(reminder.id, with: reminder, in: tx)
+        try replaceReminder(reminder.id, with: reminder, in: tx)
         return warnings == nil ? change : try wireEncoder().encode(ReminderPutReply(reminder: reminder, warnings: warnings))
     }
 
@@ -106,6 +106,7 @@ extension ReminderPlanner {
         let occurrence = makeOccurrence(reminder, planned, status: .scheduled, cause: nil)
         try tx.append(Events.reminderRestored, userId: reminder.userId, activity: reminder.activity, data: occurrence)
         let key = OccurrenceKey(reminder: reminder.id, at: planned.at)
+        try noteChanged(reminder.userId, tx)
         restored.insert(key)
         tx.onRollback { [unowned self] in restored.remove(key) }
         return occurrence

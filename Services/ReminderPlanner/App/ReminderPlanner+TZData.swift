@@ -43,8 +43,8 @@ extension ReminderPlanner {
     /// Forgets the moved decided days whose new instant is decided: a transaction of its own, once
     /// for those an update moved, that stores `decidedThrough` too, so a restart starts past them.
     private func forgetPassedMovedDays() {
-        guard movedDecidedDays.values.contains(where: { $0.until <= decidedThrough }) else { return }
-        let through = decidedThrough
+        let through = decidedThrough.oldest
+        guard movedDecidedDays.values.contains(where: { $0.until <= through }) else { return }
         do {
             try host.write { tx in
                 try PlannerStore.forgetMovedDecidedDays(through: through, tx.sql)
@@ -84,8 +84,9 @@ extension ReminderPlanner {
         if replanning.isDone { replanning = Replanning() }
         // Rules are told apart by identity: forget the answers about ones that may be gone.
         if !refresh.changed.isEmpty { replanning.moved = [:] }
+        // Each instance plans again the users it decides for (what it announces is time-driven work).
         for (zone, rules) in refresh.changed.sorted(by: { $0.key < $1.key }) {
-            for user in owners[zone] ?? [] where replanning.queued.insert(user).inserted {
+            for user in owners[zone] ?? [] where owns(user) && replanning.queued.insert(user).inserted {
                 replanning.queue.append((user, zone, rules.before))
             }
         }
@@ -128,7 +129,10 @@ extension ReminderPlanner {
             }
             try reevaluate(reminder, zone: zone, in: tx)
             let moved = movedDecidedDay(reminder, before: before, now: zone.rules)
-            if let moved { try PlannerStore.save(moved, of: reminder.id, tx.sql) }
+            if let moved {
+                try PlannerStore.save(moved, of: reminder.id, tx.sql)
+                try noteChanged(userId, tx)
+            }
             tx.afterCommit { [unowned self] in
                 if let moved { movedDecidedDays[reminder.id] = moved }
                 scheduler.schedule(reminder, row: row, zone: zone, from: firstPending(reminder))
@@ -139,6 +143,7 @@ extension ReminderPlanner {
     /// The reminder's last decided rule day, if the new rules put it after everything decided,
     /// with its new instant.
     private func movedDecidedDay(_ reminder: Reminder, before: ZoneRules, now: ZoneRules) -> MovedDecidedDay? {
+        let decidedThrough = decidedThrough[reminder.userId]
         // A selected weekday comes round within a week.
         let decided = OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: before,
                                                      from: max(reminder.createdAt, decidedThrough.adding(seconds: -8 * 86_400)),

@@ -43,7 +43,7 @@ extension ReminderPlanner {
         // A failed decision transaction (a database away) is tried again a second later, not every turn.
         if due, !storeRetry.isDue { return }
         if due, feed.waitsForKnownGap(limitMilliseconds: 2000) { return }
-        decideDue(through: now, mode: .running)
+        decideDue(through: now)
     }
 
     /// Runs `body` once the session log as the logger has it now is applied: after a catch-up round

@@ -11,8 +11,9 @@ import ZeroMQ
 ///
 /// Users and reminders live in memory (changed after commit, by ops that run alone); everything
 /// coverage depends on is read from the store inside the deciding transaction, so a decision always
-/// sees what was stored before it. On PostgreSQL that memory is this instance's alone: it runs as
-/// the only one (`PlannerStore.layout`).
+/// sees what was stored before it. On PostgreSQL every instance keeps every user in memory, brought
+/// up to what the others committed at the start of each transaction, and decides for the
+/// partitions of users it holds leases on (`ReminderPlanner+Instances`).
 public final class ReminderPlanner: Service {
     public let host: ServiceHost
     let settings: PlannerSettings
@@ -21,8 +22,14 @@ public final class ReminderPlanner: Service {
     var scheduler = Scheduler()
     var users: [UserID: UserSettings] = [:]
     private(set) var reminders = ReminderTable()
-    /// Every occurrence at or before this instant is decided (or never existed).
-    var decidedThrough: Instant
+    /// How far each partition's occurrences are decided.
+    var decidedThrough: DecidedThrough
+    /// Occurrences at or before this instant fell due while no instance of the planner was deciding
+    /// them for their user (this one was down, or another owned them): decided by the grace window.
+    var backlogThrough: Instant
+    /// The instances sharing the store: what this one's memory holds of their changes
+    /// (`followOtherInstances`), and when it next balances the partitions.
+    var instances = Instances()
     /// Occurrences the user restored (few; read for every decision, so kept in memory too).
     var restored: Set<OccurrenceKey> = []
     /// A `clock.set`/`clock.advance` is moving the clock step by step (and serving requests between steps).
@@ -49,18 +56,26 @@ public final class ReminderPlanner: Service {
             time = SystemTime()
         }
         host = try ServiceHost(settings: settings.service, layout: PlannerStore.layout, logger: logger, time: time, context: context)
-        let stored = try host.query { sql in
-            (users: try PlannerStore.users(sql), reminderCount: try PlannerStore.reminderCount(sql),
-             decidedThrough: try PlannerStore.value("decidedThroughMs", sql), manualNow: try PlannerStore.value("manualNowMs", sql),
-             restored: try PlannerStore.restoredOccurrences(sql), moved: try PlannerStore.movedDecidedDays(sql))
-        }
         if let manualClock {
             // A restart never moves a manual clock backwards, whatever the flag says.
-            manualClock.current = max(manualClock.current, Instant(millisecondsSince1970: stored.manualNow ?? .min))
+            let stored = try host.query { try PlannerStore.value("manualNowMs", $0) }
+            manualClock.current = max(manualClock.current, Instant(millisecondsSince1970: stored ?? .min))
             try host.write { tx in try PlannerStore.setValue("manualNowMs", manualClock.current.millisecondsSince1970, tx.sql) }
         }
         // A fresh planner has nothing to catch up on: occurrences exist from now on.
-        decidedThrough = stored.decidedThrough.map(Instant.init(millisecondsSince1970:)) ?? time.now()
+        let now = time.now()
+        try host.write { tx in try PlannerStore.startDecidedThrough(at: now, tx.sql) }
+        let stored = try host.query { sql in
+            (users: try PlannerStore.users(sql), reminderCount: try PlannerStore.reminderCount(sql),
+             decidedThrough: try PlannerStore.decidedThrough(sql), memoryVersion: try PlannerStore.value("memoryVersion", sql),
+             restored: try PlannerStore.restoredOccurrences(sql), moved: try PlannerStore.movedDecidedDays(sql))
+        }
+        // The partitions owned from the start (all, unless other instances share the store) are
+        // scheduled from where they are decided; the others from now, until this one takes them.
+        decidedThrough = DecidedThrough(now)
+        for partition in host.store.ownedPartitions { decidedThrough[partition] = stored.decidedThrough[partition] ?? now }
+        backlogThrough = now
+        instances.memoryVersion = stored.memoryVersion ?? 0
         restored = stored.restored
         movedDecidedDays = stored.moved
         users.reserveCapacity(stored.users.count)
@@ -76,10 +91,14 @@ public final class ReminderPlanner: Service {
         host.count("noalcEntriesApplied", by: 0)
         for status in [OccurrenceStatus.fired, .suppressed, .skipped, .missed] { host.countMetric("decisions", "kind", Self.decisionKind(status), by: 0) }
         feed.catchUp()
-        decideDue(through: time.now(), mode: .startup)
+        decideDue(through: time.now())
         host.tzdataVersion = { TZData.system.version }
-        // The one active instance decides for every user (a standby answers nothing until it is active).
-        host.owns = { Ownership(partitions: Ownership.partitionCount) }
+        host.owns = { [unowned self] in Ownership(partitions: host.store.ownedPartitions.count) }
+        if host.store.isShared {
+            host.beforeWriting = { [unowned self] tx in try followOtherInstances(tx) }
+            // Ready with its share taken, and what fell due in it decided.
+            balancePartitions()
+        }
         // While decisions wait for a known gap, the catch-up's reply or deadline wakes the loop.
         host.nextDeadline = { [unowned self] in
             // Planning again after a tzdata update goes on at once, a step a turn; after a failed
@@ -93,6 +112,7 @@ public final class ReminderPlanner: Service {
             self.feed.tick()
             self.followTZData()
             if self.manualClock == nil { self.decideRunning(through: self.host.time.now()) }
+            if self.host.store.isShared, self.instances.balanceIsDue { self.balancePartitions() }
         }
     }
 
@@ -107,8 +127,9 @@ public final class ReminderPlanner: Service {
 
     /// Puts `new` in memory in place of reminder `id` (nil: deletes it, with its restored
     /// occurrences) and schedules it, at once; undone if `tx` rolls back.
-    func replaceReminder(_ id: RecordID, with new: Reminder?, in tx: Transaction) {
+    func replaceReminder(_ id: RecordID, with new: Reminder?, in tx: Transaction) throws {
         let old = reminders[id]
+        try noteChanged((new ?? old)?.userId, tx)
         let oldRestored = new == nil ? restored.filter { $0.reminder == id } : []
         setReminder(id, new)
         restored.subtract(oldRestored)
@@ -120,7 +141,7 @@ public final class ReminderPlanner: Service {
 
     /// The scheduler knows reminders by their table rows: a row leaves the schedule before the
     /// table can give it to another reminder.
-    private func setReminder(_ id: RecordID, _ reminder: Reminder?) {
+    func setReminder(_ id: RecordID, _ reminder: Reminder?) {
         let oldRow = reminders.remove(id)
         guard let reminder else {
             if let oldRow { scheduler.unschedule(oldRow) }
@@ -132,14 +153,20 @@ public final class ReminderPlanner: Service {
     }
 
     /// Makes `settings` the user's, rescheduling its reminders in its zone, at once; undone if `tx` rolls back.
-    func replaceUser(_ settings: UserSettings, in tx: Transaction) {
+    func replaceUser(_ settings: UserSettings, in tx: Transaction) throws {
         let old = users[settings.userId]
+        try noteChanged(settings.userId, tx)
         setUser(settings.userId, settings)
         tx.onRollback { [unowned self] in setUser(settings.userId, old) }
     }
 
-    private func setUser(_ id: UserID, _ settings: UserSettings?) {
+    func setUser(_ id: UserID, _ settings: UserSettings?) {
         users[id] = settings
+        scheduleReminders(of: id)
+    }
+
+    /// Schedules the user's reminders again, in its zone, from where its partition is decided.
+    func scheduleReminders(of id: UserID) {
         let zone = user(id).timeZone
         for (row, reminder) in reminders.rows(ownedBy: id) {
             scheduler.schedule(reminder, row: row, zone: zone, from: firstPending(reminder))
@@ -177,14 +204,14 @@ public final class ReminderPlanner: Service {
 
     /// The scheduler built from `batches` on a thread of its own, handed over once they end.
     private static func schedule(_ batches: HandOff<[StoredReminder]>, expecting count: Int, users: [UserID: UserSettings],
-                                 defaultZone: ZoneID, decidedThrough: Instant) -> HandOff<BuiltScheduler> {
+                                 defaultZone: ZoneID, decidedThrough: DecidedThrough) -> HandOff<BuiltScheduler> {
         let built = HandOff<BuiltScheduler>(waitingLimit: 1)
         // A thread of its own, as the reader's (streamReminders): it blocks while loading lasts.
         let scheduling = Thread {
             built.finish(Result {
                 var scheduler = Scheduler()
                 // A user's reminders mostly come one after another: their zone is looked up once for them.
-                var zone: (user: UserID, zone: ZoneID)?
+                var zone: (user: UserID, zone: ZoneID, decidedThrough: Instant)?
                 // The table, filled from the same batches on the loop thread, gives the n-th reminder row n.
                 var row: Scheduler.Row = 0
                 try scheduler.scheduleAll(expecting: count) { add in
@@ -192,10 +219,10 @@ public final class ReminderPlanner: Service {
                         for index in batch.indices {
                             let fields = batch[index].fields
                             if zone?.user != fields.userId {
-                                zone = (fields.userId, user(fields.userId, in: users, defaultZone: defaultZone).timeZone)
+                                zone = (fields.userId, user(fields.userId, in: users, defaultZone: defaultZone).timeZone, decidedThrough[fields.userId])
                             }
                             add(Scheduler.Rule(id: fields.id, time: fields.rule.time, weekdays: fields.rule.weekdays, enabled: fields.rule.enabled), row, zone!.zone,
-                                firstPending(createdAt: Instant(millisecondsSince1970: fields.createdAt), decidedThrough: decidedThrough))
+                                firstPending(createdAt: Instant(millisecondsSince1970: fields.createdAt), decidedThrough: zone!.decidedThrough))
                             row += 1
                         }
                     }
@@ -212,8 +239,8 @@ public final class ReminderPlanner: Service {
         scheduler = Scheduler()
         scheduler.scheduleAll(expecting: reminders.count) { schedule in
             reminders.forEachUser { userId, rules in
-                let zone = user(userId).timeZone
-                for (rule, row, createdAt) in rules { schedule(rule, row, zone, firstPending(createdAt: createdAt)) }
+                let zone = user(userId).timeZone, decided = decidedThrough[userId]
+                for (rule, row, createdAt) in rules { schedule(rule, row, zone, Self.firstPending(createdAt: createdAt, decidedThrough: decided)) }
             }
         }
     }

@@ -10,6 +10,13 @@ struct StoredReminder: Sendable {
     let fields: ReminderTable.Fields
     let title: String?
     let body: String?
+
+    var reminder: Reminder {
+        let rule = fields.rule
+        return Reminder(id: fields.id, userId: fields.userId, activity: rule.activity, time: rule.time,
+                        weekdays: Weekday.allCases.filter { rule.weekdays.bits >> UInt8($0.index) & 1 == 1 }, lookbackHours: rule.lookbackHours,
+                        enabled: rule.enabled, title: title, body: body, createdAt: Instant(millisecondsSince1970: fields.createdAt))
+    }
 }
 
 extension PlannerStore {
@@ -62,6 +69,12 @@ extension PlannerStore {
     }
 
     private static let batchSize = 1024
+
+    /// `user`'s reminders as stored.
+    static func reminders(of user: UserID, _ sql: StoreConnection) throws -> [Reminder] {
+        var lastUser: UserID?
+        return try sql.rows(selectReminders + " WHERE user_id = ?", [.text(user.rawValue)]) { storedReminder($0, lastUser: &lastUser)?.reminder }
+    }
 
     /// PostgreSQL: a page of rows at a time, by id (the primary key's order), so that a million rows
     /// never come back as one result.

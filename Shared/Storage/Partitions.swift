@@ -1,0 +1,46 @@
+import LHTSchema
+
+/// Some of the `Ownership.partitionCount` (64) partitions users hash into, one bit each.
+public struct PartitionSet: Hashable, Sendable, Sequence {
+    public private(set) var bits: UInt64
+
+    public static let none = PartitionSet(bits: 0)
+    public static let all = PartitionSet(bits: .max)
+
+    public init(bits: UInt64) { self.bits = bits }
+
+    public init(_ partitions: some Sequence<Int>) {
+        bits = partitions.reduce(0) { $0 | 1 << UInt64($1) }
+    }
+
+    public var count: Int { bits.nonzeroBitCount }
+    public var isEmpty: Bool { bits == 0 }
+    public func contains(_ partition: Int) -> Bool { bits >> UInt64(partition) & 1 == 1 }
+    public func union(_ other: PartitionSet) -> PartitionSet { PartitionSet(bits: bits | other.bits) }
+    public func subtracting(_ other: PartitionSet) -> PartitionSet { PartitionSet(bits: bits & ~other.bits) }
+
+    public func makeIterator() -> some IteratorProtocol<Int> {
+        var rest = bits
+        return AnyIterator {
+            guard rest != 0 else { return nil }
+            let partition = rest.trailingZeroBitCount
+            rest &= rest - 1
+            return partition
+        }
+    }
+
+    /// `n` members' shares, by rank: member `rank` takes every `n`-th partition from `rank` on.
+    public static func share(rank: Int, of members: Int) -> PartitionSet {
+        PartitionSet(stride(from: rank, to: Ownership.partitionCount, by: Swift.max(members, 1)))
+    }
+}
+
+extension Ownership {
+    /// The partition a user's time-driven work belongs to: FNV-1a over the id, the same in every
+    /// process and release (Swift's own hashing is seeded per process).
+    public static func partition(of user: UserID) -> Int {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in user.rawValue.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return Int(hash % UInt64(partitionCount))
+    }
+}
