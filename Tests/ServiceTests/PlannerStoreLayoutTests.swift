@@ -62,7 +62,8 @@ import TestSupport
             return try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
         }
         let projected: Set = ["decision", "session", "noalc_day"]
-        #expect(Set(names) == projected.union(["user", "reminder", "restored", "announced", "planner_state", "moved_decided_day"]))
+        #expect(Set(names) == projected.union(["user", "reminder", "restored", "announced", "planner_state", "moved_decided_day",
+                                                           "decided_through", "changed_user"]))
 
         // A planner's SQLite files, made by the migrations (the log's file and the projection's).
         let sqliteRig = try ServiceRig(.inproc)
@@ -97,7 +98,7 @@ import TestSupport
         #expect(index.first?.text(0)?.hasSuffix("(user_id, activity, start_ms)") == true, "\(index.map(\.columns))")
         // SQLite-only: the view for people reading the file.
         #expect(try files.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM sqlite_master WHERE type = 'view' AND name = 'reminder_fields'") } == 1)
-        #expect(PlannerStore.layout.oneInstance)
+        #expect(PlannerStore.layout.partitioned)
         try files.close()
     }
 }

@@ -10,14 +10,14 @@ import TestSupport
 
 /// `PostgresStore` against a real PostgreSQL of the test's own: the same `Store` terms as
 /// `SQLiteStore` (a write's events get the seqs after the log's newest, a failed body leaves
-/// nothing, a nested write is a savepoint), and a one-instance service's standby and takeover.
+/// nothing, a nested write is a savepoint), and the partition leases instances share a service's work by.
 /// Serialized: each test starts a server of its own.
 @Suite(.serialized) struct PostgresStoreTests {
     static let migrations = [PostgresMigration("logged", ["CREATE TABLE logged (seq BIGINT PRIMARY KEY, id TEXT NOT NULL)"])]
     static let start = Instant(secondsSince1970: 1_780_000_000)
 
-    static func open(_ postgres: TestPostgres, oneInstance: Bool = false, keepTrying: @escaping () -> Bool = { true }) throws -> PostgresStore {
-        try PostgresStore(url: postgres.url, service: "session-logger", migrations: migrations, oneInstance: oneInstance,
+    static func open(_ postgres: TestPostgres, partitioned: Bool = false, keepTrying: @escaping () -> Bool = { true }) throws -> PostgresStore {
+        try PostgresStore(url: postgres.url, service: "session-logger", migrations: migrations, partitioned: partitioned,
                           logger: quietLogger("store"), keepTrying: keepTrying)
     }
 
@@ -64,50 +64,58 @@ import TestSupport
         #expect(try WireJSON.decode(EventsSinceReply.self, from: page).events.map(\.seq) == [1, 2, 3, 4])
     }
 
-    @Test func aStandbyTakesOverWhenTheActiveInstanceStops() throws {
+    /// Three instances share the 64 partitions: each holds a share, no partition twice, and
+    /// together all of them; one that stops lets its share go, and the others take it.
+    @Test func instancesShareThePartitionsAndTakeAStoppedOnesShare() throws {
         let postgres = try TestPostgres()
         defer { postgres.stop() }
-        let active = try Self.open(postgres, oneInstance: true)
-        try Self.log(in: active)
-
-        let opened = Mutex<Date?>(nil)
-        let giveUp = Atomic<Bool>(false)
-        let standby = DispatchGroup()
-        standby.enter()
-        Thread {
-            defer { standby.leave() }
-            guard let store = try? Self.open(postgres, oneInstance: true, keepTrying: { !giveUp.load(ordering: .relaxed) }) else { return }
-            opened.withLock { $0 = Date() }
-            #expect((try? Self.log(in: store)) == 2)
-            store.close()
-        }.start()
-        Thread.sleep(forTimeInterval: 1.5)
-        #expect(opened.withLock { $0 } == nil, "the standby started while the active instance ran")
-
-        let stopped = Date()
-        active.close()
-        if standby.wait(timeout: .now() + 10) == .timedOut {
-            giveUp.store(true, ordering: .relaxed)
-            _ = standby.wait(timeout: .now() + 5)
+        let stores = try (0..<3).map { _ in try Self.open(postgres, partitioned: true) }
+        // Each balances in turn until nothing moves: the first takes everything, then gives up
+        // what the later members' ranks give them.
+        func settle(_ stores: [PostgresStore]) throws {
+            for _ in 0..<4 { for store in stores { _ = try store.balancePartitions() } }
         }
-        let took = try #require(opened.withLock { $0 }).timeIntervalSince(stopped)
-        #expect(took < 2, "took over after \(took) s")
+        try settle(stores)
+        let shares = stores.map(\.ownedPartitions)
+        #expect(shares.map(\.count).sorted() == [21, 21, 22])
+        #expect(shares.reduce(PartitionSet.none) { $0.union($1) } == .all)
+        for (index, share) in shares.enumerated() {
+            for other in shares[(index + 1)...] { #expect(share.subtracting(other) == share, "a partition held twice") }
+        }
+
+        stores[1].close()
+        #expect(stores[1].ownedPartitions == .none)
+        try settle([stores[0], stores[2]])
+        #expect(stores[0].ownedPartitions.union(stores[2].ownedPartitions) == .all)
+        #expect(stores[0].ownedPartitions.count + stores[2].ownedPartitions.count == 64)
     }
 
-    @Test func anInstanceWhoseLockWasTakenMeanwhileStops() throws {
+    /// An instance whose session ended (as when the server drops a cut-off client) holds nothing
+    /// from then on, and cannot commit; another takes its partitions; back, it rejoins and gets a share.
+    @Test func anInstanceWhoseSessionEndedLosesItsPartitionsAndRejoins() throws {
         let postgres = try TestPostgres()
         defer { postgres.stop() }
-        let first = try Self.open(postgres, oneInstance: true)
-        // The first instance's session ends (as when the server drops a cut-off client), and a
-        // second instance takes the lock before the first is back.
+        let first = try Self.open(postgres, partitioned: true)
+        #expect(try first.balancePartitions() == .all)
         let admin = try postgres.connect()
         try admin.execute("SELECT pg_terminate_backend(pid, 10000) FROM pg_locks WHERE locktype = 'advisory' AND granted")
-        let second = try Self.open(postgres, oneInstance: true)
+        let second = try Self.open(postgres, partitioned: true)
+        #expect(try second.balancePartitions() == .all)  // the first's leases went with its session
 
         #expect(throws: StoreUnavailable.self) { try Self.log(in: first) }  // the lost connection
-        #expect(throws: StoreUnavailable.self) { try Self.log(in: first) }  // back, but superseded
-        #expect(first.superseded)
-        #expect(try Self.log(in: second) == 1)
-        #expect(!second.superseded)
+        #expect(first.ownedPartitions == .none)
+        #expect(try Self.log(in: first) == 1)  // connected again: it writes, as any instance does
+        for _ in 0..<3 { _ = try first.balancePartitions(); _ = try second.balancePartitions() }
+        #expect(first.ownedPartitions.count == 32 && second.ownedPartitions.count == 32)
+        #expect(first.ownedPartitions.union(second.ownedPartitions) == .all)
+    }
+
+    /// Where a service's work is not partitioned, its instances hold no leases.
+    @Test func anUnpartitionedStoreTakesNothing() throws {
+        let postgres = try TestPostgres()
+        defer { postgres.stop() }
+        let store = try Self.open(postgres)
+        #expect(try store.balancePartitions() == .none)
+        #expect(store.ownedPartitions == .none)
     }
 }

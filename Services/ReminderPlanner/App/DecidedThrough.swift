@@ -36,6 +36,7 @@ struct DecidedThrough {
 
     /// The partitions in `partitions`, grouped by their instant: what storing them takes.
     func grouped(_ partitions: PartitionSet) -> [Instant: PartitionSet] {
+        if partitions.isEmpty { return [:] }
         if let uniform { return [uniform: partitions] }
         return Dictionary(grouping: partitions) { instants[$0] }.mapValues { PartitionSet($0) }
     }

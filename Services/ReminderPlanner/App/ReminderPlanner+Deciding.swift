@@ -92,6 +92,9 @@ extension ReminderPlanner {
     /// a crash after the commit restarts exactly there, and an occurrence decided in a step that
     /// stopped within its instant is not decided again (its decision row is its key).
     func decideStep(from previous: Instant, through bound: Instant) throws -> ClockStep {
+        // An instance that holds no partitions (its leases went with a lost connection) takes its
+        // share first: a clock moved over occurrences it may not decide would pass them over.
+        if host.store.isShared, host.store.ownedPartitions.isEmpty { try takeShare(now: previous) }
         if scheduler.nextInstant.map({ $0 <= bound }) ?? false, feed.upstreamSeq > feed.appliedSeq { feed.catchUp() }
         let started = DispatchTime.now().uptimeNanoseconds
         return try host.write { tx in
@@ -121,10 +124,12 @@ extension ReminderPlanner {
     }
 
     /// After a failed decision transaction, memory goes back to what is stored: `decidedThrough`
-    /// went back with the transaction, and the schedule is built again from it. Timed work waits a
-    /// second before it tries again (`StoreRetry`).
-    func recoverFromFailedDecisions(_ error: Error) {
-        host.recordError("deciding failed; will retry", ["error": "\(error)"])
+    /// went back with the transaction, and the schedule is built again from it. What is due by now
+    /// was due while nothing could be decided: it is decided by the grace window, as after a
+    /// restart. Timed work waits a second before it tries again (`StoreRetry`).
+    func recoverFromFailedDecisions(_ error: Error, _ message: String = "deciding failed; will retry") {
+        host.recordError(message, ["error": "\(error)"])
+        backlogThrough = max(backlogThrough, host.time.now())
         rebuildSchedule()
         storeRetry.failed()
     }

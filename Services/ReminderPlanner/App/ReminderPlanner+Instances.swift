@@ -16,7 +16,15 @@ extension ReminderPlanner {
         /// (`PostgresStore.connect`): a second more keeps takeover within 15 s.
         static let balanceNanoseconds: UInt64 = 1_000_000_000
 
-        var balanceIsDue: Bool { DispatchTime.now().uptimeNanoseconds >= nextBalance }
+        var isDue: Bool { DispatchTime.now().uptimeNanoseconds >= nextBalance }
+    }
+
+    /// Balances the partitions when it is time to, and at once when this instance holds none (it
+    /// just connected again, its leases gone): before deciding anything, so that nothing due in its
+    /// former share is passed over.
+    func balancePartitionsIfDue() {
+        guard host.store.isShared, instances.isDue || host.store.ownedPartitions.isEmpty else { return }
+        balancePartitions()
     }
 
     /// Whether this instance decides for `user` now.
@@ -25,30 +33,31 @@ extension ReminderPlanner {
         return owned == .all || owned.contains(Ownership.partition(of: user))
     }
 
-    /// Takes this instance's share of the partitions and lets go of the rest, then takes over
-    /// those it newly holds: their reminders are scheduled from where their last owner's decisions
-    /// reached, and what fell due since is decided by the grace window (`backlogThrough`).
+    /// Takes this instance's share of the partitions and lets go of the rest; a failure is logged,
+    /// and tried again a second later.
     func balancePartitions() {
         instances.nextBalance = DispatchTime.now().uptimeNanoseconds + Instances.balanceNanoseconds
         guard storeRetry.isDue else { return }
-        let taken: PartitionSet
-        let stored: [Int: Instant]
         do {
-            taken = try host.store.balancePartitions()
-            guard !taken.isEmpty else { return }
-            stored = try host.query { try PlannerStore.decidedThrough($0) }
+            try takeShare(now: host.time.now())
         } catch {
-            host.recordError("balancing the partitions failed; will retry", ["error": "\(error)"])
-            storeRetry.failed()
-            return
+            recoverFromFailedDecisions(error, "balancing the partitions failed; will retry")
         }
-        let now = host.time.now()
+    }
+
+    /// Takes this instance's share of the partitions and lets go of the rest, then takes over those
+    /// it newly holds: their reminders are scheduled from where their last owner's decisions
+    /// reached, and what fell due since is decided by the grace window (`backlogThrough`).
+    func takeShare(now: Instant) throws {
+        let taken = try host.store.balancePartitions()
+        guard !taken.isEmpty else { return }
+        let stored = try host.query { try PlannerStore.decidedThrough($0) }
         for partition in taken { decidedThrough[partition] = stored[partition] ?? now }
         backlogThrough = max(backlogThrough, now)
         for user in reminders.owners where taken.contains(Ownership.partition(of: user)) { scheduleReminders(of: user) }
         host.logger.notice("took over partitions", metadata: [
             "taken": "\(taken.count)", "owns": "\(host.store.ownedPartitions.count)", "of": "\(Ownership.partitionCount)"])
-        decideDue(through: now)
+        try decideOrThrow(through: now)
     }
 
     /// Brings memory up to what other instances committed (under the log row's lock, at the start

@@ -111,8 +111,8 @@ public final class ReminderPlanner: Service {
         host.onTick = { [unowned self] in
             self.feed.tick()
             self.followTZData()
+            self.balancePartitionsIfDue()
             if self.manualClock == nil { self.decideRunning(through: self.host.time.now()) }
-            if self.host.store.isShared, self.instances.balanceIsDue { self.balancePartitions() }
         }
     }
 
