@@ -23,6 +23,12 @@ import Storage
 /// wiped or replaced) halts the feed — an error in the log, `health.counters.upstreamReset`, a
 /// metric — until an operator restores the upstream or restarts this service once with
 /// `--accept-upstream-reset`, which follows the new history from its start (applying is idempotent).
+///
+/// A feed `partitioned` by user, on a store instances share, applies each event in full only on the
+/// instance that owns its user's partition (`isMine`); the others may keep memory from it. It keeps,
+/// per partition, the seq applied through (`partition_cursor`, in the applying transaction), and an
+/// instance that takes a partition over goes back to where its last owner was and applies again
+/// from there, for that partition; so nothing its last owner did not apply is lost, nothing twice.
 public final class UpstreamFeed {
     public typealias Apply = (_ event: ReceivedEvent, _ tx: Transaction) throws -> Void
 
@@ -57,10 +63,22 @@ public final class UpstreamFeed {
     private static let pageSize = 1000
     /// `health.counters` entry of the halts.
     static let resetCounter = "upstreamReset"
+    /// For a partitioned feed on a shared store: per partition, the seq its events are applied
+    /// through (by this instance, for those it owns; else as last stored). Nil: not partitioned.
+    private var partitionFloors: [Int64]?
+    /// When the partitions are balanced next (uptime nanoseconds).
+    private var nextBalance: UInt64 = 0
+    /// Called with the partitions this instance newly holds, before their events are applied again:
+    /// to read what their last owner left in the store.
+    public var onTakeOver: ((PartitionSet) throws -> Void)?
+    /// A dead instance's partitions are free at once, a cut-off one's within about 11 s: a second
+    /// more keeps takeover within 15 s.
+    private static let balanceNanoseconds: UInt64 = 1_000_000_000
 
     /// Subscribes to everything the upstream publishes, at every instance of it: filtering by type
     /// happens in `apply`, since a topic filter would turn every other type's seq into a false gap.
-    public init(upstream: ServiceName, host: ServiceHost, eventsEndpoints: [String], apiEndpoints: [String], apply: @escaping Apply) throws {
+    public init(upstream: ServiceName, host: ServiceHost, eventsEndpoints: [String], apiEndpoints: [String], partitioned: Bool = false,
+                apply: @escaping Apply) throws {
         self.upstream = upstream
         self.host = host
         self.apply = apply
@@ -68,6 +86,15 @@ public final class UpstreamFeed {
                                      credentials: host.credentials(for: upstream))
         client = try UpstreamClient(host: host, upstream: upstream, endpoints: apiEndpoints)
         (appliedSeq, followedLog) = try host.store.cursor(upstream.rawValue)
+        if partitioned, host.store.isShared {
+            // Every instance follows from where the slowest partition is: what its owner has not
+            // applied yet, the others may still keep in memory.
+            let floors = try startPartitionCursors()
+            partitionFloors = floors
+            appliedSeq = floors.min()!
+            _ = try host.store.balancePartitions()
+            nextBalance = DispatchTime.now().uptimeNanoseconds + Self.balanceNanoseconds
+        }
         host.watch(follower.subscriber) { [unowned self] in receiveLive() }
         host.follow(self)
         host.upstreamProgressed(self)
@@ -193,6 +220,10 @@ public final class UpstreamFeed {
 
     private func roundEnded(_ caughtUp: Bool, timeoutMilliseconds: Int) {
         isCatchingUp = false
+        if let seq = rewindAfterCatchUp {
+            rewindAfterCatchUp = nil
+            if seq < appliedSeq { appliedSeq = seq; held.removeAll() }
+        }
         retryInterval = caughtUp ? Self.minimumRetry : min(retryInterval * 2, 60)
         if !caughtUp { held.removeAll() }  // refetched from the cursor on the next round
         let done = waiting
@@ -235,9 +266,10 @@ public final class UpstreamFeed {
     /// Whether work waits on a known gap now (`waitsForKnownGap`): the loop need not wake for it early.
     public var isWaitingForKnownGap: Bool { gapWaitStarted != nil }
 
-    /// Called every loop turn: catches up when a heartbeat showed we are behind, or when the
-    /// upstream has been silent (it may have restarted), at most every `retryInterval`.
+    /// Called every loop turn: balances the partitions when due; catches up when a heartbeat showed
+    /// we are behind, or when the upstream has been silent (it may have restarted), at most every `retryInterval`.
     public func tick() {
+        balancePartitionsIfDue()
         guard !isCatchingUp, !halted else { return }
         let behind = follower.publisherSeq > appliedSeq
         guard behind || follower.isSilent, Date().timeIntervalSince(lastAttempt) >= retryInterval else { return }
@@ -287,6 +319,7 @@ public final class UpstreamFeed {
         let contiguous = start == 0 && end == ordered.count ? ordered : Array(ordered[start..<end])
         let lastSeq = contiguous[contiguous.count - 1].seq
         do {
+            let owned = host.store.ownedPartitions
             try host.write(copyOfUpstream: true) { tx in
                 let results = try tx.eachIsolated(contiguous, isFatal: { $0 is DatabaseError }) { try apply($0, tx) }
                 for (index, result) in results.enumerated() {
@@ -295,12 +328,83 @@ public final class UpstreamFeed {
                     }
                 }
                 try tx.setCursor(upstream.rawValue, lastSeq, logId: followedLog)
+                if partitionFloors != nil, !owned.isEmpty {
+                    try tx.sql.execute("UPDATE partition_cursor SET seq = ? WHERE upstream = ? AND seq < ? AND partition_index IN (\(Self.list(owned)))",
+                                       [.integer(lastSeq), .text(upstream.rawValue), .integer(lastSeq)])
+                }
             }
             appliedSeq = lastSeq
+            for partition in owned where partitionFloors != nil { partitionFloors![partition] = max(partitionFloors![partition], lastSeq) }
         } catch {
             host.recordError("applying upstream events failed", ["upstream": "\(upstream)", "error": "\(error)"])
         }
     }
+
+    // MARK: Partitions
+
+    /// Whether this instance applies `seq` in full for `user`: always, unless the feed is
+    /// partitioned; then only in a partition it owns and past what is applied there.
+    public func isMine(_ user: UserID, seq: Int64) -> Bool {
+        guard let partitionFloors else { return true }
+        let partition = Ownership.partition(of: user)
+        return host.store.ownedPartitions.contains(partition) && seq > partitionFloors[partition]
+    }
+
+    /// Each partition's stored seq, made where missing from the feed's cursor (what every
+    /// instance applied before the feed was partitioned).
+    private func startPartitionCursors() throws -> [Int64] {
+        let upstream = upstream.rawValue
+        return try host.write { tx in
+            let rows = (0..<Ownership.partitionCount).map { "(?, \($0), ?)" }.joined(separator: ", ")
+            try tx.sql.execute("INSERT INTO partition_cursor (upstream, partition_index, seq) VALUES \(rows) ON CONFLICT DO NOTHING",
+                               Array(repeating: [.text(upstream), .integer(appliedSeq)], count: Ownership.partitionCount).flatMap { $0 })
+            var floors = Array(repeating: appliedSeq, count: Ownership.partitionCount)
+            _ = try tx.sql.rows("SELECT partition_index, seq FROM partition_cursor WHERE upstream = ?", [.text(upstream)]) { row -> Never? in
+                if let partition = row.integer(0), let seq = row.integer(1), floors.indices.contains(Int(partition)) { floors[Int(partition)] = seq }
+                return nil
+            }
+            return floors
+        }
+    }
+
+    /// Takes this instance's share of the partitions and lets go of the rest; for those it newly
+    /// holds, goes back to where their last owner was, and the feed's catch-up applies from there.
+    private func balancePartitionsIfDue() {
+        guard partitionFloors != nil, DispatchTime.now().uptimeNanoseconds >= nextBalance else { return }
+        nextBalance = DispatchTime.now().uptimeNanoseconds + Self.balanceNanoseconds
+        do {
+            let taken = try host.store.balancePartitions()
+            guard !taken.isEmpty else { return }
+            let stored = try startPartitionCursors()
+            for partition in taken { partitionFloors![partition] = stored[partition] }
+            let from = taken.map { stored[$0] }.min()!
+            host.logger.notice("took over partitions", metadata: [
+                "upstream": "\(upstream)", "taken": "\(taken.count)", "owns": "\(host.store.ownedPartitions.count)", "from": "\(from)"])
+            do {
+                try onTakeOver?(taken)
+            } catch {
+                host.recordError("reading the partitions taken over failed", ["upstream": "\(upstream)", "error": "\(error)"])
+            }
+            guard from < appliedSeq, !isCatchingUp else {
+                if from < appliedSeq { rewindAfterCatchUp = min(rewindAfterCatchUp ?? from, from) }
+                return
+            }
+            rewind(to: from)
+        } catch {
+            host.recordError("balancing the partitions failed; will retry", ["upstream": "\(upstream)", "error": "\(error)"])
+        }
+    }
+
+    /// Where a takeover during a catch-up round goes back to, once the round ends.
+    private var rewindAfterCatchUp: Int64?
+
+    private func rewind(to seq: Int64) {
+        appliedSeq = seq
+        held.removeAll()
+        catchUpInBackground()
+    }
+
+    private static func list(_ partitions: PartitionSet) -> String { partitions.map(String.init).joined(separator: ",") }
 
     /// `events` in seq order, each seq once: live events held from several instances of the upstream
     /// come out of order, and one relayed or connected twice comes twice; a copy must not end the run.

@@ -62,6 +62,10 @@ public final class PostgresStore: Store {
         try log.create(on: connection) { transaction in
             try transaction.execute("CREATE TABLE IF NOT EXISTS \(log.schemaName).migration (name TEXT PRIMARY KEY)")
             try transaction.execute("CREATE TABLE IF NOT EXISTS \(log.schemaName).cursor (upstream TEXT PRIMARY KEY, seq BIGINT NOT NULL, log_id TEXT)")
+            try transaction.execute("""
+                CREATE TABLE IF NOT EXISTS \(log.schemaName).partition_cursor (
+                    upstream TEXT NOT NULL, partition_index INTEGER NOT NULL, seq BIGINT NOT NULL, PRIMARY KEY (upstream, partition_index))
+                """)
             let done = Set(try transaction.execute("SELECT name FROM \(log.schemaName).migration").compactMap { $0.text(0) })
             for migration in migrations where !done.contains(migration.name) {
                 for statement in migration.statements { try transaction.execute(statement) }

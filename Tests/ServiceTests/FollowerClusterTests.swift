@@ -59,4 +59,80 @@ import TestSupport
         #expect(entries[0] != nil && entries[0] == entries[1])
         #expect(try rig.client(logger).call(Ops.health, NoFields()).lastSeq == 1)
     }
+
+    /// Waits until the instances' `owns` add up to every partition, each with a share.
+    func waitUntilShared(by instances: [InProcessService], rig: ServiceRig) throws {
+        try waitUntil(timeout: 10, interval: 0.2, "the instances share the partitions") {
+            let shares = try instances.map { try rig.client($0).call(Ops.health, NoFields()).owns?.partitions ?? 0 }
+            return shares.allSatisfy { $0 > 0 } && shares.reduce(0, +) == Ownership.partitionCount
+        }
+    }
+
+    static let users = (0..<16).map { user("user\($0)") }
+
+    /// Two streak instances share the users by partitions; one stops, and the entries logged
+    /// meanwhile for its users are applied, and published, once, by the other, which owns every
+    /// partition within 15 s.
+    @Test func aStreakInstanceTakesOverTheUsersOfOneThatStopped() throws {
+        let rig = try ServiceRig(.inproc, backend: .postgresql)
+        let logger = try rig.sessionLogger()
+        let instances = [try rig.streak(following: logger), try rig.streak(following: logger)]
+        try waitUntilShared(by: instances, rig: rig)
+        let loggerClient = rig.client(logger)
+        func logEveryone(_ day: LocalDay) throws {
+            for user in Self.users { _ = try loggerClient.call(Ops.noalcLog, NoAlcLogRequest(userId: user, day: day, level: .steady)) }
+        }
+        try logEveryone(day("2026-03-01"))
+        try waitUntilApplied(Int64(Self.users.count), by: instances, rig: rig)
+
+        #expect(instances[0].stop())
+        try logEveryone(day("2026-03-02"))
+        let survivor = rig.client(instances[1])
+        try waitUntil(timeout: 15, interval: 0.2, "the survivor owns every partition") {
+            try survivor.call(Ops.health, NoFields()).owns?.partitions == Ownership.partitionCount
+        }
+        try waitUntilApplied(Int64(2 * Self.users.count), by: [instances[1]], rig: rig)
+        try waitUntil(timeout: 10, interval: 0.2, "every change is published") {
+            try survivor.call(Ops.eventsSince, EventsSinceRequest(after: 0)).events.count == 2 * Self.users.count
+        }
+        var published: [String: Int] = [:]
+        for event in try survivor.call(Ops.eventsSince, EventsSinceRequest(after: 0)).events {
+            guard case .streakUpdated(let state) = event.data else { continue }
+            published["\(state.userId) \(state.lastLoggedDay.map(\.description) ?? "-")", default: 0] += 1
+        }
+        #expect(published.count == 2 * Self.users.count && published.values.allSatisfy { $0 == 1 }, "\(published)")
+        for user in Self.users {
+            #expect(try survivor.call(Ops.streakGet, StreakGetRequest(userId: user, asOf: day("2026-03-02"))).lastLoggedDay == day("2026-03-02"))
+        }
+    }
+
+    /// Two notifiers share the users by partitions, each notifying its own; one stops, and the
+    /// reminders due meanwhile for its users are notified, once, by the other.
+    @Test func aNotifierTakesOverTheUsersOfOneThatStopped() throws {
+        let rig = try ServiceRig(.inproc, backend: .postgresql)
+        let logger = try rig.sessionLogger()
+        let planner = try rig.planner(clock: Instant.now().minuteFloor, following: logger)
+        let instances = [try rig.notifier(following: planner, logger: logger), try rig.notifier(following: planner, logger: logger)]
+        try waitUntilShared(by: instances, rig: rig)
+        let plannerClient = rig.client(planner)
+        let reminders = try Self.users.map { try plannerClient.call(Ops.reminderPut, ReminderPutRequest(userId: $0, activity: .workout)).reminder }
+        func fireEveryone() throws {
+            for reminder in reminders { _ = try plannerClient.call(Ops.reminderTest, ReminderTestRequest(reminderId: reminder.id)) }
+        }
+        try fireEveryone()
+        try waitUntilApplied(try plannerClient.call(Ops.health, NoFields()).lastSeq, by: instances, rig: rig)
+
+        #expect(instances[0].stop())
+        try fireEveryone()
+        let survivor = rig.client(instances[1])
+        try waitUntil(timeout: 15, interval: 0.2, "the survivor owns every partition") {
+            try survivor.call(Ops.health, NoFields()).owns?.partitions == Ownership.partitionCount
+        }
+        try waitUntilApplied(try plannerClient.call(Ops.health, NoFields()).lastSeq, by: [instances[1]], rig: rig)
+        try waitUntil(timeout: 10, interval: 0.2, "every due is notified") {
+            try Self.users.allSatisfy { try survivor.call(Ops.notificationList, NotificationListRequest(userId: $0)).notifications.count == 2 }
+        }
+        let notified = try survivor.call(Ops.eventsSince, EventsSinceRequest(after: 0)).events.filter { $0.type == Events.notify.name }
+        #expect(notified.count == 2 * Self.users.count, "one notification per reminder.due")
+    }
 }

@@ -76,14 +76,20 @@ public final class NoAlcStreakService: Service {
         }
         histories = Histories(loaded, policy: settings.policy)
         feed = try UpstreamFeed(upstream: .sessionLogger, host: host, eventsEndpoints: settings.sessionLoggerEvents,
-                                apiEndpoints: settings.sessionLoggerAPI) { [unowned self] event, tx in
+                                apiEndpoints: settings.sessionLoggerAPI, partitioned: true) { [unowned self] event, tx in
             try apply(event, in: tx)
+        }
+        // The owner published each change it stored: a user taken over was last published as stored.
+        feed.onTakeOver = { [unowned self] taken in
+            let stored = try host.query { try StreakStore.load(from: $0, policy: policy, host: host) }
+            histories.takeLatest(from: stored) { taken.contains(Ownership.partition(of: $0)) }
         }
         registerOps()
         // Before the ready line, so a client asking right after start sees everything logged so far.
         // If the session logger does not answer, the loop keeps trying (PROTOCOL "Running the services").
         feed.catchUp(timeoutMilliseconds: 2000)
         host.tzdataVersion = { TZData.system.version }
+        host.owns = { [unowned self] in Ownership(partitions: host.store.ownedPartitions.count) }
         host.onTick = { [unowned self] in
             feed.tick()
             _ = tzdata.check(logger: host.logger)
@@ -110,15 +116,21 @@ public final class NoAlcStreakService: Service {
 
     /// One upstream event. Only `noalc.logged` matters here; the feed advances past the rest.
     ///
-    /// The transaction that changes the stored day publishes what changed, so one `streak.updated`
-    /// goes out per change however many instances share the database (their transactions take
-    /// turns on the log row: PostgresStore). An entry that changes nothing here was applied before,
-    /// by this instance (a redelivery) or by another one: memory then takes the stored level, so
-    /// every instance answers `streak.get` alike, and a redelivery costs no walk.
+    /// The instance that owns the user's partition (`UpstreamFeed.isMine`) stores the day and
+    /// publishes what changed, so one `streak.updated` goes out per change however many instances
+    /// share the database; the others keep the day in memory only, so every instance answers
+    /// `streak.get` alike. An entry that changes nothing stored was applied before (a redelivery):
+    /// memory then takes the stored level, and a redelivery costs no walk.
     private func apply(_ event: ReceivedEvent, in tx: Transaction) throws {
         guard case .noalcLogged(let entry) = event.data else { return }
-        let changed = try StreakStore.record(user: entry.userId, day: entry.day, level: entry.level, seq: event.seq, in: tx.sql)
         var history = histories.history(of: entry.userId, in: tx)
+        guard feed.isMine(entry.userId, seq: event.seq) else {
+            // What the owner published is not known here: `latest` is read when this instance takes the user over.
+            history.record(entry.level, on: entry.day)
+            histories.stage(history, for: entry.userId, in: tx)
+            return
+        }
+        let changed = try StreakStore.record(user: entry.userId, day: entry.day, level: entry.level, seq: event.seq, in: tx.sql)
         if changed {
             history.record(entry.level, on: entry.day)
         } else {

@@ -87,6 +87,14 @@ final class Histories {
     /// The user's history as committed: what a request outside any transaction sees.
     func committedHistory(of user: UserID) -> History { committed[user] ?? History(policy: policy) }
 
+    /// Sets `latest` of the users `taken` selects to what `stored` gives: the state as of their last
+    /// stored day. Between transactions.
+    func takeLatest(from stored: [UserID: History], of taken: (UserID) -> Bool) {
+        for user in committed.keys where taken(user) {
+            committed[user]!.latest = stored[user].flatMap { history in history.lastDay.map { history.streak(of: user, asOf: $0) } }
+        }
+    }
+
     /// Must be the last step of a change: nothing after it may throw, or the savepoint it ran in
     /// would roll back while the staged history stays.
     func stage(_ history: History, for user: UserID, in tx: Transaction) {
@@ -112,7 +120,7 @@ enum StreakStore {
     }
 
     static let layout = StoreLayout(sqliteMigrations: migrate, projection: .cursorsOnly,
-                                    postgresMigrations: [PostgresMigration("noalc_level", [table])])
+                                    postgresMigrations: [PostgresMigration("noalc_level", [table])], partitioned: true)
 
     /// SQLite keeps it WITHOUT ROWID (the key is the row): one b-tree instead of two.
     private static let table = """

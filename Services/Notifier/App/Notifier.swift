@@ -13,7 +13,8 @@ import ZeroMQ
 ///
 /// Everything it decides is stored, written in the transaction that advances the planner
 /// cursor: an occurrence is notified (or dropped by the rate limit) exactly once whatever restarts
-/// or redelivery happen, and the rate limit survives restarts.
+/// or redelivery happen, and the rate limit survives restarts. Several instances share the users
+/// by partitions: each notifies its own.
 public final class NotifierService: Service {
     public let host: ServiceHost
     private let settings: NotifierSettings
@@ -34,13 +35,14 @@ public final class NotifierService: Service {
         host.count("rateLimited", by: counts.rateLimited)
         for outcome in ["sent", "rate_limited"] { host.countMetric("notifications", "outcome", outcome, by: 0) }
         feed = try UpstreamFeed(upstream: .reminderPlanner, host: host, eventsEndpoints: settings.plannerEvents,
-                                apiEndpoints: settings.plannerAPI) { [unowned self] event, tx in
+                                apiEndpoints: settings.plannerAPI, partitioned: true) { [unowned self] event, tx in
             try apply(event, tx)
         }
         registerOps()
         // Before the ready line; if the planner does not answer, the loop keeps trying.
         feed.catchUp(timeoutMilliseconds: 2000)
         host.onTick = { [unowned self] in feed.tick() }
+        host.owns = { [unowned self] in Ownership(partitions: host.store.ownedPartitions.count) }
     }
 
     // MARK: Ops
@@ -117,9 +119,10 @@ public final class NotifierService: Service {
 
     // MARK: Upstream
 
-    /// One planner event: a `reminder.due` becomes a notification, unless the rate limit drops it.
+    /// One planner event: a `reminder.due` becomes a notification, unless the rate limit drops it;
+    /// with several instances, on the one that owns its user's partition (`UpstreamFeed.isMine`).
     private func apply(_ event: ReceivedEvent, _ tx: Transaction) throws {
-        guard case .reminderDue(let due) = event.data else { return }
+        guard case .reminderDue(let due) = event.data, feed.isMine(due.occurrence.userId, seq: event.seq) else { return }
         let occurrence = due.occurrence
         // Each test firing is its own notification; the envelope id keeps a redelivered one the same.
         let notificationId = due.test ? "\(occurrence.reminderId)@test-\(event.id)" : occurrence.identity

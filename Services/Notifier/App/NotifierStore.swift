@@ -16,7 +16,7 @@ enum NotifierStore {
     }
 
     static let layout = StoreLayout(sqliteMigrations: migrate, projection: .cursorsOnly,
-                                    postgresMigrations: [PostgresMigration("notifications", tables(.postgres))])
+                                    postgresMigrations: [PostgresMigration("notifications", tables(.postgres))], partitioned: true)
 
     /// notification_id is the unique key that makes an occurrence notified at most once. Ids are
     /// compared case-insensitively (PROTOCOL "Value formats"): SQLite's column says so (NOCASE), and
