@@ -127,7 +127,8 @@ let package = Package(
                            .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            // To damage a stopped service's SQLite file on purpose.
                            .product(name: "GRDB", package: "GRDB.swift")]),
-        // Starts the built executables as real processes; depends on them only through the build.
-        .testTarget(name: "SystemTests", dependencies: ["ZeroMQ", "LHTSchema", "LHTClient", "LHTSecurity", "TestSupport", "PostgresStorage"]),
+        // Starts the built executables as real processes; depends on them only through the build
+        // (Storage for `Ownership.partition(of:)`: which of the 64 partitions a user is in).
+        .testTarget(name: "SystemTests", dependencies: ["ZeroMQ", "LHTSchema", "LHTClient", "LHTSecurity", "TestSupport", "PostgresStorage", "Storage"]),
     ]
 )

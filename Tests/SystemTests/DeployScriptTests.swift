@@ -83,9 +83,9 @@ import ZeroMQ
     }
 
     /// PROTOCOL "Cluster (PostgreSQL)" on one machine: `start --postgres` runs PostgreSQL in the data
-    /// directory and two instances of every service on it (the planner's second standing by);
-    /// instances of a service share one log and each sees the other's writes; `stop` leaves neither
-    /// a service nor PostgreSQL running.
+    /// directory and two instances of every service on it, each started and ready alike (the
+    /// planner's two sharing the 64 partitions); instances of a service share one log and each sees
+    /// the other's writes; `stop` leaves neither a service nor PostgreSQL running.
     @Test func startsTwoInstancesOnPostgreSQLAndStopsEverything() throws {
         let directory = temporaryDirectory("lht-deploy-pg")
         defer { _ = try? run(["stop"], dataDirectory: directory) }
@@ -97,7 +97,8 @@ import ZeroMQ
                      "noalc-streak@a", "noalc-streak@b"]
         let started = pids(in: directory, of: names)
         #expect(started.count == 8)
-        #expect(first.output.contains("reminder-planner@b  pid") && first.output.contains("standing by"), "\(first.output)")
+        // The planner's b is ready as every other instance is, on its 74xx ports.
+        #expect(first.output.contains("api=tcp://127.0.0.1:7411"), "\(first.output)")
         let postmaster = try #require((try? String(contentsOf: directory.appendingPathComponent("postgres/data/postmaster.pid"), encoding: .utf8))
             .flatMap { $0.split(separator: "\n").first.flatMap { Int32($0) } }, "no postmaster.pid")
         // The database password only in a file of the owner's.
@@ -122,7 +123,7 @@ import ZeroMQ
             try WireClient("tcp://127.0.0.1:\(port)", context: context, credentials: CurveCredentials(
                 publicKey: admin.publicKey, secretKey: admin.secretKey!, serverKey: try keys.servicePublicKey(service)))
         }
-        for (service, port) in [("session-logger", 7301), ("notifier", 7321), ("noalc-streak", 7331)] {
+        for (service, port) in [("session-logger", 7301), ("reminder-planner", 7311), ("notifier", 7321), ("noalc-streak", 7331)] {
             let a = try client(service, port: port).ok("health")
             let b = try client(service, port: port + 100).ok("health")
             #expect(a["service"]?.stringValue == service && b["service"]?.stringValue == service)
@@ -139,12 +140,17 @@ import ZeroMQ
             "userId": "deploy", "from": Instant.now().adding(seconds: -3600).description, "until": Instant.now().adding(seconds: 60).description])
         guard case .array(let sessions)? = listed["sessions"] else { Issue.record("no sessions: \(listed)"); return }
         #expect(sessions.compactMap { $0["id"]?.stringValue } == [session["id"] as! String], "\(listed)")
+        // Both planners serve every user and share the partitions: a reminder put on a is read on b.
+        let planners = [try client("reminder-planner", port: 7311), try client("reminder-planner", port: 7411)]
+        let reminder = try #require(try planners[0].ok("reminder.put", ["userId": "deploy", "activity": "workout", "time": "09:00"])["id"]?.stringValue)
+        #expect(try planners[1].ok("reminder.list", ["userId": "deploy"])["reminders"]?.arrayValue.compactMap { $0["id"]?.stringValue } == [reminder])
+        try settledShares(planners, timeout: 10)
 
         let status = try run(["status"], dataDirectory: directory)
         #expect(status.status == 0, "\(status.output)")
         #expect(status.output.contains("postgres") && status.output.contains("session-logger@b") && status.output.contains("instance b:"),
                 "\(status.output)")
-        #expect(status.output.contains("reminder-planner@b  standing by"), "\(status.output)")
+        #expect(status.output.contains("reminder-planner@b  running"), "\(status.output)")
 
         let stopped = try run(["stop"], dataDirectory: directory)
         #expect(stopped.status == 0, "\(stopped.output)")

@@ -1,0 +1,47 @@
+import Foundation
+import LHTSchema
+import Storage
+
+// Several planner instances over one PostgreSQL (PROTOCOL "Cluster (PostgreSQL)", "Owners"): each
+// holds leases on a share of the 64 partitions users hash into and decides only for those.
+
+extension WireClient {
+    /// `health.owns.partitions` of the instance this client talks to: how many of the 64 partitions
+    /// it decides for now.
+    func ownedPartitions() throws -> Int {
+        let owns = try ok("health")["owns"]
+        guard let partitions = owns?["partitions"]?.intValue, owns?["of"]?.intValue == Int64(Ownership.partitionCount) else {
+            throw HarnessError("health.owns is \(String(describing: owns))")
+        }
+        return Int(partitions)
+    }
+}
+
+/// Each planner instance's share once the shares are settled: every instance holds some, they add
+/// up to 64, and two rounds of `health` in a row agree (a share moving between one instance's
+/// answer and the next one's could otherwise be counted twice or not at all). The instances
+/// rebalance every second; throws unless they settle within `timeout`.
+@discardableResult
+func settledShares(_ planners: [WireClient], timeout: TimeInterval) throws -> [Int] {
+    var last: [Int] = []
+    try waitUntil(timeout: timeout, interval: 0.2, "\(planners.count) planner instances sharing the 64 partitions (last: \(last))") {
+        let shares = try planners.map { try $0.ownedPartitions() }
+        defer { last = shares }
+        return shares == last && shares.reduce(0, +) == Ownership.partitionCount && shares.allSatisfy { $0 > 0 }
+    }
+    return last
+}
+
+/// A user id for each of the 64 partitions (`Ownership.partition(of:)`, the same in every process),
+/// `prefix` and a number: whatever share an instance holds, some of these users are in it.
+func usersOnePerPartition(_ prefix: String) -> [String] {
+    var users = [String?](repeating: nil, count: Ownership.partitionCount)
+    var next = 0
+    while users.contains(nil) {
+        let user = "\(prefix)\(next)"
+        next += 1
+        let partition = Ownership.partition(of: UserID(user)!)
+        if users[partition] == nil { users[partition] = user }
+    }
+    return users.map { $0! }
+}
