@@ -220,10 +220,6 @@ public final class UpstreamFeed {
 
     private func roundEnded(_ caughtUp: Bool, timeoutMilliseconds: Int) {
         isCatchingUp = false
-        if let seq = rewindAfterCatchUp {
-            rewindAfterCatchUp = nil
-            if seq < appliedSeq { appliedSeq = seq; held.removeAll() }
-        }
         retryInterval = caughtUp ? Self.minimumRetry : min(retryInterval * 2, 60)
         if !caughtUp { held.removeAll() }  // refetched from the cursor on the next round
         let done = waiting
@@ -385,23 +381,15 @@ public final class UpstreamFeed {
             } catch {
                 host.recordError("reading the partitions taken over failed", ["upstream": "\(upstream)", "error": "\(error)"])
             }
-            guard from < appliedSeq, !isCatchingUp else {
-                if from < appliedSeq { rewindAfterCatchUp = min(rewindAfterCatchUp ?? from, from) }
-                return
+            // A catch-up round in flight finds its pages past the gap this leaves, and the next round fills it.
+            if from < appliedSeq {
+                appliedSeq = from
+                held.removeAll()
+                if !isCatchingUp { catchUpInBackground() }
             }
-            rewind(to: from)
         } catch {
             host.recordError("balancing the partitions failed; will retry", ["upstream": "\(upstream)", "error": "\(error)"])
         }
-    }
-
-    /// Where a takeover during a catch-up round goes back to, once the round ends.
-    private var rewindAfterCatchUp: Int64?
-
-    private func rewind(to seq: Int64) {
-        appliedSeq = seq
-        held.removeAll()
-        catchUpInBackground()
     }
 
     private static func list(_ partitions: PartitionSet) -> String { partitions.map(String.init).joined(separator: ",") }

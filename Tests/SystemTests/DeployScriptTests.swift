@@ -155,7 +155,8 @@ import ZeroMQ
         let stopped = try run(["stop"], dataDirectory: directory)
         #expect(stopped.status == 0, "\(stopped.output)")
         #expect(stopped.output.contains("stopped postgres"), "\(stopped.output)")
-        #expect((started + [postmaster]).allSatisfy { !Self.running($0) }, "a service or PostgreSQL is still running")
+        // pg_ctl returns once the postmaster removed its pid file, a moment before it exits.
+        try waitUntil(timeout: 5, interval: 0.1, "every service and PostgreSQL gone") { (started + [postmaster]).allSatisfy { !Self.running($0) } }
         // Nor any other process of ours: every one names the data directory on its command line.
         let leftovers = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap(Int32.init).filter { pid in
             ((try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? "").contains(directory.path)

@@ -79,10 +79,10 @@ public final class NoAlcStreakService: Service {
                                 apiEndpoints: settings.sessionLoggerAPI, partitioned: true) { [unowned self] event, tx in
             try apply(event, in: tx)
         }
-        // The owner published each change it stored: a user taken over was last published as stored.
+        // The owner published each change it stored: a user taken over starts from what is stored.
         feed.onTakeOver = { [unowned self] taken in
             let stored = try host.query { try StreakStore.load(from: $0, policy: policy, host: host) }
-            histories.takeLatest(from: stored) { taken.contains(Ownership.partition(of: $0)) }
+            histories.takeOver(from: stored) { taken.contains(Ownership.partition(of: $0)) }
         }
         registerOps()
         // Before the ready line, so a client asking right after start sees everything logged so far.

@@ -87,11 +87,16 @@ final class Histories {
     /// The user's history as committed: what a request outside any transaction sees.
     func committedHistory(of user: UserID) -> History { committed[user] ?? History(policy: policy) }
 
-    /// Sets `latest` of the users `taken` selects to what `stored` gives: the state as of their last
-    /// stored day. Between transactions.
-    func takeLatest(from stored: [UserID: History], of taken: (UserID) -> Bool) {
-        for user in committed.keys where taken(user) {
-            committed[user]!.latest = stored[user].flatMap { history in history.lastDay.map { history.streak(of: user, asOf: $0) } }
+    /// The users `taken` selects, as `stored` has them: the days their last owner stored, and as
+    /// `latest` the state it published for them. Days kept in memory only are dropped: the events
+    /// that bring them are applied again, one at a time, each publishing its change. Between transactions.
+    func takeOver(from stored: [UserID: History], of taken: (UserID) -> Bool) {
+        for user in Set(committed.keys).union(stored.keys) where taken(user) {
+            committed[user] = stored[user].map { history in
+                var history = history
+                history.latest = history.lastDay.map { history.streak(of: user, asOf: $0) }
+                return history
+            }
         }
     }
 
