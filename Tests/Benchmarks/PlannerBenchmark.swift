@@ -175,7 +175,13 @@ enum PlannerBenchmark {
                                arguments: [RecordID().bytes, "u\(user)", seededRule(user: user, k: k, perUser: perUser).bits, seededCreatedMs])
                 }
             }
-            try db.run("UPDATE planner_state SET value = ? WHERE key = 'decidedThroughMs'", arguments: [clockStart.millisecondsSince1970])
+            // Every partition decided through the clock's start (the planner's start made the rows).
+            for partition in 0..<Ownership.partitionCount {
+                try db.run("""
+                    INSERT INTO decided_through (partition_index, at_ms) VALUES (?, ?)
+                    ON CONFLICT (partition_index) DO UPDATE SET at_ms = excluded.at_ms
+                    """, arguments: [partition, clockStart.millisecondsSince1970])
+            }
         }
         // Copied into the file, as a running planner's checkpointer would have: the scan below and
         // the start both read the file, not a log of the whole seed.

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import LHTClient
 import LHTSchema
 import PostgresStorage
 import TestSupport
@@ -12,8 +13,11 @@ import ZeroMQ
 /// (1,000,000; 100,000 with `--quick`), the figures as ratios PG / SQLite:
 /// 1. Start-up: the built `reminder-planner` started three times on each, by turns; the time from
 ///    spawning it to its ready line, and its peak resident memory (VmHWM) then.
-/// 2. Takeover: the built planner active on PostgreSQL, a second one standing by; the active one
-///    SIGKILLed and the time until the standby prints its ready line, three times; beside (1)'s cold start.
+/// 2. Three instances: the built planner started three times on PostgreSQL, each beside those
+///    already running (all active, sharing the 64 partitions): each one's time to its ready line,
+///    its peak resident memory then, and the time until its share is taken; then, three times, the
+///    oldest SIGKILLed and the time until the survivors own all 64 partitions (`health.owns`), a new
+///    instance started in its place; beside (1)'s cold start.
 /// 3. A covering session acknowledged → `reminder.cancelled`, logger and planner in-process on
 ///    PostgreSQL, beside both on SQLite (`PlannerBenchmark.cancellations`).
 enum PlannerPostgresBenchmark {
@@ -72,29 +76,47 @@ enum PlannerPostgresBenchmark {
                      postgresPeak, each(postgresStarts.map(\.peak), "%.0f")))
         print(String(format: "  ratio PG/SQLite: ready %.2f, peak RSS %.2f", postgresReady / sqliteReady, postgresPeak / sqlitePeak))
 
-        // 2. Takeover: each round's standby is the next round's active planner.
-        var active = try StreakBenchmark.Child("reminder-planner", postgresArguments, readyTimeout: 3600)
-        defer { active.stop() }
-        print("takeover: reminder-planner active on PostgreSQL, a second one standing by; SIGKILL of the active one → the standby's ready line")
+        // 2. Three instances, every one active: each started beside those running, then the oldest
+        // SIGKILLed and replaced, `takeovers` times.
+        print("three instances: the built reminder-planner on PostgreSQL, each started beside those running (spawn → ready line; peak RSS: "
+              + "its VmHWM at ready; then until every instance holds a share of the \(Ownership.partitionCount) partitions, health.owns); "
+              + "SIGKILL of the oldest → the survivors own all \(Ownership.partitionCount), and a new one started in its place, \(takeovers) times")
+        var instances: [StreakBenchmark.Child] = []
+        defer { for instance in instances { instance.stop() } }
+        var clusterStarts: [Start] = []
+        func startInstance() throws {
+            var child: StreakBenchmark.Child!
+            let seconds = try PlannerBenchmark.time { child = try StreakBenchmark.Child("reminder-planner", postgresArguments, readyTimeout: 3600) }
+            let peak = ProcessStatus.megabytes("VmHWM", of: "\(child.process.pid)")
+            instances.append(child)
+            var shares: [Int] = []
+            let settled = try PlannerBenchmark.time { shares = try waitForShares(of: instances, context: context) }
+            if instances.count > 1 { clusterStarts.append((seconds, peak)) }
+            print(String(format: "  started beside %d   ready %6.2f s   peak RSS %5.0f MB   shares %@ %5.2f s after ready",
+                         instances.count - 1, seconds, peak, "\(shares)", settled))
+        }
+        for _ in 0..<3 { try startInstance() }
         var takeoverSeconds: [Double] = []
         for round in 1...takeovers {
-            let standby = try StreakBenchmark.Child("reminder-planner", postgresArguments, standby: true)
-            try waitUntilStandingBy(admin, standby)
-            let waiting = ProcessStatus.megabytes("VmRSS", of: "\(standby.process.pid)")
+            let killed = instances.removeFirst()
+            var shares: [Int] = []
             let seconds = try PlannerBenchmark.time {
-                active.process.signal(SIGKILL)
-                try standby.waitUntilReady(timeout: 3600)
+                killed.process.signal(SIGKILL)
+                shares = try waitForShares(of: instances, context: context)
             }
-            active.process.wait()
-            active = standby
+            killed.process.wait()
             takeoverSeconds.append(seconds)
-            print(String(format: "  round %d   %6.2f s   the standby's RSS standing by %.0f MB, its peak RSS at ready %.0f MB",
-                         round, seconds, waiting, ProcessStatus.megabytes("VmHWM", of: "\(standby.process.pid)")))
+            print(String(format: "  takeover %d   %6.2f s   the survivors' shares %@", round, seconds, "\(shares)"))
+            try startInstance()
         }
         let takeover = median(takeoverSeconds)
-        print(String(format: "  median %6.2f s   ratio %.2f × a cold start on PostgreSQL (%.2f s): the standby loads nothing until it holds the lock, "
-                     + "which it tries every 0.5 s", takeover, takeover / postgresReady, postgresReady))
-        active.stop()  // before an in-process planner on the same database, which would stand by behind it
+        print(String(format: "  median: ready %6.2f s, peak RSS %5.0f MB a start beside others (alone on PostgreSQL: %.2f s, %.0f MB); "
+                     + "takeover %6.2f s, ratio %.2f × a cold start: the survivors hold every reminder already and take the partitions "
+                     + "on their next balance (every second)", median(clusterStarts.map(\.seconds)), median(clusterStarts.map(\.peak)),
+                     postgresReady, postgresPeak, takeover, takeover / postgresReady))
+        // Before an in-process planner on the same database, which would share the partitions with them.
+        for instance in instances { instance.stop() }
+        instances = []
 
         // 3. Ack → reminder.cancelled, in-process as `bench planner` measures it, SQLite first.
         var latencies: [(ack: [Double], logged: [Double], cancel: [Double])] = []
@@ -149,24 +171,24 @@ enum PlannerPostgresBenchmark {
             try connection.execute("INSERT INTO reminder_planner.reminder (id, user_id, rule, title, body, created_at_ms) VALUES "
                                    + rows.joined(separator: ", "))
         }
+        // Every partition decided through the clock's start (the planner's start made the rows).
         try connection.execute("""
-            INSERT INTO reminder_planner.planner_state (key, value) VALUES ('decidedThroughMs', $1)
-            ON CONFLICT (key) DO UPDATE SET value = excluded.value
+            INSERT INTO reminder_planner.decided_through (partition_index, at_ms) SELECT p, $1::bigint FROM generate_series(0, \(Ownership.partitionCount - 1)) p
+            ON CONFLICT (partition_index) DO UPDATE SET at_ms = excluded.at_ms
             """, [.int(PlannerBenchmark.clockStart.millisecondsSince1970)])
         try connection.execute(#"VACUUM ANALYZE reminder_planner.reminder, reminder_planner."user""#)
     }
 
-    /// Until `standby` stands by: a connection that has asked for an instance lock (it asks with
-    /// pg_try_advisory_lock every 0.5 s) and holds none. Killing the active planner before then
-    /// would time its start, not a takeover.
-    static func waitUntilStandingBy(_ admin: PostgresConnection, _ standby: StreakBenchmark.Child) throws {
+    /// Until the instances' `health.owns` add up to all 64 partitions, each holding some (they
+    /// rebalance every second); their shares. At most 60 s.
+    static func waitForShares(of instances: [StreakBenchmark.Child], context: Context) throws -> [Int] {
+        let clients = instances.map { ServiceClient(context: context, endpoint: $0.endpoints["api"]!) }
         let deadline = Date().addingTimeInterval(60)
-        while try admin.execute("""
-            SELECT count(*) FROM pg_stat_activity AS a WHERE a.query LIKE 'SELECT pg_try_advisory_lock%'
-            AND NOT EXISTS (SELECT 1 FROM pg_locks AS l WHERE l.pid = a.pid AND l.locktype = 'advisory')
-            """).first?.int64(0) == 0 {
-            guard standby.process.isRunning, Date() < deadline else { throw BenchError("the second reminder-planner did not stand by within 60 s") }
-            Thread.sleep(forTimeInterval: 0.05)
+        while true {
+            let shares = clients.map { (try? $0.call(Ops.health, NoFields(), timeoutMilliseconds: 5000))?.owns?.partitions ?? 0 }
+            if shares.reduce(0, +) == Ownership.partitionCount && shares.allSatisfy({ $0 > 0 }) { return shares }
+            guard Date() < deadline else { throw BenchError("the planner instances' shares did not settle within 60 s: \(shares)") }
+            Thread.sleep(forTimeInterval: 0.02)
         }
     }
 

@@ -418,9 +418,8 @@ enum StreakBenchmark {
         /// Where `swift build` put the executables: beside this one.
         static let directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
 
-        /// Starts `name` and waits for its ready line, unless `standby` (a planner on PostgreSQL
-        /// behind an active one prints it only once it takes over: `waitUntilReady`).
-        init(_ name: String, _ arguments: [String], readyTimeout: TimeInterval = 60, standby: Bool = false) throws {
+        /// Starts `name` and waits for its ready line.
+        init(_ name: String, _ arguments: [String], readyTimeout: TimeInterval = 60) throws {
             let path = Self.directory.appendingPathComponent(name).path
             guard FileManager.default.isExecutableFile(atPath: path) else {
                 throw BenchError("no \(name) beside bench in \(Self.directory.path): build them all (swift build -c release)")
@@ -430,7 +429,7 @@ enum StreakBenchmark {
             self.name = name
             output = temporaryDirectory("bench-\(name)-out").appendingPathComponent("stdout")
             process = try ChildProcess(path, arguments, environment: environment, stdout: .file(output.path))
-            if !standby { try waitUntilReady(timeout: readyTimeout) }
+            try waitUntilReady(timeout: readyTimeout)
         }
 
         func waitUntilReady(timeout: TimeInterval) throws {
