@@ -15,7 +15,7 @@ import ZeroMQ
 ///    spawning it to its ready line, and its peak resident memory (VmHWM) then.
 /// 2. Three instances: the built planner started three times on PostgreSQL, each beside those
 ///    already running (all active, sharing the 64 partitions): each one's time to its ready line,
-///    its peak resident memory then, and the time until its share is taken; then, three times, the
+///    its peak resident memory then, and the time until the shares are even; then, three times, the
 ///    oldest SIGKILLed and the time until the survivors own all 64 partitions (`health.owns`), a new
 ///    instance started in its place; beside (1)'s cold start.
 /// 3. A covering session acknowledged → `reminder.cancelled`, logger and planner in-process on
@@ -79,7 +79,7 @@ enum PlannerPostgresBenchmark {
         // 2. Three instances, every one active: each started beside those running, then the oldest
         // SIGKILLed and replaced, `takeovers` times.
         print("three instances: the built reminder-planner on PostgreSQL, each started beside those running (spawn → ready line; peak RSS: "
-              + "its VmHWM at ready; then until every instance holds a share of the \(Ownership.partitionCount) partitions, health.owns); "
+              + "its VmHWM at ready; then until the instances' shares of the \(Ownership.partitionCount) partitions are even, health.owns); "
               + "SIGKILL of the oldest → the survivors own all \(Ownership.partitionCount), and a new one started in its place, \(takeovers) times")
         var instances: [StreakBenchmark.Child] = []
         defer { for instance in instances { instance.stop() } }
@@ -90,7 +90,7 @@ enum PlannerPostgresBenchmark {
             let peak = ProcessStatus.megabytes("VmHWM", of: "\(child.process.pid)")
             instances.append(child)
             var shares: [Int] = []
-            let settled = try PlannerBenchmark.time { shares = try waitForShares(of: instances, context: context) }
+            let settled = try PlannerBenchmark.time { shares = try waitForShares(of: instances, context: context, balanced: true) }
             if instances.count > 1 { clusterStarts.append((seconds, peak)) }
             print(String(format: "  started beside %d   ready %6.2f s   peak RSS %5.0f MB   shares %@ %5.2f s after ready",
                          instances.count - 1, seconds, peak, "\(shares)", settled))
@@ -180,13 +180,15 @@ enum PlannerPostgresBenchmark {
     }
 
     /// Until the instances' `health.owns` add up to all 64 partitions, each holding some (they
-    /// rebalance every second); their shares. At most 60 s.
-    static func waitForShares(of instances: [StreakBenchmark.Child], context: Context) throws -> [Int] {
+    /// rebalance every second), and with `balanced` until the shares are as even as they get (a
+    /// share moving from one instance to another adds up to 64 on the way); their shares. At most 60 s.
+    static func waitForShares(of instances: [StreakBenchmark.Child], context: Context, balanced: Bool = false) throws -> [Int] {
         let clients = instances.map { ServiceClient(context: context, endpoint: $0.endpoints["api"]!) }
         let deadline = Date().addingTimeInterval(60)
         while true {
             let shares = clients.map { (try? $0.call(Ops.health, NoFields(), timeoutMilliseconds: 5000))?.owns?.partitions ?? 0 }
-            if shares.reduce(0, +) == Ownership.partitionCount && shares.allSatisfy({ $0 > 0 }) { return shares }
+            if shares.reduce(0, +) == Ownership.partitionCount && shares.allSatisfy({ $0 > 0 })
+                && (!balanced || shares.max()! - shares.min()! <= 1) { return shares }
             guard Date() < deadline else { throw BenchError("the planner instances' shares did not settle within 60 s: \(shares)") }
             Thread.sleep(forTimeInterval: 0.02)
         }

@@ -17,10 +17,10 @@ extension WireClient {
     }
 }
 
-/// Each planner instance's share once the shares are settled: every instance holds some, they add
-/// up to 64, and two rounds of `health` in a row agree (a share moving between one instance's
-/// answer and the next one's could otherwise be counted twice or not at all). The instances
-/// rebalance every second; throws unless they settle within `timeout`.
+/// Each planner instance's share once the shares add up: every instance holds some, they add up to
+/// 64, and two rounds of `health` in a row agree (a share moving between one instance's answer and
+/// the next one's could otherwise be counted twice or not at all). The instances rebalance every
+/// second; throws unless that holds within `timeout`.
 @discardableResult
 func settledShares(_ planners: [WireClient], timeout: TimeInterval) throws -> [Int] {
     var last: [Int] = []
