@@ -325,7 +325,7 @@ public final class UpstreamFeed {
                 }
                 try tx.setCursor(upstream.rawValue, lastSeq, logId: followedLog)
                 if partitionFloors != nil, !owned.isEmpty {
-                    try tx.sql.execute("UPDATE partition_cursor SET seq = ? WHERE upstream = ? AND seq < ? AND partition_index IN (\(Self.list(owned)))",
+                    try tx.sql.execute("UPDATE partition_cursor SET seq = ? WHERE upstream = ? AND seq < ? AND partition_index IN (\(owned.sqlList))",
                                        [.integer(lastSeq), .text(upstream.rawValue), .integer(lastSeq)])
                 }
             }
@@ -391,8 +391,6 @@ public final class UpstreamFeed {
             host.recordError("balancing the partitions failed; will retry", ["upstream": "\(upstream)", "error": "\(error)"])
         }
     }
-
-    private static func list(_ partitions: PartitionSet) -> String { partitions.map(String.init).joined(separator: ",") }
 
     /// `events` in seq order, each seq once: live events held from several instances of the upstream
     /// come out of order, and one relayed or connected twice comes twice; a copy must not end the run.

@@ -18,6 +18,8 @@ public struct PartitionSet: Hashable, Sendable, Sequence {
     public func contains(_ partition: Int) -> Bool { bits >> UInt64(partition) & 1 == 1 }
     public func union(_ other: PartitionSet) -> PartitionSet { PartitionSet(bits: bits | other.bits) }
     public func subtracting(_ other: PartitionSet) -> PartitionSet { PartitionSet(bits: bits & ~other.bits) }
+    /// The partitions as SQL integers, comma-separated (`IN (…)`, `ARRAY[…]`).
+    public var sqlList: String { map(String.init).joined(separator: ",") }
 
     public func makeIterator() -> some IteratorProtocol<Int> {
         var rest = bits

@@ -208,7 +208,7 @@ public final class PostgresStore: Store {
     }
 
     private static func array(_ partitions: PartitionSet) -> String {
-        "ARRAY[\(partitions.map(String.init).joined(separator: ","))]::int[]"
+        "ARRAY[\(partitions.sqlList)]::int[]"
     }
 
     /// The connection, made again if the last one was lost.

@@ -403,7 +403,7 @@ enum PlannerStore {
     }
 
     static func setDecidedThrough(_ instant: Instant, of partitions: PartitionSet, _ sql: StoreConnection) throws {
-        let only = partitions == .all ? "" : " AND partition_index IN (\(partitions.map(String.init).joined(separator: ",")))"
+        let only = partitions == .all ? "" : " AND partition_index IN (\(partitions.sqlList))"
         try sql.execute("UPDATE decided_through SET at_ms = ? WHERE at_ms < ?" + only,
                         [.integer(instant.millisecondsSince1970), .integer(instant.millisecondsSince1970)])
     }
