@@ -414,9 +414,16 @@ public final class UpstreamFeed {
             host.logger.warning("the upstream has a new history: following it from its start",
                                 metadata: ["upstream": "\(upstream)", "was": "\(followed)", "now": "\(logId)", "applied": "\(appliedSeq)"])
             do {
-                try host.write { tx in try tx.setCursor(upstream.rawValue, 0, logId: logId) }
+                try host.write { tx in
+                    // The first instance to follow the new history starts every partition at its start too.
+                    if partitionFloors != nil, try host.store.cursor(upstream.rawValue).logId != logId {
+                        try tx.sql.execute("UPDATE partition_cursor SET seq = 0 WHERE upstream = ?", [.text(upstream.rawValue)])
+                    }
+                    try tx.setCursor(upstream.rawValue, 0, logId: logId)
+                }
                 followedLog = logId
                 appliedSeq = 0
+                if partitionFloors != nil { partitionFloors = try startPartitionCursors() }
                 return true
             } catch {
                 host.recordError("storing the new upstream history failed", ["upstream": "\(upstream)", "error": "\(error)"])
