@@ -47,8 +47,9 @@ public final class ServiceHost {
     public var nextDeadline: (() -> Instant?)?
     /// The tzdata version for `health`, for a service whose answers depend on zone rules.
     public var tzdataVersion: (() -> String)?
-    /// `health.owns`, for a service with time-driven work.
-    public var owns: (() -> Ownership)?
+    /// Whether the service's time-driven work is shared by partitions (`StoreLayout.partitioned`):
+    /// then `health.owns` tells this instance's share.
+    private let sharesWorkByPartitions: Bool
     /// Runs first in every write transaction (not in a nested one): where the store is shared, the
     /// service brings its memory up to what other instances committed, under the log row's lock.
     public var beforeWriting: ((Transaction) throws -> Void)?
@@ -88,6 +89,7 @@ public final class ServiceHost {
         self.service = service
         self.logger = logger
         self.time = time
+        sharesWorkByPartitions = layout.partitioned
         let context = try context ?? Context()
         self.context = context
         if let database {
@@ -342,6 +344,6 @@ public final class ServiceHost {
         return HealthReply(service: name, version: version, uptimeSeconds: Int64(Date().timeIntervalSince(startedAt)),
                            lastSeq: max(eventLog.publishedSeq, announcedSeq), counters: counters, upstreams: upstreams, lastError: lastError,
                            logId: eventLog.identity, tzdata: tzdataVersion?(), instance: instance,
-                           owns: owns?())
+                           owns: sharesWorkByPartitions ? Ownership(partitions: store.ownedPartitions.count) : nil)
     }
 }

@@ -66,14 +66,10 @@ public final class UpstreamFeed {
     /// For a partitioned feed on a shared store: per partition, the seq its events are applied
     /// through (by this instance, for those it owns; else as last stored). Nil: not partitioned.
     private var partitionFloors: [Int64]?
-    /// When the partitions are balanced next (uptime nanoseconds).
-    private var nextBalance: UInt64 = 0
+    private var balance = BalanceCadence()
     /// Called with the partitions this instance newly holds, before their events are applied again:
     /// to read what their last owner left in the store.
     public var onTakeOver: ((PartitionSet) throws -> Void)?
-    /// A dead instance's partitions are free at once, a cut-off one's within about 11 s: a second
-    /// more keeps takeover within 15 s.
-    private static let balanceNanoseconds: UInt64 = 1_000_000_000
 
     /// Subscribes to everything the upstream publishes, at every instance of it: filtering by type
     /// happens in `apply`, since a topic filter would turn every other type's seq into a false gap.
@@ -92,8 +88,8 @@ public final class UpstreamFeed {
             let floors = try startPartitionCursors()
             partitionFloors = floors
             appliedSeq = floors.min()!
+            balance.balancing()
             _ = try host.store.balancePartitions()
-            nextBalance = DispatchTime.now().uptimeNanoseconds + Self.balanceNanoseconds
         }
         host.watch(follower.subscriber) { [unowned self] in receiveLive() }
         host.follow(self)
@@ -349,29 +345,33 @@ public final class UpstreamFeed {
     /// Each partition's stored seq, made where missing from the feed's cursor (what every
     /// instance applied before the feed was partitioned).
     private func startPartitionCursors() throws -> [Int64] {
-        let upstream = upstream.rawValue
-        return try host.write { tx in
+        try host.write { tx in
             let rows = (0..<Ownership.partitionCount).map { "(?, \($0), ?)" }.joined(separator: ", ")
             try tx.sql.execute("INSERT INTO partition_cursor (upstream, partition_index, seq) VALUES \(rows) ON CONFLICT DO NOTHING",
-                               Array(repeating: [.text(upstream), .integer(appliedSeq)], count: Ownership.partitionCount).flatMap { $0 })
-            var floors = Array(repeating: appliedSeq, count: Ownership.partitionCount)
-            _ = try tx.sql.rows("SELECT partition_index, seq FROM partition_cursor WHERE upstream = ?", [.text(upstream)]) { row -> Never? in
-                if let partition = row.integer(0), let seq = row.integer(1), floors.indices.contains(Int(partition)) { floors[Int(partition)] = seq }
-                return nil
-            }
-            return floors
+                               Array(repeating: [.text(upstream.rawValue), .integer(appliedSeq)], count: Ownership.partitionCount).flatMap { $0 })
+            return try storedPartitionCursors(tx.sql)
         }
+    }
+
+    /// Each partition's stored seq.
+    private func storedPartitionCursors(_ sql: StoreConnection) throws -> [Int64] {
+        var floors = Array(repeating: appliedSeq, count: Ownership.partitionCount)
+        _ = try sql.rows("SELECT partition_index, seq FROM partition_cursor WHERE upstream = ?", [.text(upstream.rawValue)]) { row -> Never? in
+            if let partition = row.integer(0), let seq = row.integer(1), floors.indices.contains(Int(partition)) { floors[Int(partition)] = seq }
+            return nil
+        }
+        return floors
     }
 
     /// Takes this instance's share of the partitions and lets go of the rest; for those it newly
     /// holds, goes back to where their last owner was, and the feed's catch-up applies from there.
     private func balancePartitionsIfDue() {
-        guard partitionFloors != nil, DispatchTime.now().uptimeNanoseconds >= nextBalance else { return }
-        nextBalance = DispatchTime.now().uptimeNanoseconds + Self.balanceNanoseconds
+        guard partitionFloors != nil, balance.isDue else { return }
+        balance.balancing()
         do {
             let taken = try host.store.balancePartitions()
             guard !taken.isEmpty else { return }
-            let stored = try startPartitionCursors()
+            let stored = try host.query(storedPartitionCursors)
             for partition in taken { partitionFloors![partition] = stored[partition] }
             let from = taken.map { stored[$0] }.min()!
             host.logger.notice("took over partitions", metadata: [
@@ -423,7 +423,7 @@ public final class UpstreamFeed {
                 }
                 followedLog = logId
                 appliedSeq = 0
-                if partitionFloors != nil { partitionFloors = try startPartitionCursors() }
+                if partitionFloors != nil { partitionFloors = try host.query(storedPartitionCursors) }
                 return true
             } catch {
                 host.recordError("storing the new upstream history failed", ["upstream": "\(upstream)", "error": "\(error)"])

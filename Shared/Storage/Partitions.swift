@@ -1,3 +1,4 @@
+import Dispatch
 import LHTSchema
 
 /// Some of the `Ownership.partitionCount` (64) partitions users hash into, one bit each.
@@ -31,10 +32,28 @@ public struct PartitionSet: Hashable, Sendable, Sequence {
         }
     }
 
+    /// Whether `user`'s partition is among these.
+    public func contains(_ user: UserID) -> Bool { self == .all || contains(Ownership.partition(of: user)) }
+
     /// `n` members' shares, by rank: member `rank` takes every `n`-th partition from `rank` on.
     public static func share(rank: Int, of members: Int) -> PartitionSet {
         PartitionSet(stride(from: rank, to: Ownership.partitionCount, by: Swift.max(members, 1)))
     }
+}
+
+/// When an instance balances its partitions next (`Store.balancePartitions`): every second. A dead
+/// instance's partitions are free at once, a cut-off one's within about 11 s (`PostgresStore`): a
+/// second more keeps takeover within 15 s.
+public struct BalanceCadence {
+    public static let intervalNanoseconds: UInt64 = 1_000_000_000
+    private var next: UInt64 = 0
+
+    public init() {}
+
+    public var isDue: Bool { DispatchTime.now().uptimeNanoseconds >= next }
+
+    /// Balancing now: the next is due a second on.
+    public mutating func balancing() { next = DispatchTime.now().uptimeNanoseconds + Self.intervalNanoseconds }
 }
 
 extension Ownership {

@@ -60,14 +60,6 @@ import TestSupport
         #expect(try rig.client(logger).call(Ops.health, NoFields()).lastSeq == 1)
     }
 
-    /// Waits until the instances' `owns` add up to every partition, each with a share.
-    func waitUntilShared(by instances: [InProcessService], rig: ServiceRig) throws {
-        try waitUntil(timeout: 10, interval: 0.2, "the instances share the partitions") {
-            let shares = try instances.map { try rig.client($0).call(Ops.health, NoFields()).owns?.partitions ?? 0 }
-            return shares.allSatisfy { $0 > 0 } && shares.reduce(0, +) == Ownership.partitionCount
-        }
-    }
-
     static let users = (0..<16).map { user("user\($0)") }
 
     /// Two streak instances share the users by partitions; one stops, and the entries logged
@@ -77,7 +69,7 @@ import TestSupport
         let rig = try ServiceRig(.inproc, backend: .postgresql)
         let logger = try rig.sessionLogger()
         let instances = [try rig.streak(following: logger), try rig.streak(following: logger)]
-        try waitUntilShared(by: instances, rig: rig)
+        try rig.waitUntilSharing(instances, timeout: 10)
         let loggerClient = rig.client(logger)
         func logEveryone(_ day: LocalDay) throws {
             for user in Self.users { _ = try loggerClient.call(Ops.noalcLog, NoAlcLogRequest(userId: user, day: day, level: .steady)) }
@@ -88,9 +80,7 @@ import TestSupport
         #expect(instances[0].stop())
         try logEveryone(day("2026-03-02"))
         let survivor = rig.client(instances[1])
-        try waitUntil(timeout: 15, interval: 0.2, "the survivor owns every partition") {
-            try survivor.call(Ops.health, NoFields()).owns?.partitions == Ownership.partitionCount
-        }
+        try rig.waitUntilSharing([instances[1]], timeout: 15)
         try waitUntilApplied(Int64(2 * Self.users.count), by: [instances[1]], rig: rig)
         try waitUntil(timeout: 10, interval: 0.2, "every change is published") {
             try survivor.call(Ops.eventsSince, EventsSinceRequest(after: 0)).events.count == 2 * Self.users.count
@@ -113,7 +103,7 @@ import TestSupport
         let logger = try rig.sessionLogger()
         let planner = try rig.planner(clock: Instant.now().minuteFloor, following: logger)
         let instances = [try rig.notifier(following: planner, logger: logger), try rig.notifier(following: planner, logger: logger)]
-        try waitUntilShared(by: instances, rig: rig)
+        try rig.waitUntilSharing(instances, timeout: 10)
         let plannerClient = rig.client(planner)
         let reminders = try Self.users.map { try plannerClient.call(Ops.reminderPut, ReminderPutRequest(userId: $0, activity: .workout)).reminder }
         func fireEveryone() throws {
@@ -125,9 +115,7 @@ import TestSupport
         #expect(instances[0].stop())
         try fireEveryone()
         let survivor = rig.client(instances[1])
-        try waitUntil(timeout: 15, interval: 0.2, "the survivor owns every partition") {
-            try survivor.call(Ops.health, NoFields()).owns?.partitions == Ownership.partitionCount
-        }
+        try rig.waitUntilSharing([instances[1]], timeout: 15)
         try waitUntilApplied(try plannerClient.call(Ops.health, NoFields()).lastSeq, by: [instances[1]], rig: rig)
         try waitUntil(timeout: 10, interval: 0.2, "every due is notified") {
             try Self.users.allSatisfy { try survivor.call(Ops.notificationList, NotificationListRequest(userId: $0)).notifications.count == 2 }

@@ -21,10 +21,7 @@ import TestSupport
         let first = try rig.planner(clock: clock, following: logger)
         let second = try rig.planner(clock: clock, following: logger)
         let firstClient = rig.client(first), secondClient = rig.client(second)
-        func owns(_ client: TestClient) -> Int { (try? client.call(Ops.health, NoFields()).owns?.partitions) ?? -1 }
-        try waitUntil(timeout: 10, interval: 0.2, "the planners share the partitions") {
-            owns(firstClient) > 0 && owns(secondClient) > 0 && owns(firstClient) + owns(secondClient) == Ownership.partitionCount
-        }
+        try rig.waitUntilSharing([first, second], timeout: 10)
 
         // Read-your-writes across instances: a put through one, read through the other.
         let users = (0..<16).map { user("user\($0)") }
@@ -48,7 +45,7 @@ import TestSupport
 
         let stopped = Date()
         #expect(first.stop())
-        try waitUntil(timeout: 15, interval: 0.2, "the second planner owns every partition") { owns(secondClient) == Ownership.partitionCount }
+        try rig.waitUntilSharing([second], timeout: 15)
         #expect(Date().timeIntervalSince(stopped) < 15)
         #expect(try secondClient.call(Ops.clockAdvance, ClockAdvanceRequest(seconds: 24 * 3600)).decided == users.count)
 

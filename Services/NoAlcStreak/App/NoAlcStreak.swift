@@ -82,14 +82,13 @@ public final class NoAlcStreakService: Service {
         // The owner published each change it stored: a user taken over starts from what is stored.
         feed.onTakeOver = { [unowned self] taken in
             let stored = try host.query { try StreakStore.load(from: $0, policy: policy, host: host) }
-            histories.takeOver(from: stored) { taken.contains(Ownership.partition(of: $0)) }
+            histories.takeOver(from: stored, of: taken.contains)
         }
         registerOps()
         // Before the ready line, so a client asking right after start sees everything logged so far.
         // If the session logger does not answer, the loop keeps trying (PROTOCOL "Running the services").
         feed.catchUp(timeoutMilliseconds: 2000)
         host.tzdataVersion = { TZData.system.version }
-        host.owns = { [unowned self] in Ownership(partitions: host.store.ownedPartitions.count) }
         host.onTick = { [unowned self] in
             feed.tick()
             _ = tzdata.check(logger: host.logger)

@@ -42,7 +42,6 @@ public final class NotifierService: Service {
         // Before the ready line; if the planner does not answer, the loop keeps trying.
         feed.catchUp(timeoutMilliseconds: 2000)
         host.onTick = { [unowned self] in feed.tick() }
-        host.owns = { [unowned self] in Ownership(partitions: host.store.ownedPartitions.count) }
     }
 
     // MARK: Ops

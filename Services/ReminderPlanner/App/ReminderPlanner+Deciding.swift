@@ -54,7 +54,7 @@ extension ReminderPlanner {
         guard let (id, row, planned) = scheduler.popNext(through: bound) else { return false }
         guard let reminder = reminders[id] else { return true }
         let settings = user(reminder.userId)
-        if owns(reminder.userId), let status = try decide(planned, of: reminder, user: settings, now: bound, tx) { tally.add(status) }
+        if host.store.ownedPartitions.contains(reminder.userId), let status = try decide(planned, of: reminder, user: settings, now: bound, tx) { tally.add(status) }
         scheduler.schedule(reminder, row: row, zone: settings.timeZone, from: planned.at.adding(milliseconds: 1))
         return true
     }

@@ -10,33 +10,21 @@ extension ReminderPlanner {
     struct Instances {
         /// The stored `memoryVersion` this instance's memory reflects.
         var memoryVersion: Int64 = 0
-        /// When the partitions are balanced next (uptime nanoseconds).
-        var nextBalance: UInt64 = 0
-        /// A dead instance's partitions are free at once, a cut-off one's within about 11 s
-        /// (`PostgresStore.connect`): a second more keeps takeover within 15 s.
-        static let balanceNanoseconds: UInt64 = 1_000_000_000
-
-        var isDue: Bool { DispatchTime.now().uptimeNanoseconds >= nextBalance }
+        var balance = BalanceCadence()
     }
 
     /// Balances the partitions when it is time to, and at once when this instance holds none (it
     /// just connected again, its leases gone): before deciding anything, so that nothing due in its
     /// former share is passed over.
     func balancePartitionsIfDue() {
-        guard host.store.isShared, instances.isDue || host.store.ownedPartitions.isEmpty else { return }
+        guard host.store.isShared, instances.balance.isDue || host.store.ownedPartitions.isEmpty else { return }
         balancePartitions()
-    }
-
-    /// Whether this instance decides for `user` now.
-    func owns(_ user: UserID) -> Bool {
-        let owned = host.store.ownedPartitions
-        return owned == .all || owned.contains(Ownership.partition(of: user))
     }
 
     /// Takes this instance's share of the partitions and lets go of the rest; a failure is logged,
     /// and tried again a second later.
     func balancePartitions() {
-        instances.nextBalance = DispatchTime.now().uptimeNanoseconds + Instances.balanceNanoseconds
+        instances.balance.balancing()
         guard storeRetry.isDue else { return }
         do {
             try takeShare(now: host.time.now())
@@ -54,7 +42,7 @@ extension ReminderPlanner {
         let stored = try host.query { try PlannerStore.decidedThrough($0) }
         for partition in taken { decidedThrough[partition] = stored[partition] ?? now }
         backlogThrough = max(backlogThrough, now)
-        for user in reminders.owners where taken.contains(Ownership.partition(of: user)) { scheduleReminders(of: user) }
+        for user in reminders.owners where taken.contains(user) { scheduleReminders(of: user) }
         host.logger.notice("took over partitions", metadata: [
             "taken": "\(taken.count)", "owns": "\(host.store.ownedPartitions.count)", "of": "\(Ownership.partitionCount)"])
         try decideOrThrow(through: now)

@@ -86,7 +86,7 @@ extension ReminderPlanner {
         if !refresh.changed.isEmpty { replanning.moved = [:] }
         // Each instance plans again the users it decides for (what it announces is time-driven work).
         for (zone, rules) in refresh.changed.sorted(by: { $0.key < $1.key }) {
-            for user in owners[zone] ?? [] where owns(user) && replanning.queued.insert(user).inserted {
+            for user in owners[zone] ?? [] where host.store.ownedPartitions.contains(user) && replanning.queued.insert(user).inserted {
                 replanning.queue.append((user, zone, rules.before))
             }
         }

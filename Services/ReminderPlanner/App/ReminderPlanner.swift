@@ -93,7 +93,6 @@ public final class ReminderPlanner: Service {
         feed.catchUp()
         decideDue(through: time.now())
         host.tzdataVersion = { TZData.system.version }
-        host.owns = { [unowned self] in Ownership(partitions: host.store.ownedPartitions.count) }
         if host.store.isShared {
             host.beforeWriting = { [unowned self] tx in try followOtherInstances(tx) }
             // Ready with its share taken, and what fell due in it decided.

@@ -107,6 +107,15 @@ final class ServiceRig {
         try EventRecorder(context: context, service, prefixes: prefixes)
     }
 
+    /// Waits until the instances' `health.owns` add up to every partition, each with a share (a
+    /// lone instance: all of them).
+    func waitUntilSharing(_ instances: [InProcessService], timeout: Double) throws {
+        try waitUntil(timeout: timeout, interval: 0.2, "\(instances.count) instance(s) sharing every partition") {
+            let shares = try instances.map { try client($0).call(Ops.health, NoFields()).owns?.partitions ?? 0 }
+            return shares.allSatisfy { $0 > 0 } && shares.reduce(0, +) == Ownership.partitionCount
+        }
+    }
+
     /// A socket the test owns (a relay, a raw subscriber), on the rig's context.
     func socket(_ type: SocketType) throws -> Socket { try Socket(context, type) }
 
