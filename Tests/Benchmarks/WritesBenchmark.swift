@@ -54,10 +54,15 @@ enum WritesBenchmark {
         ]
         let only = arguments.firstIndex(of: "--only").flatMap { arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }
         for entry in cases where only == nil || only == entry.name {
+            // The services run in this process, and only the one under load writes meanwhile.
+            let writtenBefore = ProcessStatus.bytesWritten()
             let load = measure(entry.endpoint, entry.frame)
+            let written = ProcessStatus.bytesWritten() - writtenBefore
             let ratio = load.rate / echoLoad.rate
             print(row(entry.name, String(format: "%.0f", load.rate), String(format: "%.3f", ratio), String(format: "%.3f", load.p50),
                       String(format: "%.3f", load.p99), "\(entry.target): " + (entry.meets(load, ratio) ? "met" : "NOT met")))
+            print(String(format: "  bytes written to storage per acked request at full load: %.0f B (write_bytes of this process meanwhile)",
+                         written / Double(clients * perClient)))
             if entry.name == "session.log" {
                 try compareWithStores(load.rate, rows: clients * perClient)
                 try compareWithRedis(load.rate, clients: clients, window: window, perClient: perClient)
