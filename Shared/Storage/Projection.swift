@@ -75,8 +75,12 @@ final class ProjectionFile {
         }
         projection.migrate(&migrator)
         try migrator.migrate(queue)
-        // Open from now on: unclean until `close` syncs it.
-        try queue.write { try $0.execute(sql: "UPDATE projection_state SET boot_id = ?, clean = 0", arguments: [bootID]) }
+        // Open from now on: unclean until `close` syncs it. Synced, so no unsynced write after it can reach the
+        // disk before it does: a file marked clean by its last stop and then written must not survive a crash as clean.
+        try queue.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            try db.execute(sql: "UPDATE projection_state SET boot_id = ?, clean = 0", arguments: [bootID])
+        }
         try queue.close()
     }
 
