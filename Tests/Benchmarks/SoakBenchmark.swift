@@ -89,8 +89,7 @@ enum SoakBenchmark {
         var failures = [Int](repeating: 0, count: services.count)
         var logged = 0, noalcLogged = 0
         let begin = DispatchTime.now().uptimeNanoseconds
-        let probe = try SyncProbe(directory: root, recordBytes: SyncProbe.loggerRecordBytes, rate: SyncProbe.rate, windows: windows.count,
-                                  windowSeconds: windowSeconds, begin: begin)
+        let probe = SyncProbe(directory: root, windows: windows.count, windowSeconds: windowSeconds, begin: begin)
         let interval = UInt64(1_000_000_000 / rate)
         let total = Int(rate * minutes * 60)
         var nextSample = 0.0
@@ -198,7 +197,7 @@ enum SoakBenchmark {
             printRow(window, "(disk fdatasync)", syncs[window])
         }
         let diskMissed = missed(syncs)
-        print("the disk's own fdatasync (\(Int(SyncProbe.rate))/s, \(SyncProbe.loggerRecordBytes) B appended each) missed p99 ≤ 10 ms and max ≤ 100 ms "
+        print("the disk's own fdatasync (\(Int(SyncProbe.rate))/s, \(SyncProbe.recordBytes) B appended each) missed p99 ≤ 10 ms and max ≤ 100 ms "
               + "in \(diskMissed.count) of \(syncs.filter { !$0.isEmpty }.count) windows")
         var met = true
         for (index, service) in services.enumerated() {
