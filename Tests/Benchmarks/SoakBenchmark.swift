@@ -209,9 +209,9 @@ enum SoakBenchmark {
                 print("\(service.name): no replies   target p99 ≤ 10 ms and max ≤ 100 ms in every window: NOT met")
                 continue
             }
-            let serviceMet = p99.1 <= 10 && max.1 <= 100
-            met = met && serviceMet
             let serviceMissed = missed(windows.map { $0[index] })
+            let serviceMet = serviceMissed.isEmpty
+            met = met && serviceMet
             print(String(format: "%@: worst window p99 %.3f ms (%@), worst max %.3f ms (%@), %d failed; missed in %d windows, the disk alone too in %d of them   target p99 ≤ 10 ms and max ≤ 100 ms in every window: %@",
                          service.name, p99.1, label(p99.0), max.1, label(max.0), failures[index], serviceMissed.count,
                          serviceMissed.intersection(diskMissed).count, serviceMet ? "met" : "NOT met"))
