@@ -145,9 +145,10 @@ extension ServiceHost {
 
     // MARK: Serving
 
-    /// Reads every request waiting on the api (up to the batch limit), runs them in one
-    /// transaction, then replies to each in order.
+    /// Reads every request waiting on the api (up to the batch limit); once they should run
+    /// (`GroupCommit`), runs them in one transaction, then replies to each in order.
     func serveAPI() throws {
+        guard try gatheredEnough() else { return }
         // Side by side rather than as pairs, which `map`, `zip` and the reply closures each copied
         // whole, a retain per member.
         var envelopes: [[Data]] = [], requests: [IncomingRequest] = []
@@ -157,6 +158,7 @@ extension ServiceHost {
             envelopes.append(envelope)
             requests.append(request)
         }
+        groupCommit.ran(at: DispatchTime.now().uptimeNanoseconds)
         guard !requests.isEmpty else { return }
         // A deferred request keeps its envelope until its answer comes (Deferred.swift). A reply
         // leaves once every commit before it is on disk (CommitSync): it may tell of any of them.
@@ -174,9 +176,28 @@ extension ServiceHost {
         }
     }
 
+    /// Reads what waits on the api into `held`; true once the held requests should run (`GroupCommit`).
+    private func gatheredEnough() throws -> Bool {
+        while held.count < Self.batchLimit, heldBytes < Self.batchBytes, let message = try receiveAPIRequest() { hold(message) }
+        return !isServing || held.count >= Self.batchLimit || heldBytes >= Self.batchBytes
+            || groupCommit.nanosecondsLeft(at: DispatchTime.now().uptimeNanoseconds) == 0
+    }
+
+    private func hold(_ message: (envelope: [Data], request: IncomingRequest)) {
+        held.append(message)
+        heldBytes += message.request.frame.count
+    }
+
+    /// A request from the api socket, unanswered for `groupCommit` until `sendReply`.
+    private func receiveAPIRequest() throws -> (envelope: [Data], request: IncomingRequest)? {
+        let message = try receiveRequest(from: api)
+        if let message { groupCommit.arrived(at: DispatchTime.now().uptimeNanoseconds, from: message.envelope.first ?? Data()) }
+        return message
+    }
+
     /// A held request first, then what waits on the socket.
     private func nextRequest() throws -> (envelope: [Data], request: IncomingRequest)? {
-        guard let first = held.popFirst() else { return try receiveRequest(from: api) }
+        guard let first = held.popFirst() else { return try receiveAPIRequest() }
         heldBytes -= first.request.frame.count
         return first
     }
@@ -195,10 +216,9 @@ extension ServiceHost {
             }
             guard (try? Poller.readable([api], timeoutMilliseconds: 2))?[0] == true else { continue }
             while held.count < Self.batchLimit, heldBytes < Self.batchBytes,
-                  let message = try? receiveRequest(from: api) {
+                  let message = try? receiveAPIRequest() {
                 guard (try? RequestHead(frame: message.request.frame))?.op == Ops.health.name else {
-                    held.append(message)
-                    heldBytes += message.request.frame.count
+                    hold(message)
                     continue
                 }
                 sendReply(process([message.request])[0], to: message.envelope)
@@ -209,6 +229,7 @@ extension ServiceHost {
     /// Everything before the body is the routing envelope (identity, and the delimiter if any).
     /// One reply that cannot go (its client vanished) must not cost the others theirs.
     private func sendReply(_ reply: Data, to envelope: [Data]) {
+        groupCommit.answered(envelope.first ?? Data(), at: DispatchTime.now().uptimeNanoseconds)
         do {
             try api.send(multipart: envelope, then: reply, dontWait: true)
         } catch {

@@ -1,0 +1,94 @@
+import Foundation
+
+/// When the loop runs the requests it has read (#30: bytes written per record).
+///
+/// Requests run in one turn share a transaction and the sync that makes it durable, and a sync
+/// costs at least the 4 KB page it rewrites however little changed in it: at 1,000 requests a
+/// second, each alone in its sync, the session logger wrote 6.9 KB per record, 6 KB of them its
+/// log's pages. So under steady load the first request read waits up to `window` for others to
+/// join its turn, as long as others may come:
+/// - **load** is requests that come closer together on average than `window`; requests that come
+///   seldom run at once;
+/// - **others may come** from a connection answered within the last `window` that has not sent
+///   again, or one heard from lately that has sent several requests at once. A client that sends
+///   its next request only once it has the last reply (the CLI, a benchmark timing one at a time, a
+///   few such workers) has nothing more to send while its request waits: once every such client's
+///   request is in, waiting gathers no one. One that went quiet is waited for a window at most.
+/// A full batch runs at once too (the loop's own bounds).
+///
+/// Times are the loop's monotonic clock in nanoseconds, given by the caller; connections are the
+/// api socket's routing identities.
+public struct GroupCommit: Sendable {
+    /// How long the oldest request read under load waits; 0 runs every turn at once.
+    public let window: UInt64
+    /// The mean gap between requests read (weight 1/8 to the newest). A pause of `4 × window` or
+    /// more means the load stopped: the mean starts over from there, so the request after it runs at
+    /// once, and about a dozen close requests tell that load is back.
+    private(set) var meanGap: UInt64
+    private var lastArrival: UInt64?
+    /// When the oldest request not yet run was read.
+    private var oldestWaiting: UInt64?
+    /// The connections that may send again soon (`Connection.mayCome`) or have requests unanswered.
+    private var connections: [Data: Connection] = [:]
+
+    struct Connection {
+        var lastHeard: UInt64
+        var lastAnswered: UInt64 = 0
+        var unanswered = 0
+        /// It had two requests unanswered at once: it does not wait for a reply before it sends.
+        var sendsSeveral = false
+
+        func mayCome(at now: UInt64, window: UInt64) -> Bool {
+            (unanswered == 0 && now &- lastAnswered < window) || (sendsSeveral && now &- lastHeard < 4 * window)
+        }
+    }
+
+    public init(windowNanoseconds: UInt64) {
+        window = windowNanoseconds
+        meanGap = 4 * windowNanoseconds
+    }
+
+    private var recent: UInt64 { 4 * window }
+
+    /// A request from `connection` was read at `now`.
+    public mutating func arrived(at now: UInt64, from connection: Data) {
+        if let lastArrival {
+            let gap = now &- lastArrival
+            meanGap = gap >= recent ? recent : (meanGap * 7 + gap) / 8
+        }
+        lastArrival = now
+        if oldestWaiting == nil { oldestWaiting = now }
+        var sender = connections[connection] ?? Connection(lastHeard: now)
+        sender.lastHeard = now
+        if sender.unanswered > 0 { sender.sendsSeveral = true }
+        sender.unanswered += 1
+        connections[connection] = sender
+    }
+
+    /// A request from `connection` was answered at `now`.
+    public mutating func answered(_ connection: Data, at now: UInt64) {
+        guard var sender = connections[connection], sender.unanswered > 0 else { return }
+        sender.unanswered -= 1
+        sender.lastAnswered = now
+        connections[connection] = sender
+    }
+
+    public var isUnderLoad: Bool { meanGap < window }
+
+    /// How much longer the requests read should wait for others; 0: run them now.
+    public func nanosecondsLeft(at now: UInt64) -> UInt64 {
+        guard let oldestWaiting, isUnderLoad, othersMayCome(at: now) else { return 0 }
+        let waited = now &- oldestWaiting
+        return waited >= window ? 0 : window - waited
+    }
+
+    private func othersMayCome(at now: UInt64) -> Bool {
+        connections.values.contains { $0.mayCome(at: now, window: window) }
+    }
+
+    /// The requests read so far ran. Forgets the connections that may not come and have nothing unanswered.
+    public mutating func ran(at now: UInt64) {
+        oldestWaiting = nil
+        connections = connections.filter { $0.value.unanswered > 0 || $0.value.mayCome(at: now, window: window) }
+    }
+}
