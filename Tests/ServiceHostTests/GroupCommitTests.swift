@@ -105,8 +105,8 @@ import ZeroMQ
         #expect(call(one) > 0)
     }
 
-    /// Many clients, each sending one request now and then (the app on many phones): those heard from
-    /// lately with nothing unanswered may send again, so the first request read waits for them.
+    /// Many clients, each sending one request now and then (the app on many phones): one was
+    /// answered within the last window, so more may well come, and the first request read waits.
     @Test func manyClientsEachWithOneRequestAreWaitedFor() {
         var group = GroupCommit(windowNanoseconds: 2 * Self.ms)
         for index in 0..<40 {
