@@ -28,7 +28,7 @@ public struct GroupCommit: Sendable {
     private var lastArrival: UInt64?
     /// When the oldest request not yet run was read.
     private var oldestWaiting: UInt64?
-    /// The connections that may send again soon (`Connection.mayCome`) or have requests unanswered.
+    /// The connections that may send again soon (`mayCome`) or have requests unanswered.
     private var connections: [Data: Connection] = [:]
 
     struct Connection {
@@ -37,10 +37,6 @@ public struct GroupCommit: Sendable {
         var unanswered = 0
         /// It had two requests unanswered at once: it does not wait for a reply before it sends.
         var sendsSeveral = false
-
-        func mayCome(at now: UInt64, window: UInt64) -> Bool {
-            (unanswered == 0 && now &- lastAnswered < window) || (sendsSeveral && now &- lastHeard < 4 * window)
-        }
     }
 
     public init(windowNanoseconds: UInt64) {
@@ -48,6 +44,7 @@ public struct GroupCommit: Sendable {
         meanGap = 4 * windowNanoseconds
     }
 
+    /// How long a connection that sends several counts as heard from lately, and the pause that ends the load.
     private var recent: UInt64 { 4 * window }
 
     /// A request from `connection` was read at `now`.
@@ -82,13 +79,15 @@ public struct GroupCommit: Sendable {
         return waited >= window ? 0 : window - waited
     }
 
-    private func othersMayCome(at now: UInt64) -> Bool {
-        connections.values.contains { $0.mayCome(at: now, window: window) }
+    private func othersMayCome(at now: UInt64) -> Bool { connections.values.contains { mayCome($0, at: now) } }
+
+    private func mayCome(_ sender: Connection, at now: UInt64) -> Bool {
+        (sender.unanswered == 0 && now &- sender.lastAnswered < window) || (sender.sendsSeveral && now &- sender.lastHeard < recent)
     }
 
     /// The requests read so far ran. Forgets the connections that may not come and have nothing unanswered.
     public mutating func ran(at now: UInt64) {
         oldestWaiting = nil
-        connections = connections.filter { $0.value.unanswered > 0 || $0.value.mayCome(at: now, window: window) }
+        connections = connections.filter { $0.value.unanswered > 0 || mayCome($0.value, at: now) }
     }
 }
