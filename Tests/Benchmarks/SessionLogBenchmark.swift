@@ -115,12 +115,16 @@ enum SessionLogBenchmark {
         }
     }
 
+    /// A client's `session.log` number `n`: its id made of both, so sent again it is the same record.
     static func sessionLog(n: Int, client: Int, user: String? = nil) -> Data {
+        sessionLog(n: n, id: RecordID(LoadClients.uuid(n, client: client))!, user: user ?? "bench\(client % 50)")
+    }
+
+    /// A 15-minute session that ended 1–11 hours ago, by `n`.
+    static func sessionLog(n: Int, id: RecordID, user: String) -> Data {
         let end = Instant.now().adding(seconds: -Int64(60 + n % 600) * 60)
-        let start = end.adding(seconds: -900)
-        return LoadClients.frame(Ops.sessionLog, SessionLogRequest(
-            id: RecordID(LoadClients.uuid(n, client: client))!, userId: UserID(user ?? "bench\(client % 50)")!, activity: .mindfulness,
-            start: start, end: end))
+        return LoadClients.frame(Ops.sessionLog, SessionLogRequest(id: id, userId: UserID(user)!, activity: .mindfulness,
+                                                                   start: end.adding(seconds: -900), end: end))
     }
 }
 

@@ -4,7 +4,7 @@ import LHTSchema
 import TestSupport
 import ZeroMQ
 
-/// `bench soak [--minutes 10] [--rate 1000] [--sample-seconds 10] [--window-seconds 30]`
+/// `bench soak [--minutes 10] [--rate 1000] [--sample-seconds 10] [--window-seconds 30] [--client-ids v7|v4]`
 ///
 /// The built session-logger, reminder-planner, noalc-streak and notifier (following the planner and
 /// the logger) under a steady open-loop load of `rate` requests a second for `minutes`: 70 %
@@ -18,8 +18,16 @@ import ZeroMQ
 /// written to storage (`/proc/<pid>/io`) per record it stored (its `health` lastSeq delta; the
 /// streak service's: the NoAlc entries logged), the logger's beside the bytes each record takes in
 /// its database files. Targets: WAL ≤ 256 MB, growth < 10 %, drift < 1.5×, the logger ≤ 3 KB written
-/// per record.
+/// per record. The logged records' ids are made as this system's clients make them (`RecordID()`,
+/// version 7: in time order), or with `--client-ids v4` at random, as many UUID libraries do.
 enum SoakBenchmark {
+    /// How the clients make the ids of the records they log.
+    enum ClientIDs: String {
+        case v7, v4
+
+        func next() -> RecordID { self == .v7 ? RecordID() : RecordID(UUID()) }
+    }
+
     struct Service {
         let name: String
         let child: StreakBenchmark.Child
@@ -51,6 +59,10 @@ enum SoakBenchmark {
         let rate = Double(Options.int(arguments, "--rate", 1000))
         let sampleSeconds = Double(Options.int(arguments, "--sample-seconds", 10))
         let windowSeconds = Double(Options.int(arguments, "--window-seconds", 30))
+        let clientIDs = try arguments.firstIndex(of: "--client-ids").map { index in
+            guard index + 1 < arguments.count, let ids = ClientIDs(rawValue: arguments[index + 1]) else { throw BenchError("--client-ids takes v7 or v4") }
+            return ids
+        } ?? .v7
         let root = temporaryDirectory("lht-soak")  // removed at exit: a 10-minute soak leaves 0.5 GB
         let wildcard = "tcp://127.0.0.1:*"
         func start(_ name: String, _ extra: [String]) throws -> Service {
@@ -76,7 +88,8 @@ enum SoakBenchmark {
             return socket
         }
         Thread.sleep(forTimeInterval: 0.3)
-        print("soak: \(Int(rate)) requests/s for \(Int(minutes)) min against \(services.map(\.name).joined(separator: ", ")); "
+        print("soak: \(Int(rate)) requests/s for \(Int(minutes)) min against \(services.map(\.name).joined(separator: ", ")), "
+              + "ids \(clientIDs.rawValue); "
               + "a sample every \(Int(sampleSeconds)) s, latency per \(Int(windowSeconds)) s window")
         print("   s  " + services.map { "\($0.name) RSS/WAL/shm MB".padding(toLength: 34, withPad: " ", startingAt: 0) }.joined())
 
@@ -112,7 +125,7 @@ enum SoakBenchmark {
 
         for n in 0..<total {
             try drain(until: begin + UInt64(n) * interval)
-            let (service, frame) = request(n)
+            let (service, frame) = request(n, id: clientIDs.next())
             let window = min(windows.count - 1, Int(Double(now() - begin) / 1e9 / windowSeconds))
             inFlight[service].append((now(), window))
             try sockets[service].send(multipart: [Data(), frame], dontWait: true)
@@ -146,15 +159,16 @@ enum SoakBenchmark {
         print("soak targets: " + (met ? "met" : "NOT met"))
     }
 
-    /// Request `n` of the mix, and which service (an index: `logger`, `planner`, …) it goes to.
-    static func request(_ n: Int) -> (Int, Data) {
+    /// Request `n` of the mix, and which service (an index: `logger`, `planner`, …) it goes to; a
+    /// record it logs has `id`.
+    static func request(_ n: Int, id: RecordID) -> (Int, Data) {
         let user = UserID("soak\(n % 200)")!
         let today = Instant.now().local(in: ZoneID.utc).day
         switch n % 100 {
         case 0..<70:
-            return (logger, SessionLogBenchmark.sessionLog(n: n, client: 0xA0, user: user.rawValue))
+            return (logger, SessionLogBenchmark.sessionLog(n: n, id: id, user: user.rawValue))
         case 70..<90:
-            return (logger, LoadClients.frame(Ops.noalcLog, NoAlcLogRequest(id: RecordID(LoadClients.uuid(n, client: 0xB0))!, userId: user,
+            return (logger, LoadClients.frame(Ops.noalcLog, NoAlcLogRequest(id: id, userId: user,
                                                                       day: today.adding(days: -(n / 200 % 365)), level: NoAlcLevel.allCases[n % 3])))
         case 90..<92:
             let now = Instant.now()

@@ -167,14 +167,22 @@ struct WireEncodingTests {
         #expect(days[0].description.hasPrefix("-") && days[1].description.count > 10)
     }
 
-    @Test func newIdsAreVersion4AndDistinct() {
+    @Test func newIdsAreVersion7DistinctAndTimeOrdered() throws {
+        let before = UInt64(Date().timeIntervalSince1970 * 1000)
         let ids = (0..<10_000).map { _ in RecordID() }
         #expect(Set(ids).count == ids.count)
         for id in ids.prefix(100) {
             let text = id.description
-            #expect(Array(text)[14] == "4")
+            #expect(Array(text)[14] == "7")
             #expect("89ab".contains(Array(text)[19]))
             #expect(RecordID(text) == id)
+            // The first 48 bits are the Unix time in milliseconds it was made at.
+            let milliseconds = try #require(UInt64(text.prefix(13).replacingOccurrences(of: "-", with: ""), radix: 16))
+            #expect(milliseconds >= before && milliseconds <= UInt64(Date().timeIntervalSince1970 * 1000))
         }
+        // An id made in a later millisecond sorts after, as text too (what an index of them orders by).
+        Thread.sleep(forTimeInterval: 0.002)
+        let later = RecordID()
+        #expect(ids.allSatisfy { $0 < later && $0.description < later.description })
     }
 }

@@ -64,6 +64,32 @@ import ZeroMQ
         #expect(since.events.map(\.seq) == [1])
     }
 
+    /// Ids are compared whole: ids made in the same millisecond share their first 48 bits (a version 7
+    /// id's time) and are different records. A NoAlc entry's id is idempotent as a session's.
+    @Test(arguments: Backend.allCases)
+    func idsThatShareTheirFirst48BitsAreDifferentRecords(_ backend: Backend) throws {
+        let rig = try ServiceRig(backend: backend)
+        let client = rig.client(try rig.sessionLogger())
+        let ids = try ["0190a1b2-c3d4-7000-8000-000000000001", "0190a1b2-c3d4-7000-8000-000000000002",
+                       "0190a1b2-c3d4-7000-8000-000000000003", "0190a1b2-c3d4-7000-8000-000000000004"].map { try #require(RecordID($0)) }
+        let first = Self.session(id: ids[0]), second = Self.session(id: ids[1], minutesAgo: 30)
+        #expect(try [first, second].map { try client.call(Ops.sessionLog, $0) }.map { [$0.seq, $0.duplicate ? 1 : 0] } == [[1, 0], [2, 0]])
+        #expect(try client.call(Ops.sessionLog, second).seq == 2)
+        #expect(try client.call(Ops.sessionLog, first).duplicate)
+        let changed = SessionLogRequest(id: ids[1], userId: first.userId, activity: .workout, start: second.start, end: second.end)
+        #expect(try client.refusal(Ops.sessionLog, changed).code == .conflict)
+
+        let today = Instant.now().local(in: ZoneID.utc).day
+        let entries = [NoAlcLogRequest(id: ids[2], userId: user("henning"), day: today, level: .easy),
+                       NoAlcLogRequest(id: ids[3], userId: user("henning"), day: today, level: .wild)]
+        #expect(try entries.map { try client.call(Ops.noalcLog, $0) }.map { [$0.seq, $0.duplicate ? 1 : 0] } == [[3, 0], [4, 0]])
+        let again = try client.call(Ops.noalcLog, entries[0])
+        #expect(again.duplicate && again.seq == 3)
+        let other = NoAlcLogRequest(id: ids[3], userId: user("henning"), day: today, level: .steady)
+        #expect(try client.refusal(Ops.noalcLog, other).code == .conflict)
+        #expect(try client.call(Ops.health, NoFields()).lastSeq == 4)
+    }
+
     @Test(arguments: Backend.allCases)
     func aStartMoreThanFiveMinutesAheadIsInvalidArgumentNamingDataStart(_ backend: Backend) throws {
         let rig = try ServiceRig(backend: backend)

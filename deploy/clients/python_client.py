@@ -25,6 +25,15 @@ import zmq
 import zmq.auth
 
 
+def uuid7():
+    """A version 7 UUID (RFC 9562): Unix time in milliseconds, then random bits. The services index records by id,
+    and ids in time order add to the end of that index instead of a random page of it."""
+    value = (time.time_ns() // 1_000_000) << 80 | int.from_bytes(os.urandom(10), "big")
+    value = value & ~(0xF << 76) | 0x7 << 76  # version 7
+    value = value & ~(0x3 << 62) | 0x2 << 62  # RFC 9562 variant
+    return str(uuid.UUID(int=value))
+
+
 def curve(cert, server_keys):
     """A function that makes a socket a CURVE client of a service (before connect), or does nothing without --cert."""
     if not cert:
@@ -87,7 +96,7 @@ def main() -> int:
         start = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) - dt.timedelta(minutes=args.minutes)
     end = start + dt.timedelta(minutes=args.minutes)
     request = {"v": 1, "op": "session.log", "data": {
-        "id": str(uuid.uuid4()), "userId": args.user, "activity": args.activity,
+        "id": uuid7(), "userId": args.user, "activity": args.activity,
         "start": start.isoformat(), "end": end.isoformat(), "source": "python-client"}}
     req = ctx.socket(zmq.REQ)
     req.setsockopt(zmq.LINGER, 0)
