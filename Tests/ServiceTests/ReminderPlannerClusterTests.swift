@@ -66,7 +66,8 @@ import TestSupport
     @Test func anOutageAnswersUnavailableDecidesNothingTwiceAndPassesByItself() throws {
         let rig = try ServiceRig(.inproc, backend: .postgresql)
         let postgres = try #require(rig.postgres)
-        let clock = Instant.now().minuteFloor
+        // A fixed morning: from the wall clock's 23:20 on, the later reminder's time of day (past midnight) lists first.
+        let clock = Instant(rfc3339: "2026-11-16T06:00:00Z")!
         let logger = try rig.sessionLogger()
         let planner = try rig.planner(clock: clock, following: logger)
         // A clock move first catches up with the logger, which is down as well: up to 2 s.

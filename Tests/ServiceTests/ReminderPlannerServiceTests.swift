@@ -247,7 +247,9 @@ import TestSupport
     /// down with it open), they come back from the log, and a decided occurrence stays decided.
     @Test func decisionsComeBackFromTheLogWhenTheirFileIsLost() throws {
         let rig = try ServiceRig()
-        let clock = Instant.now().minuteFloor
+        // A fixed morning: from the wall clock's last hour of a day, the hour's move ends in the next day,
+        // whose upcoming list starts after the fired occurrence.
+        let clock = Instant(rfc3339: "2026-11-16T06:00:00Z")!
         let logger = try rig.sessionLogger()
         var planner = try rig.planner(clock: clock, following: logger)
         let henning = user("henning")
