@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 
 /// A user's id: 1–64 of `A-Z a-z 0-9 _ -`. No dots, so a topic prefix `notify.u1.` never matches `u10`.
 public struct UserID: Hashable, Comparable, Sendable, CustomStringConvertible {
@@ -30,9 +31,9 @@ public struct RecordID: Hashable, Comparable, Sendable, CustomStringConvertible 
 
     /// A new time-ordered id (version 7, RFC 9562): the Unix time in milliseconds, then 74 random
     /// bits. Ids made later sort later, so a table's index of them grows at its end instead of
-    /// dirtying a random page per record (README "Storage"). Foundation's `UUID()` on Linux opens
-    /// /dev/urandom for every id, a fifth of the planner's time per decision; this draws from a
-    /// generator seeded once.
+    /// dirtying a random page per record (README "Storage"). The random bits come from the kernel
+    /// in blocks (`IDGenerator`): Foundation's `UUID()` on Linux opens /dev/urandom for every id, a
+    /// fifth of the planner's time per decision.
     public init() { uuid = IDGenerator.shared.next(milliseconds: UInt64(max(0, Date().timeIntervalSince1970 * 1000))) }
 
     /// Strictly 8-4-4-4-12 hex digits, either case. Parsed here rather than by `UUID(uuidString:)`,
@@ -176,28 +177,47 @@ public struct RecordID: Hashable, Comparable, Sendable, CustomStringConvertible 
 
 
 
-/// Random bits for ids: xoshiro256** seeded from the system's generator, behind a lock so any
-/// thread may ask. Ids need to be unique, not unpredictable.
+/// Random bits for ids, from the kernel's CSPRNG (/dev/urandom), read 4 KB (256 ids) at a time
+/// behind a lock so any thread may ask. Unpredictable, not merely unique: a client sees the ids the
+/// services make for it (`reminder.put` without one), and must not learn from them the ids made
+/// next for others, which it could claim first (PROTOCOL: "ids are UUIDs: unguessable").
+/// Foundation's `UUID()` opens /dev/urandom per id; this reads it once per 256.
 final class IDGenerator: @unchecked Sendable {
     static let shared = IDGenerator()
     private let lock = NSLock()
-    private var state: (UInt64, UInt64, UInt64, UInt64)
+    private var words = [UInt64](repeating: 0, count: 512)
+    private var used = 512
+    /// The kernel's generator, opened once: /dev/urandom never blocks once the pool is seeded.
+    private let urandom = FileHandle(forReadingAtPath: "/dev/urandom")
 
-    private init() {
-        var system = SystemRandomNumberGenerator()
-        state = (system.next(), system.next(), system.next(), system.next() | 1)
-    }
+    private init() {}
 
     private func nextWord() -> UInt64 {
-        let result = ((state.1 &* 5) << 7 | (state.1 &* 5) >> 57) &* 9
-        let shifted = state.1 << 17
-        state.2 ^= state.0
-        state.3 ^= state.1
-        state.1 ^= state.2
-        state.0 ^= state.3
-        state.2 ^= shifted
-        state.3 = state.3 << 45 | state.3 >> 19
-        return result
+        if used == words.count {
+            words.withUnsafeMutableBytes(fillRandom)
+            used = 0
+        }
+        defer { used += 1 }
+        return words[used]
+    }
+
+    private func fillRandom(_ bytes: UnsafeMutableRawBufferPointer) {
+        guard let urandom else { return fillFromSystem(bytes) }
+        var filled = 0
+        while filled < bytes.count {
+            let read = Glibc.read(urandom.fileDescriptor, bytes.baseAddress! + filled, bytes.count - filled)
+            if read > 0 {
+                filled += read
+            } else if read == 0 || errno != EINTR {
+                return fillFromSystem(bytes)
+            }
+        }
+    }
+
+    /// Eight bytes a system call: only where /dev/urandom cannot be read.
+    private func fillFromSystem(_ bytes: UnsafeMutableRawBufferPointer) {
+        var system = SystemRandomNumberGenerator()
+        for offset in stride(from: 0, to: bytes.count, by: 8) { bytes.storeBytes(of: system.next(), toByteOffset: offset, as: UInt64.self) }
     }
 
     /// A version 7 id for the Unix time `milliseconds` (48 bits).
