@@ -33,6 +33,9 @@ let package = Package(
         .systemLibrary(
             name: "CLibPQ", path: "Shared/CLibPQ", pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(
+            name: "CZstd", path: "Shared/CZstd", pkgConfig: "libzstd",
+            providers: [.apt(["libzstd-dev"])]),
         .target(name: "LHTSchema", path: "Shared/Schema", exclude: ["PROTOCOL.md", "SEMANTICS.md"]),
         .target(name: "LHTClient", dependencies: ["ZeroMQ", "LHTSchema"], path: "Shared/Client"),
         // Child processes by posix_spawn and waitpid, for `lht subscribe --exec` and the tests.
@@ -46,7 +49,7 @@ let package = Package(
         .target(
             name: "Storage",
             dependencies: [
-                "ZeroMQ", "LHTSchema", "PostgresStorage",
+                "ZeroMQ", "LHTSchema", "PostgresStorage", "CZstd",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "DequeModule", package: "swift-collections"),

@@ -158,7 +158,7 @@ final class ProjectionFile {
                 pageRead = false
                 let sql = SQLiteStoreConnection(db)
                 try RawStatement.run("SELECT seq, envelope FROM outbox WHERE seq > ? ORDER BY seq LIMIT 10000", db, [.integer(from)]) { row -> Never? in
-                    let event = try WireJSON.decode(ReceivedEvent.self, fromBytes: row.blob(1))
+                    let event = try WireJSON.decode(ReceivedEvent.self, from: log.envelope(stored: row.blob(1)))
                     try replay(event, sql)
                     from = row.integer(0)
                     replayed += 1

@@ -34,11 +34,20 @@ extension StoreConnection {
     /// Appends column 0 of each row (stored JSON) to `json`, comma-separated: the inside of a reply's
     /// array, each value copied once, from the row into the reply.
     public func appendJSONArrayElements(_ sql: String, _ arguments: [SQLValue], to json: inout Data) throws {
+        try appendJSONArrayElements(sql, arguments, to: &json, storedBy: nil)
+    }
+
+    /// As above, for envelopes of a log that `compression` stored.
+    func appendJSONArrayElements(_ sql: String, _ arguments: [SQLValue], to json: inout Data, storedBy compression: EnvelopeCompression?) throws {
         var first = true
         _ = try rows(sql, arguments) { row -> Never? in
             if !first { json.append(UInt8(ascii: ",")) }
             first = false
-            row.withBytes(0) { json.append(contentsOf: $0) }
+            if let compression {
+                try row.withBytes(0) { try compression.expand($0, into: &json) }
+            } else {
+                row.withBytes(0) { json.append(contentsOf: $0) }
+            }
             return nil
         }
     }

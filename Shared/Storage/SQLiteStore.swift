@@ -62,6 +62,14 @@ public final class SQLiteStore: Store {
         var migrator = DatabaseMigrator()
         EventLog.migrate(&migrator)
         migrations(&migrator)
+        // An older build would misread what a newer one stored (compressed envelopes, for one). The log
+        // file's own record of its migrations: GRDB's unqualified one may be the attached projection's.
+        let applied = try database.read { db in
+            try db.tableExists("grdb_migrations", in: "main") ? try String.fetchAll(db, sql: "SELECT identifier FROM main.grdb_migrations") : []
+        }
+        guard Set(applied).isSubset(of: migrator.migrations) else {
+            throw StorageError("\(path) was written by a newer build of this service (it records migrations this build does not know): run that build or a newer one")
+        }
         let upgrading = try database.read { try !migrator.hasCompletedMigrations($0) }
         try migrator.migrate(database)
         if upgrading { try Self.reclaimFreePages(database, logger: logger) }
@@ -105,7 +113,8 @@ public final class SQLiteStore: Store {
             result = try database.write { db -> T in
                 let changesBefore = db.totalChangesCount
                 let started = Transaction(sql: SQLiteStoreConnection(db), source: eventLog.source, baseSeq: eventLog.lastSeq,
-                                          insertRecord: "INSERT INTO outbox (seq, topic, envelope) VALUES (?, ?, ?)", now: now,
+                                          insertRecord: "INSERT INTO outbox (seq, topic, envelope) VALUES (?, ?, ?)",
+                                          compression: eventLog.compression, now: now,
                                           cursorTable: cursorTable)
                 transaction = started
                 current = started

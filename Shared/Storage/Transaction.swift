@@ -24,6 +24,8 @@ public final class Transaction {
     private let baseSeq: Int64
     /// Stores one record: (seq, topic, envelope).
     private let insertRecord: String
+    /// How the log stores an envelope, where not as it is.
+    private let compression: EnvelopeCompression?
     public private(set) var events: [PendingEvent] = []
     private(set) var commitActions: [() -> Void] = []
     private var undoActions: [() -> Void] = []
@@ -31,11 +33,13 @@ public final class Transaction {
     /// Where upstream cursors are kept.
     private let cursorTable: String
 
-    init(sql: StoreConnection, source: String, baseSeq: Int64, insertRecord: String, now: Instant, cursorTable: String) {
+    init(sql: StoreConnection, source: String, baseSeq: Int64, insertRecord: String, compression: EnvelopeCompression? = nil, now: Instant,
+         cursorTable: String) {
         self.sql = sql
         self.source = source
         self.baseSeq = baseSeq
         self.insertRecord = insertRecord
+        self.compression = compression
         self.now = now
         self.cursorTable = cursorTable
     }
@@ -71,7 +75,7 @@ public final class Transaction {
     private func store(_ type: String, topic: String, frame: (_ seq: Int64, _ topic: String) -> Data) throws -> Int64 {
         let seq = nextSeq
         let bytes = frame(seq, topic)
-        try sql.execute(insertRecord, [.integer(seq), .text(topic), .blob(bytes)])
+        try sql.execute(insertRecord, [.integer(seq), .text(topic), .blob(compression?.compact(bytes) ?? bytes)])
         events.append(PendingEvent(type: type, seq: seq, topic: topic, envelope: bytes))
         return seq
     }
