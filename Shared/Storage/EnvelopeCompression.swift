@@ -66,7 +66,7 @@ final class EnvelopeCompression {
     }
 
     /// The envelope `stored` holds.
-    func expand(_ stored: Data) throws -> Data {
+    func expand(_ stored: some ContiguousBytes) throws -> Data {
         var json = Data()
         try stored.withUnsafeBytes { try expand($0, into: &json) }
         return json

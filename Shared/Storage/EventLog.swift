@@ -72,11 +72,7 @@ public final class EventLog {
     }
 
     /// The envelope a record's stored bytes hold.
-    func envelope(stored: UnsafeRawBufferPointer) throws -> Data {
-        var envelope = Data()
-        if let compression { try compression.expand(stored, into: &envelope) } else { envelope.append(contentsOf: stored) }
-        return envelope
-    }
+    func envelope(stored: UnsafeRawBufferPointer) throws -> Data { try compression?.expand(stored) ?? Data(stored) }
 
     /// `events.since` reply bytes: the envelopes exactly as they were published. With a
     /// `user`, only the events whose topic names that user (`<type>.<user>.` of a type `publisher`
