@@ -43,6 +43,10 @@ public struct Projection: Sendable {
 /// file that was open when the machine went down is rebuilt from the log.
 final class ProjectionFile {
     static let schema = "projection"
+    /// The kernel writes back, and `/proc/<pid>/io` counts, whole 4 KB memory pages. The log's small
+    /// pages keep its WAL frames small; here a 1 KB page changed in a b-tree leaf (an index by user, by
+    /// random id) cost the 4 KB page it lies in, so pages match the kernel's.
+    static let pageSize = 4096
     let path: String
     private let projection: Projection
     private let logger: Logger
@@ -80,14 +84,26 @@ final class ProjectionFile {
         try queue.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
             try db.execute(sql: "UPDATE projection_state SET boot_id = ?, clean = 0", arguments: [bootID])
+            try Self.matchPageSize(db, path: path, logger: logger)
         }
         try queue.close()
+    }
+
+    /// A file made with other pages (before they matched the kernel's) is rewritten once, every row kept.
+    /// After the file is marked unclean: a machine that stops mid-rewrite leaves a file that is rebuilt.
+    private static func matchPageSize(_ db: Database, path: String, logger: Logger) throws {
+        let pageSize = try Int.fetchOne(db, sql: "PRAGMA page_size")
+        guard pageSize != Self.pageSize else { return }
+        let started = Date()
+        try db.execute(sql: "PRAGMA page_size = \(Self.pageSize); VACUUM")
+        logger.notice("rewrote the projection file with pages of the kernel's size", metadata: [
+            "file": "\(path)", "pageSizeBefore": "\(pageSize ?? 0)", "seconds": "\(String(format: "%.2f", Date().timeIntervalSince(started)))"])
     }
 
     private static func configuration() -> Configuration {
         var configuration = Configuration()
         configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA page_size = \(SQLiteStore.pageSize); PRAGMA journal_mode = PERSIST; PRAGMA synchronous = OFF")
+            try db.execute(sql: "PRAGMA page_size = \(pageSize); PRAGMA journal_mode = PERSIST; PRAGMA synchronous = OFF")
         }
         return configuration
     }

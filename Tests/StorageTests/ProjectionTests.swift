@@ -117,6 +117,25 @@ import TestSupport
         #expect(try projected(store) == [1])
     }
 
+    /// The kernel writes back whole 4 KB pages, so a projection's pages are as large; a file made with
+    /// 1 KB pages before is rewritten once at start, every row kept.
+    @Test func theProjectionFileHasPagesOfTheKernelsSizeAndAnOlderFileIsRewritten() throws {
+        var store = try open(boot: "a")
+        #expect(try store.read { try Int.fetchOne($0, sql: "PRAGMA projection.page_size") } == 4096)
+        #expect(try store.read { try Int.fetchOne($0, sql: "PRAGMA main.page_size") } == SQLiteStore.pageSize)
+        try log(40, in: store)
+        store.close()
+        let path = directory.appendingPathComponent("store.projection.sqlite").path
+        let older = try DatabaseQueue(path: path)
+        try older.writeWithoutTransaction { try $0.execute(sql: "PRAGMA page_size = 1024; VACUUM") }
+        #expect(try older.read { try Int.fetchOne($0, sql: "PRAGMA page_size") } == 1024)
+        try older.close()
+        store = try open(boot: "a")
+        #expect(try store.read { try Int.fetchOne($0, sql: "PRAGMA projection.page_size") } == 4096)
+        #expect(try projected(store) == Array(1...40))
+        #expect(try store.read { try Int64.fetchOne($0, sql: "SELECT applied_seq FROM projection.projection_state") } == 40)
+    }
+
     @Test func theProjectionFileIsPrivate() throws {
         let store = try open(boot: "a")
         try log(1, in: store)
