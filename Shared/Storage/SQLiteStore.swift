@@ -63,14 +63,15 @@ public final class SQLiteStore: Store {
         EventLog.migrate(&migrator)
         migrations(&migrator)
         // An older build would misread what a newer one stored (compressed envelopes, for one). The log
-        // file's own record of its migrations: GRDB's unqualified one may be the attached projection's.
+        // file's own record of its migrations: GRDB's checks read the unqualified table, which on a fresh
+        // file is the attached projection's.
         let applied = try database.read { db in
             try db.tableExists("grdb_migrations", in: "main") ? try String.fetchAll(db, sql: "SELECT identifier FROM main.grdb_migrations") : []
         }
         guard Set(applied).isSubset(of: migrator.migrations) else {
             throw StorageError("\(path) was written by a newer build of this service (it records migrations this build does not know): run that build or a newer one")
         }
-        let upgrading = try database.read { try !migrator.hasCompletedMigrations($0) }
+        let upgrading = !applied.isEmpty && !Set(migrator.migrations).isSubset(of: applied)
         try migrator.migrate(database)
         if upgrading { try Self.reclaimFreePages(database, logger: logger) }
         eventLog = try EventLog(source: name, database: database)
