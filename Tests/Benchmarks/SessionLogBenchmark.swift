@@ -129,10 +129,10 @@ enum SessionLogBenchmark {
 }
 
 extension InProcessService {
-    /// A session logger on wildcard loopback ports and a fresh data directory.
-    static func sessionLogger(context: Context, extra: [String] = []) throws -> InProcessService {
-        let directory = temporaryDirectory("lht-bench").path
-        return try startService(context: context) { context in
+    /// A session logger on wildcard loopback ports and, unless given one, a fresh data directory.
+    static func sessionLogger(context: Context, directory: String = temporaryDirectory("lht-bench").path,
+                              extra: [String] = []) throws -> InProcessService {
+        try startService(context: context) { context in
             let options = try SessionLoggerOptions.parse(["--api", "tcp://127.0.0.1:*", "--events", "tcp://127.0.0.1:*",
                                                          "--intake", "tcp://127.0.0.1:*", "--data-dir", directory] + extra)
             return try SessionLogger(settings: SessionLoggerSettings(options), logger: Logger(label: "bench"), context: context)
