@@ -106,6 +106,14 @@ enum LoadClients {
         return Double(total.load(ordering: .relaxed)) / Date().timeIntervalSince(start)
     }
 
+    /// How long a paced client polls for replies before its next send is due, rounded up to libzmq's
+    /// milliseconds: a 0 ms poll returns at once, and the client spun one of this box's two cores
+    /// through the last millisecond before every send, taking it from the services it timed. So a
+    /// send may leave up to 1 ms after it was due; each request is timed from when it left.
+    static func pollMilliseconds(until deadline: UInt64, from now: UInt64) -> Int {
+        deadline > now ? Int((deadline - now + 999_999) / 1_000_000) : 0
+    }
+
     /// Sends `count` requests at `rate` per second from one DEALER, draining replies between sends
     /// on the same thread, and returns each request's round-trip latency in milliseconds.
     static func latencies(endpoint: String, context: Context, rate: Double, count: Int,
@@ -122,8 +130,8 @@ enum LoadClients {
             func drain(until deadline: UInt64) {
                 repeat {
                     let current = now()
-                    let remaining = deadline > current ? Int((deadline - current) / 1_000_000) : 0
-                    guard let ready = try? Poller.readable([socket], timeoutMilliseconds: remaining), ready[0] else { continue }
+                    guard let ready = try? Poller.readable([socket], timeoutMilliseconds: pollMilliseconds(until: deadline, from: current)),
+                          ready[0] else { continue }
                     while let frames = try? socket.receiveMultipart(dontWait: true), let body = frames.last {
                         if let tag = LoadClients.tag(in: body), let sent = sentAt.removeValue(forKey: tag) {
                             latencies.append(Double(now() &- sent) / 1_000_000)

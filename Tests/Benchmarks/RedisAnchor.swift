@@ -12,22 +12,14 @@ enum RedisAnchor {
     /// XADD replies per second from `clients` threads, each with `window` commands in flight and each
     /// command carrying one of `fields(client)` as its value; nil (and a line saying so) without redis-server.
     static func xaddRate(clients: Int, window: Int, fields: @escaping @Sendable (_ client: Int) -> [Data]) throws -> Double? {
-        guard let executable = executableOnPath("redis-server") else {
-            print("redis anchor: skipped (no redis-server on PATH; deploy/install-prerequisites --bench installs it)")
-            return nil
-        }
-        let port = try freePort()
-        let server = try ChildProcess(executable, [
-            "--port", "\(port)", "--bind", "127.0.0.1", "--dir", temporaryDirectory("lht-bench-redis").path,
-            "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--daemonize", "no", "--loglevel", "warning",
-        ], stdout: .null)
-        // SIGTERM is a clean shutdown for redis (no RDB with --save ""); deferred, so a failure stops it too.
-        defer { server.terminate(); _ = server.wait() }
-        try awaitPong(port: port, server: server)
+        guard let server = try RedisServer.start(for: "redis anchor") else { return nil }
+        // Deferred, so a failure stops it too.
+        defer { server.stop() }
+        let port = server.port
 
         let failure = Mutex<String?>(nil)
         let rate = LoadClients.timedThreads(clients: clients) { client, go in
-            let commands = fields(client).map { command(["XADD", "lht-bench", "*", "frame"].map { Data($0.utf8) } + [$0]) }
+            let commands = fields(client).map(xadd)
             guard let connection = try? TCPConnection(port: port) else { return 0 }
             go()
             var replies = Replies()
@@ -51,6 +43,9 @@ enum RedisAnchor {
         if let message = failure.withLock({ $0 }) { throw BenchError(message) }
         return rate
     }
+
+    /// An XADD of `frame` to the stream the anchors write.
+    static func xadd(_ frame: Data) -> [UInt8] { command(["XADD", "lht-bench", "*", "frame"].map { Data($0.utf8) } + [frame]) }
 
     /// A RESP array of bulk strings, as redis-cli sends a command.
     static func command(_ arguments: [Data]) -> [UInt8] {
@@ -122,6 +117,119 @@ enum RedisAnchor {
     static func executableOnPath(_ name: String) -> String? {
         (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":")
             .map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+}
+
+/// A redis-server of its own: a port the OS hands out on 127.0.0.1, a temporary directory, every
+/// write appended to its append-only file and fsynced before the reply (`--appendfsync always`).
+final class RedisServer: Sendable {
+    let port: UInt16
+    private let process: ChildProcess
+    var pid: pid_t { process.pid }
+
+    /// A server that answers PING; nil, and a line saying what `purpose` skips, without redis-server on PATH.
+    static func start(for purpose: String) throws -> RedisServer? {
+        guard let executable = RedisAnchor.executableOnPath("redis-server") else {
+            print("\(purpose): skipped (no redis-server on PATH; deploy/install-prerequisites --bench installs it)")
+            return nil
+        }
+        return try RedisServer(executable)
+    }
+
+    private init(_ executable: String) throws {
+        port = try RedisAnchor.freePort()
+        process = try ChildProcess(executable, [
+            "--port", "\(port)", "--bind", "127.0.0.1", "--dir", temporaryDirectory("lht-bench-redis").path,
+            "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--daemonize", "no", "--loglevel", "warning",
+        ], stdout: .null)
+        do {
+            try RedisAnchor.awaitPong(port: port, server: process)
+        } catch {
+            stop()
+            throw error
+        }
+    }
+
+    /// SIGTERM: a clean shutdown for redis (no RDB with --save "").
+    func stop() {
+        process.terminate()
+        _ = process.wait()
+    }
+}
+
+/// Redis beside a soak (`bench soak --redis`): a thread of its own sends XADDs of the soak's records
+/// at the rate the soak logs them, an open loop on one connection (each at its due time, whatever
+/// the replies do), and another reads the replies and keeps each one's time (ms) from when its
+/// request was due, by the soak's window, as the soak times its requests. Redis replies once the
+/// write is fsynced, as the logger acks, so a window this probe misses is one in which an ack that
+/// waits for the disk missed at the logger's rate on this disk, written by someone else. Its syncs
+/// add to the disk's load.
+final class RedisProbe: @unchecked Sendable {
+    private let lock = NSLock()
+    private var latencies: [[Double]]   // under `lock`
+    private var inFlight: [UInt64] = []  // under `lock`: due times in request order, as replies come
+    private var stopping = false        // under `lock`
+    private var failure: String?        // under `lock`
+    private let connection: TCPConnection
+    private let finished = DispatchGroup()
+
+    /// `frame(n)`: the value of XADD `n`.
+    init(server: RedisServer, rate: Double, frame: @escaping @Sendable (Int) -> Data, windows: Int, windowSeconds: Double,
+         begin: UInt64) throws {
+        latencies = Array(repeating: [], count: windows)
+        connection = try TCPConnection(port: server.port)
+        let interval = UInt64(1e9 / rate)
+        spawn("redis-probe-send") { [self] in
+            var sent = 0
+            while !lock.withLock({ stopping }) {
+                let due = begin + UInt64(sent) * interval, now = DispatchTime.now().uptimeNanoseconds
+                if due > now { usleep(UInt32((due - now) / 1000)) }
+                lock.withLock { inFlight.append(due) }
+                try connection.send(RedisAnchor.xadd(frame(sent)))
+                sent += 1
+            }
+        }
+        spawn("redis-probe-receive") { [self] in
+            var replies = RedisAnchor.Replies()
+            while lock.withLock({ !stopping || !inFlight.isEmpty }) {
+                let before = replies.count
+                try connection.receive(into: &replies.buffer)
+                replies.parse()
+                if let error = replies.firstError { throw BenchError("redis: \(error)") }
+                let done = DispatchTime.now().uptimeNanoseconds
+                lock.withLock {
+                    for _ in before..<replies.count {
+                        let due = inFlight.removeFirst()
+                        latencies[min(windows - 1, Int(Double(due - begin) / 1e9 / windowSeconds))].append(Double(done - due) / 1_000_000)
+                    }
+                }
+            }
+        }
+    }
+
+    /// A failure once `stop` was called (the receiver's connection shut down under it) is not one.
+    private func spawn(_ name: String, _ body: @escaping @Sendable () throws -> Void) {
+        finished.enter()
+        let thread = Thread { [self] in
+            defer { finished.leave() }
+            do { try body() } catch { lock.withLock { if !stopping { failure = failure ?? "\(error)" } } }
+        }
+        thread.name = name
+        thread.start()
+    }
+
+    /// Ends the probe once the replies due have come (3 s at most); its latencies by window. A probe
+    /// that failed says so, and its windows from then on stay empty.
+    func stop() -> [[Double]] {
+        lock.withLock { stopping = true }
+        if finished.wait(timeout: .now() + 3) == .timedOut {
+            shutdown(connection.descriptor, Int32(SHUT_RDWR))  // the receiver's recv returns
+            finished.wait()
+        }
+        return lock.withLock {
+            if let failure { print("redis probe: stopped early: \(failure)") }
+            return latencies
+        }
     }
 }
 

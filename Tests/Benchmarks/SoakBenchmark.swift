@@ -4,7 +4,7 @@ import LHTSchema
 import TestSupport
 import ZeroMQ
 
-/// `bench soak [--minutes 10] [--rate 1000] [--sample-seconds 10] [--window-seconds 30] [--client-ids v7|v4]`
+/// `bench soak [--minutes 10] [--rate 1000] [--sample-seconds 10] [--window-seconds 30] [--client-ids v7|v4] [--redis]`
 ///
 /// The built session-logger, reminder-planner, noalc-streak and notifier (following the planner and
 /// the logger) under a steady open-loop load of `rate` requests a second for `minutes`: 70 %
@@ -20,6 +20,8 @@ import ZeroMQ
 /// its database files. Targets: WAL ≤ 256 MB, growth < 10 %, drift < 1.5×, the logger ≤ 3 KB written
 /// per record. The logged records' ids are made as this system's clients make them (`RecordID()`,
 /// version 7: in time order), or with `--client-ids v4` at random, as many UUID libraries do.
+/// With `--redis`, a redis-server acks the same records at the rate the logger logs them, in the same
+/// windows (`RedisProbe`): what an ack that waits for the disk gets elsewhere.
 enum SoakBenchmark {
     /// How the clients make the ids of the records they log.
     enum ClientIDs: String {
@@ -63,6 +65,8 @@ enum SoakBenchmark {
             guard index + 1 < arguments.count, let ids = ClientIDs(rawValue: arguments[index + 1]) else { throw BenchError("--client-ids takes v7 or v4") }
             return ids
         } ?? .v7
+        let redisServer = arguments.contains("--redis") ? try RedisServer.start(for: "redis probe") : nil
+        defer { redisServer?.stop() }
         let root = temporaryDirectory("lht-soak")  // removed at exit: a 10-minute soak leaves 0.5 GB
         let wildcard = "tcp://127.0.0.1:*"
         func start(_ name: String, _ extra: [String]) throws -> Service {
@@ -95,6 +99,7 @@ enum SoakBenchmark {
 
         let stored0 = try services.map { try lastSeq(context, $0) }
         let written0 = services.map { ProcessStatus.bytesWritten(of: "\($0.pid)") }
+        let redisWritten0 = redisServer.map { ProcessStatus.bytesWritten(of: "\($0.pid)") }
         var samples: [Sample] = []
         // Replies of one DEALER come in request order: a FIFO of send times per socket times them.
         var inFlight: [[(sent: UInt64, window: Int)]] = Array(repeating: [], count: sockets.count)
@@ -103,6 +108,11 @@ enum SoakBenchmark {
         var logged = 0, noalcLogged = 0
         let begin = DispatchTime.now().uptimeNanoseconds
         let probe = SyncProbe(directory: root, windows: windows.count, windowSeconds: windowSeconds, begin: begin)
+        // The soak logs 90 of every 100 requests it sends.
+        let redisProbe = try redisServer.map { server in
+            try RedisProbe(server: server, rate: rate * 0.9, frame: { SessionLogBenchmark.sessionLog(n: $0, id: clientIDs.next(), user: "soak\($0 % 200)") },
+                       windows: windows.count, windowSeconds: windowSeconds, begin: begin)
+        }
         let interval = UInt64(1_000_000_000 / rate)
         let total = Int(rate * minutes * 60)
         var nextSample = 0.0
@@ -110,9 +120,7 @@ enum SoakBenchmark {
 
         func drain(until deadline: UInt64) throws {
             repeat {
-                let current = now()
-                let remaining = deadline > current ? Int((deadline - current) / 1_000_000) : 0
-                let readable = try Poller.readable(sockets, timeoutMilliseconds: remaining)
+                let readable = try Poller.readable(sockets, timeoutMilliseconds: LoadClients.pollMilliseconds(until: deadline, from: now()))
                 for (index, socket) in sockets.enumerated() where readable[index] {
                     while let frames = try socket.receiveMultipart(dontWait: true), let reply = frames.last, !inFlight[index].isEmpty {
                         let request = inFlight[index].removeFirst()
@@ -144,10 +152,11 @@ enum SoakBenchmark {
             }
         }
         let syncs = probe.stop()  // at the load's end: its windows are the requests'
+        let redis = redisProbe?.stop()
         try drain(until: now() + 3_000_000_000)
         print("requests answered \(windows.joined().map(\.count).reduce(0, +)), failed \(failures.reduce(0, +)), "
               + "unanswered \(inFlight.map(\.count).reduce(0, +))")
-        var met = reportLatency(services: services, windows: windows, syncs: syncs, windowSeconds: windowSeconds, failures: failures)
+        var met = reportLatency(services: services, windows: windows, syncs: syncs, redis: redis, windowSeconds: windowSeconds, failures: failures)
         met = reportResources(services: services, samples: samples) && met
         let written = zip(services, written0).map { ProcessStatus.bytesWritten(of: "\($0.pid)") - $1 }
         let events = try zip(services, stored0).map { try lastSeq(context, $0) - $1 }
@@ -156,6 +165,10 @@ enum SoakBenchmark {
         var stored = events.map { (count: $0, what: "its lastSeq delta") }
         stored[streak] = (Int64(noalcLogged), "NoAlc entries logged; its lastSeq delta \(events[streak])")
         met = reportStorage(services: services, written: written, stored: stored, logged: logged, seconds: minutes * 60) && met
+        if let redisServer, let redisWritten0, let acked = redis.map({ $0.joined().count }), acked > 0 {
+            print(String(format: "redis-server: %.0f bytes written to storage per XADD it acked (%d), at the logger's rate",
+                         (ProcessStatus.bytesWritten(of: "\(redisServer.pid)") - redisWritten0) / Double(acked), acked))
+        }
         print("soak targets: " + (met ? "met" : "NOT met"))
     }
 
@@ -190,10 +203,11 @@ enum SoakBenchmark {
     }
 
     /// Per window and service: requests, p50, p99, max, and the same for the disk's own syncs
-    /// (`SyncProbe`); per service the worst window, and in how many windows it missed the target
-    /// (p99 ≤ 10 ms, max ≤ 100 ms) where the disk alone missed it too; all services' p99 drift.
-    /// Whether the latency targets are met.
-    static func reportLatency(services: [Service], windows: [Window], syncs: [[Double]], windowSeconds: Double, failures: [Int]) -> Bool {
+    /// (`SyncProbe`) and Redis's acks (`RedisProbe`, if any); per service the worst window, and in how
+    /// many windows it missed the target (p99 ≤ 10 ms, max ≤ 100 ms) where the disk alone, or Redis,
+    /// missed it too; all services' p99 drift. Whether the latency targets are met.
+    static func reportLatency(services: [Service], windows: [Window], syncs: [[Double]], redis: [[Double]]?, windowSeconds: Double,
+                              failures: [Int]) -> Bool {
         func label(_ window: Int) -> String { "\(Int(Double(window) * windowSeconds))-\(Int(Double(window + 1) * windowSeconds)) s" }
         func printRow(_ window: Int, _ name: String, _ values: [Double]) {
             guard !values.isEmpty else { return }
@@ -209,10 +223,16 @@ enum SoakBenchmark {
         for (window, latencies) in windows.enumerated() {
             for (service, values) in zip(services, latencies) { printRow(window, service.name, values) }
             printRow(window, "(disk fdatasync)", syncs[window])
+            if let redis { printRow(window, "(redis XADD)", redis[window]) }
         }
         let diskMissed = missed(syncs)
         print("the disk's own fdatasync (\(Int(SyncProbe.rate))/s, \(SyncProbe.recordBytes) B appended each) missed p99 ≤ 10 ms and max ≤ 100 ms "
               + "in \(diskMissed.count) of \(syncs.filter { !$0.isEmpty }.count) windows")
+        let redisMissed = redis.map(missed)
+        if let redis, let redisMissed {
+            print("redis-server (appendfsync always), the logger's records at its rate, missed p99 ≤ 10 ms and max ≤ 100 ms "
+                  + "in \(redisMissed.count) of \(redis.filter { !$0.isEmpty }.count) windows")
+        }
         var met = true
         for (index, service) in services.enumerated() {
             let answered = windows.indices.filter { !windows[$0][index].isEmpty }
@@ -226,9 +246,10 @@ enum SoakBenchmark {
             let serviceMissed = missed(windows.map { $0[index] })
             let serviceMet = serviceMissed.isEmpty
             met = met && serviceMet
-            print(String(format: "%@: worst window p99 %.3f ms (%@), worst max %.3f ms (%@), %d failed; missed in %d windows, the disk alone too in %d of them   target p99 ≤ 10 ms and max ≤ 100 ms in every window: %@",
+            let redisToo = redisMissed.map { ", Redis too in \(serviceMissed.intersection($0).count)" } ?? ""
+            print(String(format: "%@: worst window p99 %.3f ms (%@), worst max %.3f ms (%@), %d failed; missed in %d windows, the disk alone too in %d of them%@   target p99 ≤ 10 ms and max ≤ 100 ms in every window: %@",
                          service.name, p99.1, label(p99.0), max.1, label(max.0), failures[index], serviceMissed.count,
-                         serviceMissed.intersection(diskMissed).count, serviceMet ? "met" : "NOT met"))
+                         serviceMissed.intersection(diskMissed).count, redisToo, serviceMet ? "met" : "NOT met"))
         }
         let p99s = windows.map { Array($0.joined()) }.filter { !$0.isEmpty }.map { LoadClients.percentile($0, 0.99) }
         let drift = p99s.count >= 3 ? p99s.last! / p99s[1] : .nan
