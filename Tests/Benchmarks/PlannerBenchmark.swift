@@ -86,7 +86,7 @@ enum PlannerBenchmark {
             decided = try client.call(Ops.clockAdvance, ClockAdvanceRequest(seconds: minutes * 60), timeoutMilliseconds: 600_000).decided ?? 0
         }
         let burstBytes = ProcessStatus.bytesWritten() - written
-        let envelopeBytes = try meanStoredEnvelopeBytes(database: directory + "/reminder-planner.sqlite", last: decided)
+        let envelopeBytes = try ScratchDatabase.meanStoredEnvelopeBytes(database: directory + "/reminder-planner.sqlite", last: decided)
         let floorSeconds = try time { try insertFloor(rows: decided) }
         written = ProcessStatus.bytesWritten()
         let outboxFloorSeconds = try time { try insertFloor(rows: decided, envelopeBytes: envelopeBytes) }
@@ -205,15 +205,6 @@ enum PlannerBenchmark {
             }
         }
         precondition(checksum != 0, "no reminder rows were read")
-    }
-
-    /// The mean size of the newest `last` events a service stored in its log file (`database`), as stored
-    /// (compressed): the planner's decisions, the logger's sessions.
-    static func meanStoredEnvelopeBytes(database: String, last: Int) throws -> Int {
-        try DatabaseQueue(path: database).read { db in
-            try Int.fetchOne(db, sql: "SELECT CAST(AVG(LENGTH(envelope)) AS INTEGER) FROM (SELECT envelope FROM outbox ORDER BY seq DESC LIMIT ?)",
-                             arguments: [max(last, 1)]) ?? 0
-        }
     }
 
     /// The persistence floor: as many rows as decisions, one transaction, synchronous=FULL like the

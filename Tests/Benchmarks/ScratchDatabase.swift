@@ -22,4 +22,13 @@ enum ScratchDatabase {
         if !schema.isEmpty { try database.write { db in try db.execute(sql: schema) } }
         return try body(database)
     }
+
+    /// The mean size of the newest `last` events a service stored in its log file (`database`), as stored
+    /// (compressed): the planner's decisions, the logger's sessions. A floor's outbox rows take this size.
+    static func meanStoredEnvelopeBytes(database: String, last: Int) throws -> Int {
+        try DatabaseQueue(path: database).read { db in
+            try Int.fetchOne(db, sql: "SELECT CAST(AVG(LENGTH(envelope)) AS INTEGER) FROM (SELECT envelope FROM outbox ORDER BY seq DESC LIMIT ?)",
+                             arguments: [max(last, 1)]) ?? 0
+        }
+    }
 }

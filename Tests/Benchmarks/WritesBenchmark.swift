@@ -65,7 +65,7 @@ enum WritesBenchmark {
             print(String(format: "  bytes written to storage per acked request at full load: %.0f B (write_bytes of this process meanwhile)",
                          written / Double(clients * perClient)))
             if entry.name == "session.log" {
-                let stored = try PlannerBenchmark.meanStoredEnvelopeBytes(database: loggerDirectory + "/session-logger.sqlite", last: clients * perClient)
+                let stored = try ScratchDatabase.meanStoredEnvelopeBytes(database: loggerDirectory + "/session-logger.sqlite", last: clients * perClient)
                 try compareWithStores(load.rate, rows: clients * perClient, envelopeBytes: stored)
                 try compareWithRedis(load.rate, clients: clients, window: window, perClient: perClient)
             }
