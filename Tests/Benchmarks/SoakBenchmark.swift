@@ -20,7 +20,7 @@ import ZeroMQ
 /// its database files. Targets: WAL ≤ 256 MB, growth < 10 %, drift < 1.5×, the logger ≤ 3 KB written
 /// per record. The logged records' ids are made as this system's clients make them (`RecordID()`,
 /// version 7: in time order), or with `--client-ids v4` at random, as many UUID libraries do.
-/// With `--redis`, a redis-server acks the same records at the rate the logger logs them, in the same
+/// With `--redis`, a redis-server acks records like the logger's at the rate it logs them, in the same
 /// windows (`RedisProbe`): what an ack that waits for the disk gets elsewhere.
 enum SoakBenchmark {
     /// How the clients make the ids of the records they log.
@@ -230,7 +230,7 @@ enum SoakBenchmark {
               + "in \(diskMissed.count) of \(syncs.filter { !$0.isEmpty }.count) windows")
         let redisMissed = redis.map(missed)
         if let redis, let redisMissed {
-            print("redis-server (appendfsync always), the logger's records at its rate, missed p99 ≤ 10 ms and max ≤ 100 ms "
+            print("redis-server (appendfsync always), records like the logger's at its rate, missed p99 ≤ 10 ms and max ≤ 100 ms "
                   + "in \(redisMissed.count) of \(redis.filter { !$0.isEmpty }.count) windows")
         }
         var met = true
