@@ -166,7 +166,7 @@ final class RedisServer: Sendable {
 /// add to the disk's load.
 final class RedisProbe: @unchecked Sendable {
     private let lock = NSLock()
-    private var latencies: [[Double]]   // under `lock`
+    private var latencies: WindowedLatencies  // under `lock`
     private var inFlight: [UInt64] = []  // under `lock`: due times in request order, as replies come
     private var stopping = false        // under `lock`
     private var failure: String?        // under `lock`
@@ -176,7 +176,7 @@ final class RedisProbe: @unchecked Sendable {
     /// `frame(n)`: the value of XADD `n`.
     init(server: RedisServer, rate: Double, frame: @escaping @Sendable (Int) -> Data, windows: Int, windowSeconds: Double,
          begin: UInt64) throws {
-        latencies = Array(repeating: [], count: windows)
+        latencies = WindowedLatencies(windows: windows, windowSeconds: windowSeconds, begin: begin)
         connection = try TCPConnection(port: server.port)
         let interval = UInt64(1e9 / rate)
         spawn("redis-probe-send") { [self] in
@@ -197,12 +197,7 @@ final class RedisProbe: @unchecked Sendable {
                 replies.parse()
                 if let error = replies.firstError { throw BenchError("redis: \(error)") }
                 let done = DispatchTime.now().uptimeNanoseconds
-                lock.withLock {
-                    for _ in before..<replies.count {
-                        let due = inFlight.removeFirst()
-                        latencies[min(windows - 1, Int(Double(due - begin) / 1e9 / windowSeconds))].append(Double(done - due) / 1_000_000)
-                    }
-                }
+                lock.withLock { for _ in before..<replies.count { latencies.record(due: inFlight.removeFirst(), done: done) } }
             }
         }
     }
@@ -228,7 +223,7 @@ final class RedisProbe: @unchecked Sendable {
         }
         return lock.withLock {
             if let failure { print("redis probe: stopped early: \(failure)") }
-            return latencies
+            return latencies.byWindow
         }
     }
 }

@@ -53,20 +53,19 @@ final class SyncProbe: @unchecked Sendable {
     /// Often enough for a p99 of every 30 s window (3,000 syncs), seldom enough to add little to the disk's load.
     static let rate = 100.0
     private let lock = NSLock()
-    private var latencies: [[Double]]  // under `lock`
+    private var latencies: WindowedLatencies  // under `lock`
     private var stopping = false       // under `lock`
     private let finished = DispatchSemaphore(value: 0)
 
     init(directory: URL, windows: Int, windowSeconds: Double, begin: UInt64) {
-        latencies = Array(repeating: [], count: windows)
+        latencies = WindowedLatencies(windows: windows, windowSeconds: windowSeconds, begin: begin)
         let path = directory.appendingPathComponent("sync-probe").path
         let thread = Thread { [self] in
             defer { finished.signal() }
             // A write that fails ends the probe: its windows from then on stay empty.
             try? SyncFloor.appendAndSync(path: path, recordBytes: Self.recordBytes, rate: Self.rate, from: begin,
                                          while: { _ in !lock.withLock { stopping } }) { due, done in
-                let window = min(windows - 1, Int(Double(due - begin) / 1e9 / windowSeconds))
-                lock.withLock { latencies[window].append(Double(done - due) / 1_000_000) }
+                lock.withLock { latencies.record(due: due, done: done) }
             }
         }
         thread.name = "sync-probe"
@@ -77,6 +76,24 @@ final class SyncProbe: @unchecked Sendable {
     func stop() -> [[Double]] {
         lock.withLock { stopping = true }
         finished.wait()
-        return lock.withLock { latencies }
+        return lock.withLock { latencies.byWindow }
+    }
+}
+
+/// A probe's latencies (ms, from when each was due to when it was done) by the soak's window of when
+/// it was due, as the soak counts a request in the window it was sent in.
+struct WindowedLatencies {
+    private(set) var byWindow: [[Double]]
+    private let windowSeconds: Double
+    private let begin: UInt64
+
+    init(windows: Int, windowSeconds: Double, begin: UInt64) {
+        byWindow = Array(repeating: [], count: windows)
+        self.windowSeconds = windowSeconds
+        self.begin = begin
+    }
+
+    mutating func record(due: UInt64, done: UInt64) {
+        byWindow[min(byWindow.count - 1, Int(Double(due - begin) / 1e9 / windowSeconds))].append(Double(done - due) / 1_000_000)
     }
 }
