@@ -100,7 +100,7 @@ let package = Package(
         .executableTarget(
             name: "Bench",
             dependencies: ["ZeroMQ", "ServiceHost", "Storage", "LHTSchema", "LHTClient", "LHTSecurity", "SessionLogger", "ReminderPlanner", "ReminderPlanning", "NoAlcStreak", "StreakRules",
-                           "TestSupport", "PostgresStorage", .product(name: "GRDB", package: "GRDB.swift")],
+                           "TestSupport", "PostgresStorage", "Spawn", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Tests/Benchmarks", exclude: ["c", "python", "README.md"]),
 
         // Shared test support: the in-process service harness, typed test clients, temp directories.

@@ -79,11 +79,16 @@ public final class ChildProcess: Sendable {
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
         defer { (argv + (envp ?? [])).forEach { free($0) } }
-        var pid: pid_t = 0
-        let error = envp.map { posix_spawn(&pid, executable, &actions, &attributes, argv, $0) }
-            ?? posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
-        guard error == 0 else { throw SpawnError(executable: executable, errno: error) }
-        self.pid = pid
+        // Started and recorded under the lock, so that `endChildrenOnTerminationSignals` misses none.
+        pid = try unreapedChildren.withLock { (children) throws(SpawnError) -> pid_t in
+            guard !children.ending else { throw SpawnError(executable: executable, errno: ECANCELED) }
+            var pid: pid_t = 0
+            let error = envp.map { posix_spawn(&pid, executable, &actions, &attributes, argv, $0) }
+                ?? posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+            guard error == 0 else { throw SpawnError(executable: executable, errno: error) }
+            children.pids.insert(pid)
+            return pid
+        }
     }
 
     /// Sends `signal` unless the child has been reaped (its pid may then be someone else's).
@@ -110,6 +115,7 @@ public final class ChildProcess: Sendable {
             repeat { reaped = waitpid(pid, &status, WNOHANG) } while reaped == -1 && errno == EINTR
             precondition(reaped != -1, "waitpid(\(pid)): errno \(errno); did someone else reap our child?")
             guard reaped == pid else { return nil }
+            unreapedChildren.withLock { _ = $0.pids.remove(pid) }
             // Not stopped or continued: no WUNTRACED or WCONTINUED was asked for.
             state = status & 0x7f == 0 ? .exited((status >> 8) & 0xff) : .signalled(status & 0x7f)
             return state
@@ -153,6 +159,10 @@ public final class ChildProcess: Sendable {
         if poll() == nil { kill() }
     }
 }
+
+/// Every child started and not yet reaped, by pid, and whether this process is ending them all
+/// (`endChildrenOnTerminationSignals`): then it starts no more.
+let unreapedChildren = Mutex<(pids: Set<pid_t>, ending: Bool)>(([], false))
 
 public struct SpawnError: Error, CustomStringConvertible {
     public let executable: String

@@ -1,4 +1,5 @@
 import Foundation
+import Spawn
 import TestSupport
 
 // `bench <name> [arguments]`: one entry per benchmark; each parses its own arguments.
@@ -32,6 +33,8 @@ let longRunning: Set = ["soak", "advance"]
     if !failed.isEmpty { exit(1) }
 }
 
+// A `kill` or ^C ends the services, redis-server and benchmarks this started, not only bench.
+ChildProcess.endChildrenOnTerminationSignals()
 let arguments = CommandLine.arguments.dropFirst()
 guard let name = arguments.first, name == "all" || benchmarks[name] != nil else {
     let names = (benchmarks.keys.sorted() + ["all"]).joined(separator: ", ")

@@ -97,6 +97,39 @@ import Testing
         #expect(getpgid(own.pid) == own.pid)
     }
 
+    /// A `kill` of `bench` ends the services it started (`endChildrenOnTerminationSignals`): they
+    /// were left running before, since a signal's default action runs no `deinit`.
+    @Test func aKilledBenchEndsTheServicesItStarted() throws {
+        let bench = try ChildProcess(BuildProducts.executable("bench").path, ["soak", "--minutes", "1"], stdout: .null, stderr: .null)
+        defer { bench.kill() }
+        var services: [pid_t] = []
+        let deadline = Date().addingTimeInterval(60)
+        while services.count < 4, bench.isRunning, Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.1)
+            services = Self.children(of: bench.pid)
+        }
+        try #require(services.count == 4, "the soak's four services started")
+        bench.terminate()
+        #expect(bench.wait() == .signalled(SIGTERM))
+        // Ended before bench did (a zombie until init reaps it), not reparented and running.
+        for pid in services { #expect(!Self.isRunning(pid), "service \(pid) still runs") }
+    }
+
+    /// The children of every thread of `pid`.
+    static func children(of pid: pid_t) -> [pid_t] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.flatMap { task in
+            ((try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8)) ?? "").split(separator: " ").compactMap { pid_t($0) }
+        }
+    }
+
+    /// Whether `pid` runs: it exists and is not a zombie.
+    static func isRunning(_ pid: pid_t) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let end = stat.lastIndex(of: ")") else { return false }
+        return stat[stat.index(end, offsetBy: 2)] != "Z"
+    }
+
     /// Waiting and polling from several threads at once reaps once (a second waitpid would trap).
     @Test func concurrentWaitsReapOnce() throws {
         for _ in 0..<20 {
