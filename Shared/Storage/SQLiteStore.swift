@@ -163,12 +163,14 @@ public final class SQLiteStore: Store {
         if !checkpoint.copiedAll { checkpointer.requestRewind() }
     }
 
-    /// For a clean stop: the projection is synced and marked so, and needs no rebuild after a reboot.
+    /// For a clean stop: the projection is synced and marked so, and needs no rebuild after a reboot;
+    /// the connection is closed, which releases the projection's lock. The store is unusable after.
     public func close() {
         do {
             try projection?.close(database)
         } catch {
             // Left unclean: a reboot rebuilds it from the log.
         }
+        try? database.close()
     }
 }

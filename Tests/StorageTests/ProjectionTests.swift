@@ -28,6 +28,13 @@ import TestSupport
                         logger: quietLogger("store"), bootID: boot)
     }
 
+    /// Opens the store again as a process started after a `kill -9` of this one would: the old
+    /// connection gone (it holds the projection file's lock), the projection not marked clean.
+    func restart(_ store: SQLiteStore, boot: String) throws -> SQLiteStore {
+        try store.database.close()
+        return try open(boot: boot)
+    }
+
     /// Logs `count` sessions as a service does: the event and its projected row in one transaction.
     func log(_ count: Int, in store: SQLiteStore) throws {
         for n in 0..<count {
@@ -65,7 +72,7 @@ import TestSupport
         try store.database.write { db in
             try db.execute(sql: "DELETE FROM logged WHERE seq > 2; UPDATE projection.projection_state SET applied_seq = 2")
         }
-        store = try open(boot: "a")
+        store = try restart(store, boot: "a")
         #expect(try projected(store) == [1, 2, 3, 4])
     }
 
@@ -74,10 +81,10 @@ import TestSupport
         try log(3, in: store)
         try loseNewestRow(store)
         // The same boot: the kernel kept every write, so the file is trusted as it is.
-        store = try open(boot: "a")
+        store = try restart(store, boot: "a")
         #expect(try projected(store) == [1, 2])
         // Another boot, and the file was not closed cleanly: rebuilt.
-        store = try open(boot: "b")
+        store = try restart(store, boot: "b")
         #expect(try projected(store) == [1, 2, 3])
     }
 
@@ -89,7 +96,7 @@ import TestSupport
         store = try open(boot: "b")
         #expect(try projected(store) == [1, 2], "a clean file is not rebuilt")
         // Open again (unclean from here on): the next boot rebuilds it.
-        store = try open(boot: "c")
+        store = try restart(store, boot: "c")
         #expect(try projected(store) == [1, 2, 3])
     }
 
