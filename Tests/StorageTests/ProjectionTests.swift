@@ -143,6 +143,24 @@ import TestSupport
         #expect(try store.read { try Int64.fetchOne($0, sql: "SELECT applied_seq FROM projection.projection_state") } == 40)
     }
 
+    /// The service keeps the file locked while it runs: a query from outside is refused at once,
+    /// where it would otherwise hold the service's next commit back until it ended.
+    @Test func aReaderOutsideCannotHoldACommitBack() throws {
+        let store = try open(boot: "a")
+        try log(1, in: store)
+        func countFromOutside() throws -> Int? {
+            var configuration = Configuration()
+            configuration.readonly = true
+            let outside = try DatabaseQueue(path: directory.appendingPathComponent("store.projection.sqlite").path, configuration: configuration)
+            return try outside.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM logged") }
+        }
+        #expect(throws: DatabaseError.self) { try countFromOutside() }
+        try log(1, in: store)
+        #expect(try projected(store) == [1, 2])
+        store.close()
+        #expect(try countFromOutside() == 2, "released by close")
+    }
+
     @Test func theProjectionFileIsPrivate() throws {
         let store = try open(boot: "a")
         try log(1, in: store)
