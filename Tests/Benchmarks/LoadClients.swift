@@ -1,6 +1,7 @@
 import Foundation
 import LHTClient
 import LHTSchema
+import ServiceHost
 import Synchronization
 import ZeroMQ
 
@@ -176,7 +177,12 @@ enum LoadClients {
 
     /// A ROUTER on its own thread that sends every request straight back: the floor any service
     /// on the same sockets can reach. Returns its endpoint and a stop signal.
-    static func startEcho(context: Context) -> (endpoint: String, stop: @Sendable () -> Void) {
+    ///
+    /// With `log`, a durable echo: the requests read at once (up to a batch's limit) are appended to
+    /// that file, length-prefixed, and synced (`fdatasync`) before their replies go back. That is a
+    /// log of its own with nothing else: what a service that stored each request as one record in
+    /// an append-only file, on these sockets, could reach at most.
+    static func startEcho(context: Context, log: String? = nil) -> (endpoint: String, stop: @Sendable () -> Void) {
         let endpoint = Mutex<String?>(nil)
         let bound = DispatchSemaphore(value: 0)
         let stopping = Atomic<Bool>(false)
@@ -186,9 +192,23 @@ enum LoadClients {
             try? router.setSendHighWaterMark(100_000)
             endpoint.withLock { $0 = bound_ }
             bound.signal()
+            let file = log.map { open($0, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600) }
+            defer { if let file { close(file) } }
             while !stopping.load(ordering: .relaxed) {
                 guard let ready = try? Poller.readable([router], timeoutMilliseconds: 100), ready[0] else { continue }
-                while let frames = try? router.receiveMultipart(dontWait: true) { _ = try? router.send(multipart: frames, dontWait: true) }
+                guard let file else {
+                    while let frames = try? router.receiveMultipart(dontWait: true) { _ = try? router.send(multipart: frames, dontWait: true) }
+                    continue
+                }
+                var batch: [[Data]] = [], appended = Data()
+                while batch.count < ServiceHost.batchLimit, let frames = try? router.receiveMultipart(dontWait: true) {
+                    batch.append(frames)
+                    withUnsafeBytes(of: UInt32(frames.last?.count ?? 0).littleEndian) { appended.append(contentsOf: $0) }
+                    appended.append(frames.last ?? Data())
+                }
+                let written = appended.withUnsafeBytes { write(file, $0.baseAddress, $0.count) }
+                precondition(written == appended.count && fdatasync(file) == 0, "the durable echo's log: errno \(errno)")
+                for frames in batch { _ = try? router.send(multipart: frames, dontWait: true) }
             }
         }
         thread.start()

@@ -67,7 +67,8 @@ enum WritesBenchmark {
             if entry.name == "session.log" {
                 let stored = try ScratchDatabase.meanStoredEnvelopeBytes(database: loggerDirectory + "/session-logger.sqlite", last: clients * perClient)
                 try compareWithStores(load.rate, rows: clients * perClient, envelopeBytes: stored)
-                try compareWithRedis(load.rate, clients: clients, window: window, perClient: perClient)
+                let xadd = try compareWithRedis(load.rate, clients: clients, window: window, perClient: perClient)
+                compareWithDurableEcho(load.rate, xadd: xadd, context: context, measure: measure)
             }
         }
         if only == nil || only == "python" { try python(echo: echo.endpoint, logger: logger.api, clients: clients, window: window, perClient: perClient) }
@@ -116,14 +117,30 @@ enum WritesBenchmark {
 
     /// The session.log rate beside Redis XADD (`RedisAnchor`): the same clients, window and count, each
     /// XADD carrying a session.log request frame as its field, appended and fsynced before the reply.
-    static func compareWithRedis(_ rate: Double, clients: Int, window: Int, perClient: Int) throws {
+    /// Returns the XADD rate; nil without redis-server.
+    @discardableResult
+    static func compareWithRedis(_ rate: Double, clients: Int, window: Int, perClient: Int) throws -> Double? {
         guard let redis = try RedisAnchor.xaddRate(clients: clients, window: window, fields: { client in
             (0..<perClient).map { SessionLogBenchmark.sessionLog(n: $0, client: 400 + client) }
-        }) else { return }
+        }) else { return nil }
         let ratio = rate / redis
         print(row("  redis XADD", String(format: "%.0f", redis), "", "", "",
                   String(format: "session.log / XADD = %.3f (appendfsync always, a %d B field each)   target ≥ 0.5: %@",
                          ratio, SessionLogBenchmark.sessionLog(n: 0, client: 400).count, ratio >= 0.5 ? "met" : "NOT met")))
+        return redis
+    }
+
+    /// The session.log rate beside the durable echo (`LoadClients.startEcho(log:)`): the same frames
+    /// from the same clients, each appended to a file and synced before its reply, as a log of the
+    /// service's own would store it, with no database beside it; and beside XADD, when measured.
+    static func compareWithDurableEcho(_ rate: Double, xadd: Double?, context: Context,
+                                       measure: (String, @escaping @Sendable (Int, Int) -> Data) -> LoadClients.Load) {
+        let echo = LoadClients.startEcho(context: context, log: temporaryDirectory("lht-durable-echo").appendingPathComponent("log").path)
+        defer { echo.stop() }
+        let load = measure(echo.endpoint) { SessionLogBenchmark.sessionLog(n: $0, client: 500 + $1) }
+        print(row("  durable echo", String(format: "%.0f", load.rate), "", String(format: "%.3f", load.p50), String(format: "%.3f", load.p99),
+                  String(format: "session.log / this = %.3f (each frame appended to a file, fdatasync per batch read, then the replies)", rate / load.rate)
+                  + (xadd.map { String(format: "; this / XADD = %.3f", load.rate / $0) } ?? "")))
     }
 
     /// The same pipelined load from Python clients (pyzmq, one process each: `python/load.py`), against
