@@ -81,8 +81,9 @@ public final class TestPostgres: Sendable {
         }
         running.withLock { $0 = true }
         let asPostgres = getuid() == 0 ? "/usr/sbin/runuser -u postgres -- " : ""
-        let script = "while [ -d /proc/\(getpid()) ]; do sleep 1; done; "
-            + "\(asPostgres)'\(binaries)/pg_ctl' stop -D '\(data.path)' -m immediate; rm -rf '\(directory.url.path)'"
+        // Stops the server once this process is gone, or when told to (SIGTERM: `bench` ending what it started).
+        let script = "stop() { \(asPostgres)'\(binaries)/pg_ctl' stop -D '\(data.path)' -m immediate; rm -rf '\(directory.url.path)'; exit 0; }; "
+            + "trap stop TERM; while [ -d /proc/\(getpid()) ]; do sleep 1; done; stop"
         // A process group of its own: a ^C at the terminal ends the tests, not the watchdog.
         let shell = try ChildProcess("/bin/sh", ["-c", script], stdout: .null, stderr: .null, ownProcessGroup: true)
         watchdog.withLock { $0 = shell }
