@@ -100,7 +100,11 @@ import Testing
     /// A `kill` of `bench` ends the services it started (`endChildrenOnTerminationSignals`): they
     /// were left running before, since a signal's default action runs no `deinit`.
     @Test func aKilledBenchEndsTheServicesItStarted() throws {
-        let bench = try ChildProcess(BuildProducts.executable("bench").path, ["soak", "--minutes", "1"], stdout: .null, stderr: .null)
+        // Its scratch files under ours: killed, bench removes none.
+        let scratch = ScratchDirectory("lht-killed-bench")
+        let bench = try ChildProcess(BuildProducts.executable("bench").path, ["soak", "--minutes", "1"],
+                                     environment: ProcessInfo.processInfo.environment.merging(["TMPDIR": scratch.url.path]) { $1 },
+                                     stdout: .null, stderr: .null)
         defer { bench.kill() }
         var services: [pid_t] = []
         let deadline = Date().addingTimeInterval(60)
