@@ -110,28 +110,13 @@ import Testing
         let deadline = Date().addingTimeInterval(60)
         while services.count < 4, bench.isRunning, Date() < deadline {
             Thread.sleep(forTimeInterval: 0.1)
-            services = Self.children(of: bench.pid)
+            services = ProcessTable.children(of: bench.pid)
         }
         try #require(services.count == 4, "the soak's four services started")
         bench.terminate()
         #expect(bench.wait() == .signalled(SIGTERM))
         // Ended before bench did (a zombie until init reaps it), not reparented and running.
-        for pid in services { #expect(!Self.isRunning(pid), "service \(pid) still runs") }
-    }
-
-    /// The children of every thread of `pid`.
-    static func children(of pid: pid_t) -> [pid_t] {
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        return tasks.flatMap { task in
-            ((try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8)) ?? "").split(separator: " ").compactMap { pid_t($0) }
-        }
-    }
-
-    /// Whether `pid` runs: it exists and is not a zombie.
-    static func isRunning(_ pid: pid_t) -> Bool {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let end = stat.lastIndex(of: ")") else { return false }
-        return stat[stat.index(end, offsetBy: 2)] != "Z"
+        for pid in services { #expect(!ProcessTable.running(pid), "service \(pid) still runs") }
     }
 
     /// Waiting and polling from several threads at once reaps once (a second waitpid would trap).

@@ -30,14 +30,6 @@ import ZeroMQ
         return try ChildProcess(executable, arguments, environment: environment, stdout: .null, stderr: .null).wait().status
     }
 
-    /// Whether `pid` runs: a process that exited but was not reaped yet (PostgreSQL's, whose parent
-    /// pg_ctl left it to init, until init gets to it) does not.
-    static func running(_ pid: Int32) -> Bool {
-        guard kill(pid, 0) == 0, let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return false }
-        // "pid (comm) S …": the state follows the last ")".
-        return stat.split(separator: ")").last?.trimmingCharacters(in: .whitespaces).first != "Z"
-    }
-
     func pids(in directory: URL, of names: [String] = ["session-logger", "reminder-planner", "notifier", "noalc-streak"]) -> [Int32] {
         names.compactMap { service in
             (try? String(contentsOf: directory.appendingPathComponent("\(service).pid"), encoding: .utf8))
@@ -156,7 +148,7 @@ import ZeroMQ
         #expect(stopped.status == 0, "\(stopped.output)")
         #expect(stopped.output.contains("stopped postgres"), "\(stopped.output)")
         // pg_ctl returns once the postmaster removed its pid file, a moment before it exits.
-        try waitUntil(timeout: 5, interval: 0.1, "every service and PostgreSQL gone") { (started + [postmaster]).allSatisfy { !Self.running($0) } }
+        try waitUntil(timeout: 5, interval: 0.1, "every service and PostgreSQL gone") { (started + [postmaster]).allSatisfy { !ProcessTable.running($0) } }
         // Nor any other process of ours: every one names the data directory on its command line.
         let leftovers = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap(Int32.init).filter { pid in
             ((try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? "").contains(directory.path)
