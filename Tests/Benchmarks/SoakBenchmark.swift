@@ -205,7 +205,8 @@ enum SoakBenchmark {
     /// Per window and service: requests, p50, p99, max, and the same for the disk's own syncs
     /// (`SyncProbe`) and Redis's acks (`RedisProbe`, if any); per service the worst window, and in how
     /// many windows it missed the target (p99 ≤ 10 ms, max ≤ 100 ms) where the disk alone, or Redis,
-    /// missed it too; all services' p99 drift. Whether the latency targets are met.
+    /// missed it too, and its p99 against Redis's window by window; all services' p99 drift. Whether
+    /// the latency targets are met.
     static func reportLatency(services: [Service], windows: [Window], syncs: [[Double]], redis: [[Double]]?, windowSeconds: Double,
                               failures: [Int]) -> Bool {
         func label(_ window: Int) -> String { "\(Int(Double(window) * windowSeconds))-\(Int(Double(window + 1) * windowSeconds)) s" }
@@ -233,6 +234,14 @@ enum SoakBenchmark {
             print("redis-server (appendfsync always), records like the logger's at its rate, missed p99 ≤ 10 ms and max ≤ 100 ms "
                   + "in \(redisMissed.count) of \(redis.filter { !$0.isEmpty }.count) windows")
         }
+        /// The service's p99 over Redis's in each window both answered in: lowest, median, highest.
+        func againstRedis(_ index: Int) -> String {
+            guard let redis else { return "" }
+            let ratios = windows.indices.filter { !windows[$0][index].isEmpty && !redis[$0].isEmpty }
+                .map { LoadClients.percentile(windows[$0][index], 0.99) / LoadClients.percentile(redis[$0], 0.99) }.sorted()
+            guard !ratios.isEmpty else { return "" }
+            return String(format: "; p99 ÷ Redis's in the same window %.2f–%.2f, median %.2f", ratios.first!, ratios.last!, ratios[ratios.count / 2])
+        }
         var met = true
         for (index, service) in services.enumerated() {
             let answered = windows.indices.filter { !windows[$0][index].isEmpty }
@@ -247,9 +256,9 @@ enum SoakBenchmark {
             let serviceMet = serviceMissed.isEmpty
             met = met && serviceMet
             let redisToo = redisMissed.map { ", Redis too in \(serviceMissed.intersection($0).count)" } ?? ""
-            print(String(format: "%@: worst window p99 %.3f ms (%@), worst max %.3f ms (%@), %d failed; missed in %d windows, the disk alone too in %d of them%@   target p99 ≤ 10 ms and max ≤ 100 ms in every window: %@",
+            print(String(format: "%@: worst window p99 %.3f ms (%@), worst max %.3f ms (%@), %d failed; missed in %d windows, the disk alone too in %d of them%@%@   target p99 ≤ 10 ms and max ≤ 100 ms in every window: %@",
                          service.name, p99.1, label(p99.0), max.1, label(max.0), failures[index], serviceMissed.count,
-                         serviceMissed.intersection(diskMissed).count, redisToo, serviceMet ? "met" : "NOT met"))
+                         serviceMissed.intersection(diskMissed).count, redisToo, againstRedis(index), serviceMet ? "met" : "NOT met"))
         }
         let p99s = windows.map { Array($0.joined()) }.filter { !$0.isEmpty }.map { LoadClients.percentile($0, 0.99) }
         let drift = p99s.count >= 3 ? p99s.last! / p99s[1] : .nan
