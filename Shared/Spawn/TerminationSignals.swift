@@ -3,20 +3,21 @@ import Glibc
 extension ChildProcess {
     /// The signals `endChildrenOnTerminationSignals` handles: a `kill`, a ^C, a closed terminal.
     static let terminationSignals = [SIGTERM, SIGINT, SIGHUP]
+    /// How long the children have to end after SIGTERM before they get SIGKILL.
+    static let terminationGraceSeconds: UInt32 = 5
 
     /// For a program whose children must not outlive it however it is stopped (`bench`: a `kill`
     /// left its services and redis-server running, since a signal's default action runs no
     /// `deinit`). From now on each of `terminationSignals` ends every child not yet reaped — SIGTERM
     /// first, so that each stops cleanly and ends its own children; SIGKILL for any still running
-    /// after `graceSeconds` — and then this process, as the signal would have ended it. Call it once,
-    /// early. A child asked for after the signal is not started (`SpawnError`, ECANCELED).
-    public static func endChildrenOnTerminationSignals(graceSeconds: UInt32 = 5) {
+    /// after `terminationGraceSeconds` — and then this process, as the signal would have ended it.
+    /// Call it once, early. A child asked for after the signal is not started (`SpawnError`, ECANCELED).
+    public static func endChildrenOnTerminationSignals() {
         var ends: [Int32] = [0, 0]
         guard pipe(&ends) == 0 else { return }
         for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         signalPipe = ends[1]
         signalReader = ends[0]
-        terminationGraceSeconds = graceSeconds
         // A handler may only do what is async-signal-safe: it hands the signal to a thread.
         var action = sigaction()
         action.__sigaction_handler.sa_handler = { signal in
@@ -43,7 +44,6 @@ extension ChildProcess {
 // Globals, since a signal handler and a C thread body capture nothing. Set once, before either runs.
 nonisolated(unsafe) private var signalPipe: Int32 = -1
 nonisolated(unsafe) private var signalReader: Int32 = -1
-nonisolated(unsafe) private var terminationGraceSeconds: UInt32 = 5
 
 private func endChildrenThenSelf() -> Never {
     var number: UInt8 = 0
@@ -60,7 +60,7 @@ private func endChildrenThenSelf() -> Never {
         return waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_signo != SIGCHLD
     }
     var waited: UInt32 = 0
-    while children.contains(where: running), waited < terminationGraceSeconds * 50 {
+    while children.contains(where: running), waited < ChildProcess.terminationGraceSeconds * 50 {
         usleep(20_000)
         waited += 1
     }

@@ -118,7 +118,6 @@ enum WritesBenchmark {
     /// The session.log rate beside Redis XADD (`RedisAnchor`): the same clients, window and count, each
     /// XADD carrying a session.log request frame as its field, appended and fsynced before the reply.
     /// Returns the XADD rate; nil without redis-server.
-    @discardableResult
     static func compareWithRedis(_ rate: Double, clients: Int, window: Int, perClient: Int) throws -> Double? {
         guard let redis = try RedisAnchor.xaddRate(clients: clients, window: window, fields: { client in
             (0..<perClient).map { SessionLogBenchmark.sessionLog(n: $0, client: 400 + client) }
