@@ -15,13 +15,16 @@ import ZeroMQ
 /// `health`, while the disk syncs the last one. (With FULL the loop waited for every sync: a clock
 /// step's commit took as long again as its work.)
 ///
+/// A log that is a file of its own (`EventFileStore`) is written without a sync the same way, and
+/// synced here the same way.
+///
 /// Outside `run` (start-up, tests calling `write`) a commit is synced before `write` returns.
 /// A sync that fails cannot be retried (the kernel may have dropped the pages it could not write),
-/// and readers have seen the commit already: the process exits, and SQLite recovers the log from
-/// the file when it starts again.
+/// and readers have seen the commit already: the process exits, and the log is recovered from the
+/// file when it starts again.
 public final class CommitSync: Durability {
     /// Synced on the loop's thread outside `run`, on the syncer's while it runs: never both at once.
-    private let file: LogFile
+    private let file: SyncedFile
     private let logger: Logger
     /// Commits so far that asked for a sync; the loop's side.
     private(set) var committed: UInt64 = 0
@@ -35,6 +38,12 @@ public final class CommitSync: Durability {
 
     init(databasePath: String, logger: Logger) {
         file = LogFile(databasePath: databasePath)
+        self.logger = logger
+    }
+
+    /// For a log that is a file of its own: syncing it makes every commit durable.
+    init(eventFile: EventFile, logger: Logger) {
+        file = eventFile
         self.logger = logger
     }
 
@@ -99,7 +108,7 @@ public final class CommitSync: Durability {
         /// Set by the thread before it signals that it started.
         private var startError: Error?
 
-        init(file: LogFile, context: Context, endpoint: String, durable: UInt64, beforeSync: (@Sendable () -> Void)?,
+        init(file: SyncedFile, context: Context, endpoint: String, durable: UInt64, beforeSync: (@Sendable () -> Void)?,
              logger: Logger) throws {
             requested = durable
             synced = durable
@@ -144,7 +153,7 @@ public final class CommitSync: Durability {
             finished.wait()
         }
 
-        private func serve(_ file: LogFile, _ wake: Socket, _ beforeSync: (@Sendable () -> Void)?, _ logger: Logger) {
+        private func serve(_ file: SyncedFile, _ wake: Socket, _ beforeSync: (@Sendable () -> Void)?, _ logger: Logger) {
             condition.lock()
             while true {
                 while requested == synced && !stopping { condition.wait() }
@@ -162,8 +171,8 @@ public final class CommitSync: Durability {
         }
     }
 
-    /// The log file, reopened when SQLite made a new one (a sync of a removed file would sync nothing).
-    private final class LogFile: @unchecked Sendable {
+    /// The WAL file, reopened when SQLite made a new one (a sync of a removed file would sync nothing).
+    private final class LogFile: SyncedFile, @unchecked Sendable {
         let walPath: String
         let databasePath: String
         private var descriptor: Int32 = -1
@@ -175,17 +184,9 @@ public final class CommitSync: Durability {
 
         deinit { if descriptor >= 0 { close(descriptor) } }
 
-        /// Exits the process when the sync fails (see CommitSync's comment).
-        func syncOrExit(_ logger: Logger) {
-            guard let failure = sync() else { return }
-            logger.critical("syncing the database to disk failed; exiting so that SQLite recovers it from the file",
-                            metadata: ["file": "\(walPath)", "error": "\(failure)"])
-            // At once, from whichever thread: `exit` would run teardown while the loop still runs.
-            _exit(74)  // EX_IOERR
-        }
+        var path: String { walPath }
 
-        /// nil when synced, else what failed.
-        private func sync() -> String? {
+        func sync() -> String? {
             var open = stat(), current = stat()
             if descriptor >= 0, fstat(descriptor, &open) == 0, stat(walPath, &current) == 0,
                open.st_ino == current.st_ino, open.st_dev == current.st_dev {
@@ -200,5 +201,23 @@ public final class CommitSync: Durability {
             defer { close(database) }
             return fdatasync(database) == 0 ? nil : "fdatasync: \(String(cString: strerror(errno)))"
         }
+    }
+}
+
+/// A file whose sync makes commits durable.
+protocol SyncedFile: AnyObject, Sendable {
+    var path: String { get }
+    /// nil when synced, else what failed.
+    func sync() -> String?
+}
+
+extension SyncedFile {
+    /// Exits the process when the sync fails (see CommitSync's comment).
+    func syncOrExit(_ logger: Logger) {
+        guard let failure = sync() else { return }
+        logger.critical("syncing the log to disk failed; exiting so that it is recovered from the file",
+                        metadata: ["file": "\(path)", "error": "\(failure)"])
+        // At once, from whichever thread: `exit` would run teardown while the loop still runs.
+        _exit(74)  // EX_IOERR
     }
 }

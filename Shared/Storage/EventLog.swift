@@ -13,18 +13,32 @@ public final class EventLog {
     /// This log's identity, made with the database: seqs mean something only together with it.
     public let identity: RecordID
 
-    /// The table of records (seq, topic, envelope).
-    let table: String
-    /// How the table stores envelopes, where they are not stored as they are (SQLite's).
-    let compression: EnvelopeCompression?
+    /// Where the records are: a table (seq, topic, envelope), or a file of their own.
+    enum Records {
+        /// `compression`: how the table stores envelopes, where they are not stored as they are (SQLite's).
+        case table(String, compression: EnvelopeCompression?)
+        case file(EventFile)
+    }
 
-    init(source: String, identity: RecordID, lastSeq: Int64, table: String, compression: EnvelopeCompression? = nil) {
+    let records: Records
+
+    init(source: String, identity: RecordID, lastSeq: Int64, records: Records) {
         self.source = source
         self.identity = identity
         self.lastSeq = lastSeq
-        self.table = table
-        self.compression = compression
+        self.records = records
         publishedSeq = lastSeq
+    }
+
+    /// The log of an `EventFile`: every record in it is committed.
+    convenience init(source: String, file: EventFile) {
+        self.init(source: source, identity: file.identity, lastSeq: file.lastSeq, records: .file(file))
+    }
+
+    /// How the log's table stores envelopes, where it compresses them.
+    var compression: EnvelopeCompression? {
+        if case .table(_, let compression) = records { return compression }
+        return nil
     }
 
     /// SQLite's log (`outbox`), as it is in the file; the envelopes it stores from now on compressed.
@@ -33,7 +47,7 @@ public final class EventLog {
             (try db.fetchValue(Int64.self, "SELECT MAX(seq) FROM outbox") ?? 0,
              try db.fetchValue(String.self, "SELECT id FROM log_identity").flatMap(RecordID.init) ?? RecordID())
         }
-        self.init(source: source, identity: identity, lastSeq: lastSeq, table: "outbox", compression: EnvelopeCompression())
+        self.init(source: source, identity: identity, lastSeq: lastSeq, records: .table("outbox", compression: EnvelopeCompression()))
     }
 
     public static func migrate(_ migrator: inout DatabaseMigrator) {
@@ -71,28 +85,65 @@ public final class EventLog {
         } ?? (0, nil)
     }
 
-    /// The envelope a record's stored bytes hold.
-    func envelope(stored: UnsafeRawBufferPointer) throws -> Data { try compression?.expand(stored) ?? Data(stored) }
+    /// Calls `body` with each committed event after `seq`, at most `limit` of them, in seq order: its
+    /// seq and its envelope as published.
+    func forEach(after seq: Int64, limit: Int, in sql: StoreConnection, _ body: (_ seq: Int64, _ envelope: Data) throws -> Void) throws {
+        switch records {
+        case .table(let table, let compression):
+            _ = try sql.rows("SELECT seq, envelope FROM \(table) WHERE seq > ? ORDER BY seq LIMIT ?", [.integer(seq), .integer(Int64(limit))]) { row -> Never? in
+                try row.withBytes(1) { try body(row.integer(0) ?? 0, compression?.expand($0) ?? Data($0)) }
+                return nil
+            }
+        case .file(let file):
+            var left = limit
+            guard left > 0 else { return }
+            try file.forEach(after: seq, through: lastSeq) { seq, _, envelope in
+                try body(seq, Data(envelope))
+                left -= 1
+                return left > 0
+            }
+        }
+    }
 
     /// `events.since` reply bytes: the envelopes exactly as they were published. With a
     /// `user`, only the events whose topic names that user (`<type>.<user>.` of a type `publisher`
     /// publishes), filtered before the limit applies.
     public func since(_ request: EventsSinceRequest, for user: UserID?, publisher: ServiceName, in sql: StoreConnection) throws -> Data {
+        let prefixes = user.map { user in Events.published(by: publisher).map { $0.prefix(userId: user) } }
+        var payload = Data(#"{"events":["#.utf8)
+        switch records {
+        case .table(let table, let compression):
+            try appendEnvelopes(request, table: table, compression: compression, prefixes: prefixes, in: sql, to: &payload)
+        case .file(let file):
+            let prefixes = prefixes?.map { Array($0.utf8) }
+            var left = request.limit
+            guard left > 0 else { break }
+            try file.forEach(after: request.after, through: lastSeq) { _, topic, envelope in
+                if let prefixes, !prefixes.contains(where: { topic.starts(with: $0) }) { return true }
+                if left < request.limit { payload.append(UInt8(ascii: ",")) }
+                payload.append(contentsOf: envelope)
+                left -= 1
+                return left > 0
+            }
+        }
+        payload.append(contentsOf: Array(#"],"lastSeq":\#(lastSeq),"logId":"\#(identity)"}"#.utf8))
+        return payload
+    }
+
+    /// The envelopes `since` returns, from a table.
+    private func appendEnvelopes(_ request: EventsSinceRequest, table: String, compression: EnvelopeCompression?, prefixes: [String]?,
+                                 in sql: StoreConnection, to payload: inout Data) throws {
         var query = "SELECT envelope FROM \(table) WHERE seq > ?"
         var arguments: [SQLValue] = [.integer(request.after)]
-        if let user {
+        if let prefixes {
             // SQLite: GLOB, not LIKE, since `_` (allowed in a userId) is a LIKE wildcard; a userId has
             // no GLOB metacharacters. PostgreSQL has a prefix test of its own.
-            let prefixes = Events.published(by: publisher).map { $0.prefix(userId: user) }
             let test = sql.dialect == .sqlite ? "topic GLOB ?" : "starts_with(topic, ?)"
             query += " AND (" + Array(repeating: test, count: prefixes.count).joined(separator: " OR ") + ")"
             arguments += prefixes.map { .text(sql.dialect == .sqlite ? $0 + "*" : $0) }
         }
         query += " ORDER BY seq LIMIT ?"
         arguments.append(.integer(Int64(request.limit)))
-        var payload = Data(#"{"events":["#.utf8)
         try sql.appendJSONArrayElements(query, arguments, to: &payload, storedBy: compression)
-        payload.append(contentsOf: Array(#"],"lastSeq":\#(lastSeq),"logId":"\#(identity)"}"#.utf8))
-        return payload
     }
 }

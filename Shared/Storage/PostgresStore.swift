@@ -74,7 +74,7 @@ public final class PostgresStore: Store {
         }
         let head = try log.head(on: connection)
         guard let identity = RecordID(head.identity) else { throw StorageError("the log identity \(head.identity) is not a UUID") }
-        eventLog = EventLog(source: service, identity: identity, lastSeq: head.lastSeq, table: "\(log.schemaName).log")
+        eventLog = EventLog(source: service, identity: identity, lastSeq: head.lastSeq, records: .table("\(log.schemaName).log", compression: nil))
         self.connection = PostgresStoreConnection(connection)
         logger.info("connected to PostgreSQL", metadata: ["schema": "\(log.schemaName)", "lastSeq": "\(head.lastSeq)"])
     }

@@ -176,13 +176,11 @@ final class ProjectionFile {
             try database.write { db in
                 pageRead = false
                 let sql = SQLiteStoreConnection(db)
-                try RawStatement.run("SELECT seq, envelope FROM outbox WHERE seq > ? ORDER BY seq LIMIT 10000", db, [.integer(from)]) { row -> Never? in
-                    let event = try WireJSON.decode(ReceivedEvent.self, from: log.envelope(stored: row.blob(1)))
-                    try replay(event, sql)
-                    from = row.integer(0)
+                try log.forEach(after: from, limit: 10_000, in: sql) { seq, envelope in
+                    try replay(try WireJSON.decode(ReceivedEvent.self, from: envelope), sql)
+                    from = seq
                     replayed += 1
                     pageRead = true
-                    return nil
                 }
                 try applied(through: from, in: db)
             }

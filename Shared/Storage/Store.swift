@@ -5,9 +5,10 @@ import Logging
 import ZeroMQ
 
 /// A service's storage in the terms every backend keeps (README "Storage"): the log, durable
-/// tables beside it, projections and upstream cursors. `SQLiteStore` is the embedded default,
-/// `PostgresStore` the one many instances share; `StoreLayout` says what a service stores, once
-/// for both. The service's loop owns its store and calls it from its own thread only.
+/// tables beside it, projections and upstream cursors. `SQLiteStore` is the embedded default
+/// (`EventFileStore` where the log is all a service keeps durably), `PostgresStore` the one many
+/// instances share; `StoreLayout` says what a service stores, once for all. The service's loop owns
+/// its store and calls it from its own thread only.
 public protocol Store: AnyObject {
     var eventLog: EventLog { get }
     /// Where replies and events wait until the commit they tell of is on disk.
@@ -51,6 +52,9 @@ public struct StoreLayout: Sendable {
     public var sqliteMigrations: @Sendable (inout DatabaseMigrator) -> Void
     /// SQLite's projection file, where the service has one.
     public var projection: Projection?
+    /// SQLite: the log is the service's only durable state, every table a projection of it, so the
+    /// log is a file of its own (`EventFileStore`) instead of a table.
+    public var logOnly: Bool
     /// PostgreSQL: the service's tables, in migrations of their own (run once each, in order),
     /// in SQL both backends take (`SQLDialect`); nil for a service whose statements are
     /// still SQLite's only: it refuses `--database`. Projections are plain tables there, written
@@ -60,10 +64,12 @@ public struct StoreLayout: Sendable {
     /// each holding leases on its share (`PostgresStore.balancePartitions`).
     public var partitioned: Bool
 
-    public init(sqliteMigrations: @escaping @Sendable (inout DatabaseMigrator) -> Void, projection: Projection? = nil,
+    public init(sqliteMigrations: @escaping @Sendable (inout DatabaseMigrator) -> Void, projection: Projection? = nil, logOnly: Bool = false,
                 postgresMigrations: [PostgresMigration]? = nil, partitioned: Bool = false) {
+        precondition(!logOnly || projection != nil, "a log-only store keeps its tables in its projection")
         self.sqliteMigrations = sqliteMigrations
         self.projection = projection
+        self.logOnly = logOnly
         self.postgresMigrations = postgresMigrations
         self.partitioned = partitioned
     }

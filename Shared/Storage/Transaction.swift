@@ -22,8 +22,9 @@ public final class Transaction {
     private let source: String
     /// The newest seq committed before this transaction: its events get the seqs after it.
     private let baseSeq: Int64
-    /// Stores one record: (seq, topic, envelope).
-    private let insertRecord: String
+    /// Stores one record: (seq, topic, envelope); nil where the store writes the events itself once
+    /// the body ran (`EventFileStore`).
+    private let insertRecord: String?
     /// How the log stores an envelope, where not as it is.
     private let compression: EnvelopeCompression?
     public private(set) var events: [PendingEvent] = []
@@ -33,7 +34,7 @@ public final class Transaction {
     /// Where upstream cursors are kept.
     private let cursorTable: String
 
-    init(sql: StoreConnection, source: String, baseSeq: Int64, insertRecord: String, compression: EnvelopeCompression? = nil, now: Instant,
+    init(sql: StoreConnection, source: String, baseSeq: Int64, insertRecord: String?, compression: EnvelopeCompression? = nil, now: Instant,
          cursorTable: String) {
         self.sql = sql
         self.source = source
@@ -75,7 +76,7 @@ public final class Transaction {
     private func store(_ type: String, topic: String, frame: (_ seq: Int64, _ topic: String) -> Data) throws -> Int64 {
         let seq = nextSeq
         let bytes = frame(seq, topic)
-        try sql.execute(insertRecord, [.integer(seq), .text(topic), .blob(compression?.compact(bytes) ?? bytes)])
+        if let insertRecord { try sql.execute(insertRecord, [.integer(seq), .text(topic), .blob(compression?.compact(bytes) ?? bytes)]) }
         events.append(PendingEvent(type: type, seq: seq, topic: topic, envelope: bytes))
         return seq
     }

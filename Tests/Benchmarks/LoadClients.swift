@@ -181,12 +181,15 @@ enum LoadClients {
     /// With `log`, a durable echo: the requests read at once (up to a batch's limit) are appended to
     /// that file, length-prefixed, and synced (`fdatasync`) before their replies go back. That is a
     /// log of its own with nothing else: what a service that stored each request as one record in
-    /// an append-only file, on these sockets, could reach at most.
-    static func startEcho(context: Context, log: String? = nil) -> (endpoint: String, stop: @Sendable () -> Void) {
+    /// an append-only file, on these sockets, could reach at most. With a `projection` too, each synced
+    /// batch is handed to it once its replies left.
+    static func startEcho(context: Context, log: String? = nil, projection: EchoProjection? = nil) -> (endpoint: String, stop: @Sendable () -> Void) {
         let endpoint = Mutex<String?>(nil)
         let bound = DispatchSemaphore(value: 0)
         let stopping = Atomic<Bool>(false)
+        let ended = DispatchSemaphore(value: 0)
         let thread = Thread {
+            defer { ended.signal() }
             guard let router = try? Socket(context, .router), let bound_ = try? router.bind("tcp://127.0.0.1:*") else { bound.signal(); return }
             try? router.setReceiveHighWaterMark(100_000)
             try? router.setSendHighWaterMark(100_000)
@@ -209,11 +212,16 @@ enum LoadClients {
                 let written = appended.withUnsafeBytes { write(file, $0.baseAddress, $0.count) }
                 precondition(written == appended.count && fdatasync(file) == 0, "the durable echo's log: errno \(errno)")
                 for frames in batch { _ = try? router.send(multipart: frames, dontWait: true) }
+                projection?.apply(batch.compactMap(\.last))
             }
         }
         thread.start()
         bound.wait()
-        return (endpoint.withLock { $0 } ?? "", { stopping.store(true, ordering: .relaxed) })
+        // Stopped once its thread has ended: a projection has been handed every batch.
+        return (endpoint.withLock { $0 } ?? "", {
+            stopping.store(true, ordering: .relaxed)
+            ended.wait()
+        })
     }
 
     static func percentile(_ values: [Double], _ p: Double) -> Double {

@@ -23,6 +23,12 @@ enum ScratchDatabase {
         return try body(database)
     }
 
+    /// The mean size of a record in an event file (`EventFileStore`: the session logger's log) that
+    /// holds `records`, as stored: its envelope, seq, topic and check (the file's header is counted too).
+    static func meanEventFileRecordBytes(_ path: String, records: Int) throws -> Int {
+        (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int ?? 0) / max(records, 1)
+    }
+
     /// The mean size of the newest `last` events a service stored in its log file (`database`), as stored
     /// (compressed): the planner's decisions, the logger's sessions. A floor's outbox rows take this size.
     static func meanStoredEnvelopeBytes(database: String, last: Int) throws -> Int {

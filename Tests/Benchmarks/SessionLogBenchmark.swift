@@ -9,10 +9,11 @@ import Synchronization
 import TestSupport
 import ZeroMQ
 
-/// `bench session-log [--clients 8] [--per-client 5000] [--rate 1000] [--seconds 5] [--metrics-rounds 3] [--quick]`
+/// `bench session-log [--clients 8] [--per-client 5000] [--rate 1000] [--seconds 5] [--metrics-rounds 3] [--start-events 1000000] [--quick]`
 ///
 /// Acknowledged, durable `session.log` throughput with pipelined DEALER clients, and ack latency at
-/// a fixed rate, each beside a raw ROUTER echo measured in the same run on the same sockets.
+/// a fixed rate, each beside a raw ROUTER echo measured in the same run on the same sockets; then
+/// the start with a long log (`startWithLog`).
 enum SessionLogBenchmark {
     static func run(_ arguments: [String]) throws {
         let quick = arguments.contains("--quick")
@@ -52,6 +53,37 @@ enum SessionLogBenchmark {
 
         try metricsOnVersusOff(context: context, off: service, clients: clients, perClient: perClient,
                                rounds: Options.int(arguments, "--metrics-rounds", quick ? 1 : 3))
+        try startWithLog(context: context, events: Options.int(arguments, "--start-events", quick ? 100_000 : 1_000_000), clients: clients)
+    }
+
+    /// A logger started on a log of `events` sessions: after a clean stop (the records' offsets from the
+    /// index the stop saved), and without that index, as after a `kill -9` (the file read and every
+    /// record checked); beside reading the file alone, in the same run. The page cache holds the file
+    /// in all three.
+    static func startWithLog(context: Context, events: Int, clients: Int) throws {
+        let directory = temporaryDirectory("lht-bench-start").path
+        let file = directory + "/session-logger.events"
+        var service = try InProcessService.sessionLogger(context: context, directory: directory)
+        _ = LoadClients.throughput(endpoint: service.api, context: context, clients: clients, window: 64) { client in
+            (0..<events / clients).map { sessionLog(n: $0, client: 40_000 + client) }
+        }
+        service.stop()
+        func seconds(_ body: () throws -> Void) rethrows -> Double { try ContinuousClock().measure(body) / .seconds(1) }
+        let read = try seconds {
+            let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: file))
+            defer { try? handle.close() }
+            while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {}
+        }
+        let fromIndex = try seconds { service = try InProcessService.sessionLogger(context: context, directory: directory) }
+        service.stop()
+        try FileManager.default.removeItem(atPath: file + ".index")
+        let checked = try seconds { service = try InProcessService.sessionLogger(context: context, directory: directory) }
+        service.stop()
+        let megabytes = Double((try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0) / 1_048_576
+        print("start with \(events / clients * clients) logged sessions (\(String(format: "%.0f", megabytes)) MB of log)")
+        print(String(format: "  reading the file alone            %6.2f s", read))
+        print(String(format: "  logger ready, after a clean stop  %6.2f s   (its offsets from the index the stop saved)", fromIndex))
+        print(String(format: "  logger ready, after a kill -9     %6.2f s   ratio %.1f × reading the file (every record read and checked)", checked, checked / read))
     }
 
     /// session.log throughput with metrics on (Prometheus bootstrapped, as the executables run, and

@@ -36,9 +36,11 @@ enum SoakBenchmark {
         let directory: URL
         var pid: Int32 { child.process.pid }
         var api: String { child.endpoints["api"]! }
-        /// Its SQLite files: the log's and, where it keeps one (the logger), its projection's.
+        /// Its storage files: the log's (an event file for the logger, SQLite for the rest) and, where it
+        /// keeps one, its projection's.
         var databases: [String] {
-            ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).filter { $0.hasSuffix(".sqlite") }.sorted()
+            ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).filter { $0.hasSuffix(".sqlite") || $0.hasSuffix(".events") }
+                .sorted()
                 .map { directory.appendingPathComponent($0).path }
         }
     }
@@ -300,7 +302,7 @@ enum SoakBenchmark {
                 line += String(format: "; %d logging requests sent; its database files hold %.0f bytes per record   target ≤ 3 KB written per record: %@",
                                logged, megabytes(ofFiles: service.databases) * 1_048_576 / Double(stored[index].count), met ? "met" : "NOT met")
                 // The floor for a log synced once a record: as many records a second, each appended and fdatasync'ed.
-                let recordBytes = Int(megabytes(ofFiles: [service.directory.appendingPathComponent("\(service.name).sqlite").path]) * 1_048_576) / Int(stored[index].count)
+                let recordBytes = Int(megabytes(ofFiles: [service.directory.appendingPathComponent("\(service.name).events").path]) * 1_048_576) / Int(stored[index].count)
                 if let floor = try? SyncFloor.bytesPerRecord(recordBytes: recordBytes, rate: Double(logged) / seconds, seconds: 10) {
                     line += String(format: "\n  floor: %d B records appended and fdatasync'ed one at a time, %.0f a second: %.0f bytes written per record; logger / floor %.2f",
                                    recordBytes, Double(logged) / seconds, floor, perRecord / floor)

@@ -65,7 +65,7 @@ enum WritesBenchmark {
             print(String(format: "  bytes written to storage per acked request at full load: %.0f B (write_bytes of this process meanwhile)",
                          written / Double(clients * perClient)))
             if entry.name == "session.log" {
-                let stored = try ScratchDatabase.meanStoredEnvelopeBytes(database: loggerDirectory + "/session-logger.sqlite", last: clients * perClient)
+                let stored = try ScratchDatabase.meanEventFileRecordBytes(loggerDirectory + "/session-logger.events", records: clients * perClient)
                 try compareWithStores(load.rate, rows: clients * perClient, envelopeBytes: stored)
                 let xadd = try compareWithRedis(load.rate, clients: clients, window: window, perClient: perClient)
                 compareWithDurableEcho(load.rate, xadd: xadd, context: context, measure: measure)
@@ -74,33 +74,26 @@ enum WritesBenchmark {
         if only == nil || only == "python" { try python(echo: echo.endpoint, logger: logger.api, clients: clients, window: window, perClient: perClient) }
     }
 
-    /// The session.log rate beside storing what it stores, alone: each request's session row and its
-    /// `session.logged` event's outbox row (`envelopeBytes`: the mean the logger stored, compressed),
+    /// The session.log rate beside storing what it stores in SQLite alone: each request's session row
+    /// and its `session.logged` event as an outbox row (`envelopeBytes`: the logger's mean record), as
+    /// the logger did before its log became a file (`EventFileStore`),
     /// 512 a transaction (the logger's batch), through the statements the logger uses, with
     /// synchronous FULL (the logger's durability, each commit waiting for the disk) and OFF (no
     /// waiting: SQLite's own work).
     static func compareWithStores(_ rate: Double, rows: Int, envelopeBytes: Int) throws {
-        let session = StoredSession(id: RecordID(), userId: UserID("bench1")!, activity: .mindfulness, start: Instant.now().adding(seconds: -3600),
-                                    end: Instant.now().adding(seconds: -2700), source: nil, loggedAt: Instant.now())
+        let firstStart = Instant.now().adding(seconds: -3600)
         let envelope = Data(repeating: UInt8(ascii: "x"), count: envelopeBytes)
         for synchronous in ["FULL", "OFF"] {
             // The logger's migrations no longer create the session table: it moved to its projection's
             // file (SessionStore.projection). The floor keeps it, as it was, beside the outbox in one file.
-            let took = try ScratchDatabase.with(synchronous: synchronous, migrations: SessionLogger.migrate, schema: """
-                CREATE TABLE session (id TEXT PRIMARY KEY NOT NULL, user_id TEXT NOT NULL, activity TEXT NOT NULL, start_ms INTEGER NOT NULL,
-                    end_ms INTEGER NOT NULL, source TEXT, logged_at_ms INTEGER NOT NULL, seq INTEGER NOT NULL);
-                CREATE INDEX session_by_user_start ON session (user_id, start_ms)
-                """) { database in
+            let took = try ScratchDatabase.with(synchronous: synchronous, migrations: SessionLogger.migrate, schema: sessionTable) { database in
                 try ContinuousClock().measure {
                     for batch in stride(from: 0, to: rows, by: ServiceHost.batchLimit) {
                         try database.write { db in
                             for seq in Int64(batch + 1)...Int64(min(batch + ServiceHost.batchLimit, rows)) {
-                                let user = "bench\(seq % 50)", start = session.start.millisecondsSince1970 + seq
-                                try RawStatement.execute("""
-                                    INSERT INTO session (id, user_id, activity, start_ms, end_ms, source, logged_at_ms, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                                    ON CONFLICT (id) DO NOTHING
-                                    """, db, [.text(RecordID().description), .text(user), .text("mindfulness"), .integer(start),
-                                              .integer(start + 900_000), .null, .integer(start), .integer(seq)])
+                                let user = "bench\(seq % 50)", start = firstStart.adding(milliseconds: seq)
+                                try insertSession(SessionLogRequest(id: RecordID(), userId: UserID(user)!, activity: .mindfulness,
+                                                                    start: start, end: start.adding(seconds: 900)), seq: seq, in: db)
                                 try RawStatement.execute("INSERT INTO outbox (seq, topic, envelope) VALUES (?, ?, ?)", db,
                                                          [.integer(seq), .text("session.logged.\(user).mindfulness"), .blob(envelope)])
                             }
@@ -110,9 +103,27 @@ enum WritesBenchmark {
             }
             let floor = Double(rows) / (took / .seconds(1))
             print(row("  bare stores, synchronous=\(synchronous)", String(format: "%.0f", floor), "", "", "",
-                      String(format: "session.log / this = %.3f (each a session row and a %d B outbox row, as the logger stored them, %d a transaction)",
+                      String(format: "session.log / this = %.3f (each a session row and a %d B outbox row, the logger's log as a table, %d a transaction)",
                              rate / floor, envelope.count, ServiceHost.batchLimit)))
         }
+    }
+
+    /// The logger's session table, as it was beside the outbox in one file (it moved to its projection's
+    /// file, `SessionStore`): the floors' copy of it.
+    static let sessionTable = """
+        CREATE TABLE session (id TEXT PRIMARY KEY NOT NULL, user_id TEXT NOT NULL, activity TEXT NOT NULL, start_ms INTEGER NOT NULL,
+            end_ms INTEGER NOT NULL, source TEXT, logged_at_ms INTEGER NOT NULL, seq INTEGER NOT NULL);
+        CREATE INDEX session_by_user_start ON session (user_id, start_ms)
+        """
+
+    /// A session's row, through the statement the logger runs (`SessionStore.insert`).
+    static func insertSession(_ session: SessionLogRequest, seq: Int64, in db: Database) throws {
+        let start = session.start.millisecondsSince1970
+        try RawStatement.execute("""
+            INSERT INTO session (id, user_id, activity, start_ms, end_ms, source, logged_at_ms, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (id) DO NOTHING
+            """, db, [.text((session.id ?? RecordID()).description), .text(session.userId.rawValue), .text(session.activity.rawValue),
+                      .integer(start), .integer(session.end.millisecondsSince1970), .text(session.source), .integer(start), .integer(seq)])
     }
 
     /// The session.log rate beside Redis XADD (`RedisAnchor`): the same clients, window and count, each
@@ -134,12 +145,30 @@ enum WritesBenchmark {
     /// service's own would store it, with no database beside it; and beside XADD, when measured.
     static func compareWithDurableEcho(_ rate: Double, xadd: Double?, context: Context,
                                        measure: (String, @escaping @Sendable (Int, Int) -> Data) -> LoadClients.Load) {
-        let echo = LoadClients.startEcho(context: context, log: temporaryDirectory("lht-durable-echo").appendingPathComponent("log").path)
-        defer { echo.stop() }
+        func ratios(_ floor: Double) -> String {
+            String(format: "session.log / this = %.3f", rate / floor) + (xadd.map { String(format: "; this / XADD = %.3f", floor / $0) } ?? "")
+        }
+        let directory = temporaryDirectory("lht-durable-echo")
+        let echo = LoadClients.startEcho(context: context, log: directory.appendingPathComponent("log").path)
         let load = measure(echo.endpoint) { SessionLogBenchmark.sessionLog(n: $0, client: 500 + $1) }
+        echo.stop()
         print(row("  durable echo", String(format: "%.0f", load.rate), "", String(format: "%.3f", load.p50), String(format: "%.3f", load.p99),
-                  String(format: "session.log / this = %.3f (each frame appended to a file, fdatasync per batch read, then the replies)", rate / load.rate)
-                  + (xadd.map { String(format: "; this / XADD = %.3f", load.rate / $0) } ?? "")))
+                  ratios(load.rate) + " (each frame appended to a file, fdatasync per batch read, then the replies)"))
+        // The design whole: the same, with the session rows applied behind it. It sustains the lower
+        // of the two rates: acks, and rows applied.
+        do {
+            let projection = try EchoProjection(path: directory.appendingPathComponent("projection.sqlite").path)
+            let echo = LoadClients.startEcho(context: context, log: directory.appendingPathComponent("log2").path, projection: projection)
+            let load = measure(echo.endpoint) { SessionLogBenchmark.sessionLog(n: $0, client: 600 + $1) }
+            echo.stop()
+            projection.finish()
+            let sustained = min(load.rate, projection.appliedRate)
+            print(row("  + projection", String(format: "%.0f", sustained), "", String(format: "%.3f", load.p50), String(format: "%.3f", load.p99),
+                      ratios(sustained) + String(format: " (acks %.0f/s, rows applied %.0f/s on a thread of their own: the floor of a file log with its projection applied behind it)",
+                                                 load.rate, projection.appliedRate)))
+        } catch {
+            print("  + projection: \(error)")
+        }
     }
 
     /// The same pipelined load from Python clients (pyzmq, one process each: `python/load.py`), against

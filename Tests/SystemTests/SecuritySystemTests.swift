@@ -372,7 +372,7 @@ import ZeroMQ
         #expect(mode(data) == 0o700)
         let files = try FileManager.default.contentsOfDirectory(atPath: data.path)
         // On PostgreSQL the directory holds no database files, and what it holds is private all the same.
-        #expect(SystemTestBackend.isPostgreSQL || files.contains("session-logger.sqlite") && files.contains("session-logger.sqlite-wal"), "\(files)")
+        #expect(SystemTestBackend.isPostgreSQL || files.contains("session-logger.events") && files.contains("session-logger.projection.sqlite"), "\(files)")
         for file in files { #expect(mode(data.appendingPathComponent(file)) == 0o600, "\(file): \(String(mode(data.appendingPathComponent(file)), radix: 8))") }
 
         // The key directory: directories 0700, every file 0600; the pair add-user wrote too.

@@ -266,7 +266,7 @@ import ZeroMQ
         let text = process.output
         #expect(text.hasPrefix("ready session-logger api=tcp://127.0.0.1:"))
         #expect(!text.contains("127.0.0.1:1 "))
-        #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("session-logger.sqlite").path))
+        #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("session-logger.events").path))
         #expect(status == 0)
     }
 }

@@ -24,7 +24,7 @@ enum SessionStore {
         case .noalcLogged(let entry): try insert(entry, seq: event.seq, in: sql)
         default: break  // another type: no rows
         }
-    }), postgresMigrations: [PostgresMigration("sessions", tables)])
+    }), logOnly: true, postgresMigrations: [PostgresMigration("sessions", tables)])
 
     /// The tables, in SQL both backends take (BIGINT is an integer column to SQLite).
     private static let tables = [

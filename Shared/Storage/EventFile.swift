@@ -1,0 +1,290 @@
+import Foundation
+import LHTSchema
+import Logging
+
+/// A service's log as one append-only file (`<service>.events`), for a service whose log is its only
+/// durable state (`StoreLayout.logOnly`): each event is written once, as it was published, and the
+/// file is synced before anything that depends on it leaves (`CommitSync`). No pages, no b-tree, no
+/// checkpoint: README "The log as a file".
+///
+/// Layout: a 64-byte header (`LHTLOG1\n`, the log's identity, zeros), then one record per event:
+/// payload length and CRC-32C of the payload (4 bytes each, little-endian), then the payload:
+/// seq (8 bytes), topic length (2), topic, envelope. Seqs start at 1 and have no gaps.
+///
+/// Each record's offset is kept in memory (8 bytes a record). A clean stop saves them beside the file
+/// (`saveIndex`), and the next start takes them from there. Any other start reads the whole file and
+/// checks every record: records from the first that is cut short or fails its check on are the tail
+/// of a write that never completed (the machine stopped before its sync, so nothing in it was
+/// acknowledged), and they are cut off, as SQLite drops WAL frames after the first bad checksum.
+///
+/// The loop appends and reads; the commit-sync thread only syncs, which touches no other state.
+final class EventFile: SyncedFile, @unchecked Sendable {
+    static let magic = Array("LHTLOG1\n".utf8)
+    static let indexMagic = Array("LHTIDX1\n".utf8)
+    static let headerSize = 64
+    /// Seq, topic length.
+    private static let payloadFixed = 10
+    private static let recordHeader = 8
+    /// Larger than any record a request can make (`EnvelopeCompression.largestEnvelope`).
+    private static let largestRecord = 16 << 20
+
+    let path: String
+    let identity: RecordID
+    private let descriptor: Int32
+    /// The offset of each record, by seq − 1.
+    private var offsets: [Int] = []
+    /// Where the next record goes.
+    private var end: Int
+
+    /// The newest seq in the file.
+    var lastSeq: Int64 { Int64(offsets.count) }
+    /// Whether this start took the offsets from a clean stop's index, or read the whole file.
+    private(set) var openedFromIndex = false
+
+    /// Opens the file at `path`, which must exist (`create`).
+    init(path: String, logger: Logger) throws {
+        self.path = path
+        descriptor = open(path, O_RDWR | O_CLOEXEC)
+        guard descriptor >= 0 else { throw StorageError("\(path): cannot open the event log: \(String(cString: strerror(errno)))") }
+        do {
+            var header = [UInt8](repeating: 0, count: Self.headerSize)
+            guard pread(descriptor, &header, header.count, 0) == header.count, Array(header.prefix(Self.magic.count)) == Self.magic,
+                  let identity = String(bytes: header[Self.magic.count..<Self.magic.count + 36], encoding: .utf8).flatMap(RecordID.init) else {
+                throw StorageError("\(path) is not an event log of this service (its header is not LHTLOG1)")
+            }
+            self.identity = identity
+            end = Self.headerSize
+            let started = Date()
+            openedFromIndex = loadIndex()
+            if !openedFromIndex { try recover(logger) }
+            logger.info(openedFromIndex ? "event log opened from the index its last stop saved" : "event log read and checked", metadata: [
+                "file": "\(path)", "events": "\(lastSeq)", "seconds": "\(String(format: "%.3f", Date().timeIntervalSince(started)))"])
+        } catch {
+            close(descriptor)
+            throw error
+        }
+    }
+
+    deinit { close(descriptor) }
+
+    /// Makes the file with `identity` and `records` (seq order, from 1), synced, under a temporary
+    /// name renamed into place: a machine that stops meanwhile leaves no file, or the whole one.
+    static func create(path: String, identity: RecordID, records: ((_ write: ([PendingEvent]) throws -> Void) throws -> Void)? = nil) throws {
+        try writeWhole(path) { descriptor, temporary in
+            var header = magic + Array(identity.description.utf8)
+            header += [UInt8](repeating: 0, count: headerSize - header.count)
+            var offset = 0
+            func write(_ bytes: [UInt8]) throws {
+                try writeFully(descriptor, bytes, at: offset, path: temporary)
+                offset += bytes.count
+            }
+            try write(header)
+            try records? { events in try write(encode(events)) }
+        }
+    }
+
+    /// Writes `events` after the last record, to the kernel: a `kill -9` from here on keeps them, a
+    /// machine that stops keeps them once `sync` ran. Their seqs must follow `lastSeq`.
+    func append(_ events: [PendingEvent]) throws {
+        guard let first = events.first else { return }
+        precondition(first.seq == lastSeq + 1, "event \(first.seq) appended after \(lastSeq)")
+        let bytes = Self.encode(events)
+        do {
+            try Self.writeFully(descriptor, bytes, at: end, path: path)
+        } catch {
+            _ = ftruncate(descriptor, end)
+            throw error
+        }
+        var offset = end
+        for event in events {
+            offsets.append(offset)
+            offset += Self.recordHeader + Self.payloadFixed + event.topic.utf8.count + event.envelope.count
+        }
+        end = offset
+    }
+
+    /// Cuts the records after `seq` off again: their transaction did not commit.
+    func truncate(after seq: Int64) {
+        guard seq < lastSeq else { return }
+        end = offsets[Int(seq)]
+        offsets.removeSubrange(Int(seq)...)
+        _ = ftruncate(descriptor, end)
+    }
+
+    /// nil once every record written so far is on disk, else what failed.
+    func sync() -> String? { fdatasync(descriptor) == 0 ? nil : "fdatasync: \(String(cString: strerror(errno)))" }
+
+    /// Calls `body` with each record after `seq` through `through`, in order, until it returns false.
+    /// The buffers are valid only inside `body`.
+    func forEach(after seq: Int64, through last: Int64,
+                 _ body: (_ seq: Int64, _ topic: UnsafeRawBufferPointer, _ envelope: UnsafeRawBufferPointer) throws -> Bool) throws {
+        let last = min(last, lastSeq)
+        guard seq < last else { return }
+        try read(from: offsets[Int(max(seq, 0))], to: last == lastSeq ? end : offsets[Int(last)]) { record, _ in
+            let topicLength = Int(UInt16(littleEndian: record.loadUnaligned(fromByteOffset: 8, as: UInt16.self)))
+            let topic = UnsafeRawBufferPointer(rebasing: record[Self.payloadFixed..<Self.payloadFixed + topicLength])
+            let envelope = UnsafeRawBufferPointer(rebasing: record[(Self.payloadFixed + topicLength)...])
+            return try body(Int64(littleEndian: record.loadUnaligned(as: Int64.self)), topic, envelope)
+        }
+    }
+
+    // MARK: The index a clean stop leaves
+
+    /// `<file>.index`: the offsets a clean stop saved, for the next start only.
+    private var indexPath: String { path + ".index" }
+
+    /// For a clean stop: syncs the file, then saves every record's offset beside it (synced, under a
+    /// temporary name renamed into place), so the next start need not read the file. Header: magic,
+    /// identity, then the records' count, the file's end and the offsets' CRC-32C (8, 8, 4 bytes).
+    func saveIndex() throws {
+        guard fdatasync(descriptor) == 0 else { throw StorageError("\(path): \(String(cString: strerror(errno)))") }
+        var bytes = Self.indexMagic + Array(identity.description.utf8)
+        let offsetBytes = offsets.withUnsafeBytes { Array($0) }
+        withUnsafeBytes(of: Int64(offsets.count).littleEndian) { bytes += $0 }
+        withUnsafeBytes(of: Int64(end).littleEndian) { bytes += $0 }
+        withUnsafeBytes(of: offsetBytes.withUnsafeBytes { CRC32C.checksum($0) }.littleEndian) { bytes += $0 }
+        bytes += [UInt8](repeating: 0, count: Self.headerSize - bytes.count) + offsetBytes
+        try Self.writeWhole(indexPath) { file, temporary in try Self.writeFully(file, bytes, at: 0, path: temporary) }
+    }
+
+    /// Takes the offsets from the index a clean stop saved, if it is this file's as it is now, and
+    /// removes it: after this start the file changes, and the index would no longer describe it.
+    private func loadIndex() -> Bool {
+        guard let index = FileManager.default.contents(atPath: indexPath) else { return false }
+        unlink(indexPath)
+        var size = stat()
+        guard fstat(descriptor, &size) == 0, index.count >= Self.headerSize,
+              Array(index.prefix(Self.indexMagic.count)) == Self.indexMagic,
+              String(decoding: index[Self.indexMagic.count..<Self.indexMagic.count + 36], as: UTF8.self) == identity.description else { return false }
+        return index.withUnsafeBytes { bytes in
+            let count = Int(Int64(littleEndian: bytes.loadUnaligned(fromByteOffset: 44, as: Int64.self)))
+            let fileEnd = Int(Int64(littleEndian: bytes.loadUnaligned(fromByteOffset: 52, as: Int64.self)))
+            let crc = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 60, as: UInt32.self))
+            let offsetBytes = UnsafeRawBufferPointer(rebasing: bytes[Self.headerSize...])
+            guard count >= 0, offsetBytes.count == count * 8, fileEnd == Int(size.st_size), CRC32C.checksum(offsetBytes) == crc else { return false }
+            offsets = (0..<count).map { Int(Int64(littleEndian: offsetBytes.loadUnaligned(fromByteOffset: $0 * 8, as: Int64.self))) }
+            end = fileEnd
+            return true
+        }
+    }
+
+    // MARK: Reading and writing
+
+    private static func encode(_ events: [PendingEvent]) -> [UInt8] {
+        let total = events.reduce(0) { $0 + recordHeader + payloadFixed + $1.topic.utf8.count + $1.envelope.count }
+        return [UInt8](unsafeUninitializedCapacity: total) { buffer, count in
+            let bytes = UnsafeMutableRawBufferPointer(buffer)
+            var position = 0
+            for event in events {
+                let topic = event.topic.utf8.count, length = payloadFixed + topic + event.envelope.count
+                let payload = position + recordHeader
+                bytes.storeBytes(of: UInt32(length).littleEndian, toByteOffset: position, as: UInt32.self)
+                bytes.storeBytes(of: event.seq.littleEndian, toByteOffset: payload, as: Int64.self)
+                bytes.storeBytes(of: UInt16(topic).littleEndian, toByteOffset: payload + 8, as: UInt16.self)
+                var topicText = event.topic
+                topicText.withUTF8 { UnsafeMutableRawBufferPointer(rebasing: bytes[(payload + payloadFixed)...]).copyMemory(from: UnsafeRawBufferPointer($0)) }
+                event.envelope.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: bytes[(payload + payloadFixed + topic)...]).copyMemory(from: $0) }
+                let crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[payload..<payload + length]))
+                bytes.storeBytes(of: crc.littleEndian, toByteOffset: position + 4, as: UInt32.self)
+                position = payload + length
+            }
+            count = total
+        }
+    }
+
+    /// Reads the records between two offsets in large pieces, and calls `body` with each one's
+    /// payload and offset; stops where it returns false, and at a record cut short or too large.
+    /// Returns the offset after the last whole record it read.
+    @discardableResult
+    private func read(from start: Int, to stop: Int, checked: Bool = false,
+                      _ body: (_ payload: UnsafeRawBufferPointer, _ offset: Int) throws -> Bool) throws -> Int {
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var offset = start
+        while offset < stop {
+            let wanted = min(buffer.count, stop - offset)
+            let got = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, wanted, offset) }
+            guard got > 0 else {
+                if got < 0 { throw StorageError("\(path): reading the event log: \(String(cString: strerror(errno)))") }
+                return offset
+            }
+            var position = 0
+            var goOn = true
+            try buffer.withUnsafeBytes { bytes in
+                while goOn, position + Self.recordHeader <= got {
+                    let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: position, as: UInt32.self)))
+                    guard length >= Self.payloadFixed, length <= Self.largestRecord else { goOn = false; return }
+                    guard position + Self.recordHeader + length <= got else { break }
+                    let payload = UnsafeRawBufferPointer(rebasing: bytes[(position + Self.recordHeader)..<(position + Self.recordHeader + length)])
+                    if checked {
+                        let crc = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: position + 4, as: UInt32.self))
+                        let topicLength = Int(UInt16(littleEndian: payload.loadUnaligned(fromByteOffset: 8, as: UInt16.self)))
+                        guard crc == CRC32C.checksum(payload), Self.payloadFixed + topicLength <= length else { goOn = false; return }
+                    }
+                    goOn = try body(payload, offset + position)
+                    if goOn { position += Self.recordHeader + length }
+                }
+            }
+            if !goOn { return offset + position }
+            if position == 0 {
+                // One record larger than the buffer: read it whole, or it is cut short.
+                let length = buffer.withUnsafeBytes { Int(UInt32(littleEndian: $0.loadUnaligned(as: UInt32.self))) }
+                guard Self.recordHeader + length <= stop - offset, buffer.count < Self.recordHeader + length else { return offset }
+                buffer = [UInt8](repeating: 0, count: Self.recordHeader + length)
+                continue
+            }
+            offset += position
+        }
+        return offset
+    }
+
+    /// Reads every record, checking each, and cuts off an incomplete tail (see the type's comment).
+    private func recover(_ logger: Logger) throws {
+        var size = stat()
+        guard fstat(descriptor, &size) == 0 else { throw StorageError("\(path): \(String(cString: strerror(errno)))") }
+        let fileEnd = Int(size.st_size)
+        let validEnd = try read(from: Self.headerSize, to: fileEnd, checked: true) { payload, offset in
+            guard Int64(littleEndian: payload.loadUnaligned(as: Int64.self)) == lastSeq + 1 else { return false }
+            offsets.append(offset)
+            return true
+        }
+        end = validEnd
+        if validEnd < fileEnd {
+            logger.warning("the event log ends in a record that was never completed (the machine stopped before it was synced): cut off", metadata: [
+                "file": "\(path)", "lastSeq": "\(lastSeq)", "bytesCutOff": "\(fileEnd - validEnd)"])
+            guard ftruncate(descriptor, validEnd) == 0, fsync(descriptor) == 0 else {
+                throw StorageError("\(path): cutting off the incomplete tail: \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    private static func writeFully(_ descriptor: Int32, _ bytes: [UInt8], at offset: Int, path: String) throws {
+        var written = 0
+        while written < bytes.count {
+            let result = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress! + written, bytes.count - written, offset + written) }
+            if result < 0 && errno == EINTR { continue }
+            guard result > 0 else { throw StorageError("\(path): writing the event log: \(String(cString: strerror(errno)))") }
+            written += result
+        }
+    }
+
+    /// Writes a private file at `path` whole or not at all: under a temporary name, synced, renamed
+    /// into place, the directory synced (a renamed file's entry is on disk only then).
+    private static func writeWhole(_ path: String, _ write: (_ descriptor: Int32, _ temporary: String) throws -> Void) throws {
+        let temporary = path + ".new"
+        unlink(temporary)
+        try DataDirectory.createPrivateFile(temporary)
+        let descriptor = open(temporary, O_WRONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw StorageError("\(temporary): \(String(cString: strerror(errno)))") }
+        defer { close(descriptor) }
+        try write(descriptor, temporary)
+        guard fsync(descriptor) == 0, rename(temporary, path) == 0 else { throw StorageError("\(path): \(String(cString: strerror(errno)))") }
+        try syncDirectory(of: path)
+    }
+
+    private static func syncDirectory(of path: String) throws {
+        let directory = open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard directory >= 0 else { throw StorageError("\(path): \(String(cString: strerror(errno)))") }
+        defer { close(directory) }
+        guard fsync(directory) == 0 else { throw StorageError("\(path): syncing its directory: \(String(cString: strerror(errno)))") }
+    }
+}

@@ -1,0 +1,269 @@
+import Foundation
+import GRDB
+import LHTSchema
+@testable import Storage
+import Testing
+import TestSupport
+
+/// The log as a file of its own (`EventFile`, `EventFileStore`; README "The log as a file").
+@Suite struct EventFileTests {
+    let directory = temporaryDirectory("lht-event-file")
+    var path: String { directory.appendingPathComponent("log.events").path }
+
+    static func events(_ seqs: ClosedRange<Int64>, envelopeBytes: Int = 40) -> [PendingEvent] {
+        seqs.map { seq in
+            PendingEvent(type: "session.logged", seq: seq, topic: "session.logged.user\(seq % 3).mindfulness",
+                         envelope: Data(#"{"seq":\#(seq),"pad":"\#(String(repeating: "x", count: envelopeBytes))"}"#.utf8))
+        }
+    }
+
+    func records(_ file: EventFile, after seq: Int64 = 0) throws -> [PendingEvent] {
+        var read: [PendingEvent] = []
+        try file.forEach(after: seq, through: .max) { seq, topic, envelope in
+            read.append(PendingEvent(type: "session.logged", seq: seq, topic: String(decoding: topic, as: UTF8.self), envelope: Data(envelope)))
+            return true
+        }
+        return read
+    }
+
+    func size() throws -> Int { try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int ?? -1 }
+
+    @Test func theChecksumIsCRC32C() {
+        // The check value every CRC-32C implementation gives for these nine bytes.
+        #expect(Array("123456789".utf8).withUnsafeBytes { CRC32C.checksum($0) } == 0xE306_9283)
+        #expect([UInt8]().withUnsafeBytes { CRC32C.checksum($0) } == 0)
+    }
+
+    @Test func recordsReadBackInOrderWithTheirIdentityAfterAReopen() throws {
+        let identity = RecordID()
+        try EventFile.create(path: path, identity: identity)
+        let file = try EventFile(path: path, logger: quietLogger("log"))
+        try file.append(Self.events(1...3))
+        try file.append(Self.events(4...10))
+        #expect(try records(file).map(\.seq) == Array(1...10))
+        let reopened = try EventFile(path: path, logger: quietLogger("log"))
+        #expect(reopened.identity == identity && reopened.lastSeq == 10)
+        let read = try records(reopened, after: 6)
+        #expect(read.map(\.seq) == [7, 8, 9, 10])
+        #expect(read.map(\.topic) == Self.events(7...10).map(\.topic) && read.map(\.envelope) == Self.events(7...10).map(\.envelope))
+        // `through` and stopping early.
+        var seen: [Int64] = []
+        try reopened.forEach(after: 2, through: 8) { seq, _, _ in
+            seen.append(seq)
+            return seq < 5
+        }
+        #expect(seen == [3, 4, 5])
+    }
+
+    @Test func aRecordLargerThanAReadIsReadWhole() throws {
+        try EventFile.create(path: path, identity: RecordID())
+        let file = try EventFile(path: path, logger: quietLogger("log"))
+        try file.append(Self.events(1...2) + Self.events(3...3, envelopeBytes: 3 << 20) + Self.events(4...5))
+        let read = try records(try EventFile(path: path, logger: quietLogger("log")))
+        #expect(read.map(\.seq) == [1, 2, 3, 4, 5])
+        #expect(read[2].envelope.count > 3 << 20)
+    }
+
+    /// What a machine that stopped mid-write leaves: the end of the last record missing, or bytes
+    /// that fail its check. They were never synced, so never acknowledged: cut off, and the log goes on.
+    @Test func anIncompleteTailIsCutOffAndTheLogGoesOn() throws {
+        try EventFile.create(path: path, identity: RecordID())
+        let file = try EventFile(path: path, logger: quietLogger("log"))
+        try file.append(Self.events(1...4))
+        let whole = try size()
+        try file.append(Self.events(5...5))
+        let cut = try size() - 7
+        #expect(truncate(path, off_t(cut)) == 0)
+        let recovered = try EventFile(path: path, logger: quietLogger("log"))
+        let recoveredSize = try size()
+        #expect(recovered.lastSeq == 4 && recoveredSize == whole)
+        try recovered.append(Self.events(5...6))
+        #expect(try records(try EventFile(path: path, logger: quietLogger("log"))).map(\.seq) == [1, 2, 3, 4, 5, 6])
+
+        // A flipped byte in the newest record's envelope fails its check.
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+        try handle.seek(toOffset: UInt64(try size() - 3))
+        try handle.write(contentsOf: Data("?".utf8))
+        try handle.close()
+        #expect(try EventFile(path: path, logger: quietLogger("log")).lastSeq == 5)
+    }
+
+    @Test func aCommitThatFailedIsTakenOffTheFile() throws {
+        try EventFile.create(path: path, identity: RecordID())
+        let file = try EventFile(path: path, logger: quietLogger("log"))
+        try file.append(Self.events(1...2))
+        let before = try size()
+        try file.append(Self.events(3...5))
+        file.truncate(after: 2)
+        let after = try size()
+        #expect(file.lastSeq == 2 && after == before)
+        try file.append(Self.events(3...3))
+        #expect(try records(try EventFile(path: path, logger: quietLogger("log"))).map(\.seq) == [1, 2, 3])
+    }
+
+    /// A clean stop saves the offsets, and the next start takes them instead of reading the file, once:
+    /// an index that no longer matches the file, or of another file, is ignored.
+    @Test func aCleanStopsIndexSparesTheNextStartTheRead() throws {
+        try EventFile.create(path: path, identity: RecordID())
+        var file = try EventFile(path: path, logger: quietLogger("log"))
+        #expect(!file.openedFromIndex)
+        try file.append(Self.events(1...6))
+        try file.saveIndex()
+        file = try EventFile(path: path, logger: quietLogger("log"))
+        #expect(file.openedFromIndex && file.lastSeq == 6)
+        #expect(try records(file, after: 3).map(\.seq) == [4, 5, 6])
+        #expect(!FileManager.default.fileExists(atPath: path + ".index"), "good for one start only")
+        try file.append(Self.events(7...7))
+        #expect(try records(try EventFile(path: path, logger: quietLogger("log"))).map(\.seq) == Array(1...7))
+
+        // Saved, then the file grew (a start that crashed after appending): the index is stale.
+        file = try EventFile(path: path, logger: quietLogger("log"))
+        try file.saveIndex()
+        try file.append(Self.events(8...9))
+        file = try EventFile(path: path, logger: quietLogger("log"))
+        #expect(!file.openedFromIndex && file.lastSeq == 9)
+
+        // Another log's index.
+        try file.saveIndex()
+        let other = directory.appendingPathComponent("other.events").path
+        try EventFile.create(path: other, identity: RecordID())
+        try FileManager.default.moveItem(atPath: path + ".index", toPath: other + ".index")
+        let opened = try EventFile(path: other, logger: quietLogger("log"))
+        #expect(!opened.openedFromIndex && opened.lastSeq == 0)
+    }
+
+    @Test func anotherFileIsRefusedByName() throws {
+        try Data("SQLite format 3\0 and more bytes than a header holds, so it is read whole".utf8).write(to: URL(fileURLWithPath: path))
+        #expect { try EventFile(path: path, logger: quietLogger("log")) } throws: { "\($0)".contains(path) && "\($0)".contains("LHTLOG1") }
+    }
+
+    @Test func theFileIsPrivate() throws {
+        try EventFile.create(path: path, identity: RecordID())
+        let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+    }
+}
+
+/// `EventFileStore`: the log in a file, its tables a projection; what `SQLiteStore` holds, kept.
+@Suite struct EventFileStoreTests {
+    let directory = temporaryDirectory("lht-event-file-store")
+
+    func open(boot: String = "boot") throws -> EventFileStore {
+        try EventFileStore(directory: directory, name: "store", sqliteMigrations: { _ in }, projection: ProjectionTests.projection,
+                           logger: quietLogger("store"), bootID: boot)
+    }
+
+    /// Sessions of two users in turn.
+    static func sessions(_ count: Int) -> [StoredSession] {
+        (0..<count).map { n in
+            let start = Instant(secondsSince1970: 1_780_000_000 + Int64(n) * 3600)
+            return StoredSession(id: RecordID(), userId: UserID(n % 2 == 0 ? "ada" : "bob")!, activity: .mindfulness, start: start,
+                                 end: start.adding(seconds: 600), source: nil, loggedAt: start)
+        }
+    }
+
+    static func log(_ count: Int, in store: Store) throws { try log(sessions(count), in: store) }
+
+    /// Each session's event with its projected row, as a service logs them.
+    static func log(_ sessions: [StoredSession], in store: Store) throws {
+        for session in sessions {
+            try store.write(now: session.loggedAt, copyOfUpstream: false, { tx in
+                try ProjectionTests.insert(session, seq: tx.nextSeq, tx.sql)
+                try tx.append(Events.sessionLogged, userId: session.userId, activity: .mindfulness, data: session)
+            }, committed: { _ in })
+        }
+    }
+
+    static func since(_ store: Store, after: Int64 = 0, limit: Int = 1000, user: String? = nil) throws -> Data {
+        try store.query { sql in
+            try store.eventLog.since(EventsSinceRequest(after: after, limit: limit), for: user.flatMap(UserID.init), publisher: .sessionLogger, in: sql)
+        }
+    }
+
+    static func projected(_ store: Store) throws -> [Int64] {
+        try store.query { try $0.rows("SELECT seq FROM logged ORDER BY seq", []) { $0.integer(0) } }
+    }
+
+    @Test func eventsSinceAnswersAsTheSQLiteLogDoes() throws {
+        let sqlite = try SQLiteStore(directory: temporaryDirectory("lht-sqlite-log"), name: "store", migrations: { _ in },
+                                     projection: ProjectionTests.projection, logger: quietLogger("store"))
+        let file = try open()
+        defer { sqlite.close(); file.close() }
+        // The same events in both, byte for byte.
+        let sessions = Self.sessions(9)
+        try Self.log(sessions, in: sqlite)
+        try Self.log(sessions, in: file)
+        #expect(try Self.since(file).count > 9 * 100)
+        // Each log has its identity, and each envelope its own event id.
+        func withoutLogId(_ reply: Data) -> String {
+            String(decoding: reply, as: UTF8.self).replacingOccurrences(of: #","logId":"[^"]*""#, with: "", options: .regularExpression)
+                .replacingOccurrences(of: #"("seq":[0-9]+),"id":"[^"]*""#, with: "$1", options: .regularExpression)
+        }
+        for (after, limit, user) in [(Int64(0), 1000, String?.none), (3, 2, nil), (0, 1000, "bob"), (2, 3, "ada"), (9, 10, nil), (0, 0, nil)] {
+            let fromFile = try withoutLogId(Self.since(file, after: after, limit: limit, user: user))
+            let fromSQLite = try withoutLogId(Self.since(sqlite, after: after, limit: limit, user: user))
+            #expect(fromFile == fromSQLite, "after \(after), limit \(limit), \(user ?? "all"): \(fromFile) against \(fromSQLite)")
+        }
+        #expect(try Self.projected(file) == Array(1...9))
+    }
+
+    /// A `kill -9` after the events reached the file and before the projection committed: the start
+    /// catches the projection up from the file.
+    @Test func aProjectionBehindTheFileIsCaughtUpAtStart() throws {
+        var store = try open()
+        try Self.log(3, in: store)
+        try store.database.close()  // as a kill -9 leaves it: not marked clean, the lock gone
+        let file = try EventFile(path: store.path, logger: quietLogger("log"))
+        try file.append(EventFileTests.events(4...5).map { event in
+            let session = StoredSession(id: RecordID(), userId: UserID("ada")!, activity: .mindfulness, start: Instant(secondsSince1970: event.seq),
+                                        end: Instant(secondsSince1970: event.seq + 60), source: nil, loggedAt: Instant(secondsSince1970: event.seq))
+            let topic = Events.sessionLogged.topic(userId: session.userId, activity: .mindfulness).description
+            return PendingEvent(type: "session.logged", seq: event.seq, topic: topic,
+                                envelope: EventEnvelope<StoredSession>.frame(type: "session.logged", seq: event.seq, time: session.loggedAt,
+                                                                             source: "store", topic: topic, data: session))
+        })
+        store = try open()
+        defer { store.close() }
+        #expect(store.eventLog.lastSeq == 5)
+        #expect(try Self.projected(store) == [1, 2, 3, 4, 5])
+        try Self.log(1, in: store)
+        #expect(store.eventLog.lastSeq == 6)
+    }
+
+    @Test func aRequestThatFailsLeavesNoRecord() throws {
+        let store = try open()
+        defer { store.close() }
+        try Self.log(2, in: store)
+        struct Refused: Error {}
+        #expect(throws: Refused.self) {
+            try store.write(now: Instant(secondsSince1970: 0), copyOfUpstream: false, { tx in
+                try tx.append(Events.sessionLogged, userId: UserID("ada")!, activity: .mindfulness,
+                              data: StoredSession(id: RecordID(), userId: UserID("ada")!, activity: .mindfulness, start: Instant(secondsSince1970: 0),
+                                                  end: Instant(secondsSince1970: 60), source: nil, loggedAt: Instant(secondsSince1970: 0)))
+                throw Refused()
+            }, committed: { _ in })
+        }
+        #expect(store.eventLog.lastSeq == 2)
+        try Self.log(1, in: store)
+        #expect(try Self.projected(store) == [1, 2, 3])
+    }
+
+    /// A log that `SQLiteStore` kept moves into the file whole: identity, seqs and envelopes; the
+    /// projection, of the same log, is kept; the SQLite file is gone.
+    @Test func theSQLiteLogIsCopiedIntoTheFileOnce() throws {
+        let sqlite = try SQLiteStore(directory: directory, name: "store", migrations: { _ in }, projection: ProjectionTests.projection,
+                                     logger: quietLogger("store"))
+        try Self.log(25, in: sqlite)
+        let identity = sqlite.eventLog.identity, everything = try Self.since(sqlite)
+        sqlite.close()
+        let store = try open()
+        defer { store.close() }
+        #expect(store.eventLog.identity == identity && store.eventLog.lastSeq == 25)
+        #expect(try Self.since(store) == everything)
+        #expect(try Self.projected(store) == Array(1...25))
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+        #expect(files == ["store.events", "store.projection.sqlite", "store.projection.sqlite-journal"], "\(files)")
+        try Self.log(1, in: store)
+        #expect(store.eventLog.lastSeq == 26)
+    }
+}
