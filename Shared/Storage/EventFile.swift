@@ -198,7 +198,8 @@ final class EventFile: SyncedFile, @unchecked Sendable {
     @discardableResult
     private func read(from start: Int, to stop: Int, checked: Bool = false,
                       _ body: (_ payload: UnsafeRawBufferPointer, _ offset: Int) throws -> Bool) throws -> Int {
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        // Small at first (an `events.since` page is a few hundred KB at most), doubled as a scan goes on.
+        var buffer = [UInt8](repeating: 0, count: min(64 << 10, max(stop - start, Self.recordHeader)))
         var offset = start
         while offset < stop {
             let wanted = min(buffer.count, stop - offset)
@@ -233,6 +234,7 @@ final class EventFile: SyncedFile, @unchecked Sendable {
                 continue
             }
             offset += position
+            if buffer.count < 1 << 20 { buffer = [UInt8](repeating: 0, count: min(buffer.count * 2, 1 << 20)) }
         }
         return offset
     }

@@ -55,6 +55,18 @@ import TestSupport
         #expect(seen == [3, 4, 5])
     }
 
+    /// Reads go in pieces of 64 KB and more: records that straddle one piece and the next read whole.
+    @Test func recordsAcrossManyReadsReadBackInOrder() throws {
+        try EventFile.create(path: path, identity: RecordID())
+        let file = try EventFile(path: path, logger: quietLogger("log"))
+        for first in stride(from: Int64(1), through: 5000, by: 500) { try file.append(Self.events(first...first + 499, envelopeBytes: Int(first % 97))) }
+        let reopened = try EventFile(path: path, logger: quietLogger("log"))
+        #expect(reopened.lastSeq == 5000 && !reopened.openedFromIndex)
+        #expect(try records(reopened).map(\.seq) == Array(1...5000))
+        #expect(try records(reopened, after: 4321).map(\.envelope) == Self.events(4322...4500, envelopeBytes: 4001 % 97).map(\.envelope)
+                + Self.events(4501...5000, envelopeBytes: 4501 % 97).map(\.envelope))
+    }
+
     @Test func aRecordLargerThanAReadIsReadWhole() throws {
         try EventFile.create(path: path, identity: RecordID())
         let file = try EventFile(path: path, logger: quietLogger("log"))
