@@ -20,6 +20,20 @@ public final class TestPostgres: Sendable {
     /// would outlive it, port, memory and directory. Killed by `stop()`.
     private let watchdog = Mutex<ChildProcess?>(nil)
 
+    /// The servers running now (data directory → binaries), stopped at exit before the temporary
+    /// directories are removed: atexit handlers run newest first, and this one is registered after
+    /// `temporaryDirectory`'s. A server a test kept to the end (the system tests' shared one) would
+    /// otherwise outlive the process: its watchdog's `pg_ctl stop` finds the directory gone, and
+    /// PostgreSQL stops by itself only once it notices its lock file missing, up to a minute later.
+    private static let liveServers = {
+        atexit { TestPostgres.stopAllAtExit() }
+        return Mutex<[String: String]>([:])
+    }()
+
+    private static func stopAllAtExit() {
+        for (data, binaries) in liveServers.withLock({ $0 }) { try? run(binaries + "/pg_ctl", ["stop", "-D", data, "-m", "immediate", "-w"]) }
+    }
+
     /// A login role that must give its password ("scram-sha-256"), for the wrong-password test.
     public static let passwordRole = (name: "lht_password", password: "right-horse-battery")
 
@@ -80,6 +94,8 @@ public final class TestPostgres: Sendable {
             }
         }
         running.withLock { $0 = true }
+        let binaries = binaries
+        Self.liveServers.withLock { $0[data.path] = binaries }
         let asPostgres = getuid() == 0 ? "/usr/sbin/runuser -u postgres -- " : ""
         // Stops the server once this process is gone, or when told to (SIGTERM: `bench` ending what it started).
         let script = "stop() { \(asPostgres)'\(binaries)/pg_ctl' stop -D '\(data.path)' -m immediate; rm -rf '\(directory.url.path)'; exit 0; }; "
@@ -114,6 +130,7 @@ public final class TestPostgres: Sendable {
     public func stop() {
         guard running.withLock({ running in defer { running = false }; return running }) else { return }
         try? Self.run(binaries + "/pg_ctl", ["stop", "-D", data, "-m", "immediate", "-w"])
+        Self.liveServers.withLock { $0[data] = nil }
         watchdog.withLock { $0?.kill() }
     }
 
