@@ -71,10 +71,8 @@ public final class EventFileStore: Store {
                 var from: Int64 = 0
                 while from < log.lastSeq {
                     var page: [PendingEvent] = []
-                    _ = try sql.rows("SELECT seq, topic, envelope FROM outbox WHERE seq > ? ORDER BY seq LIMIT 10000", [.integer(from)]) { row -> Never? in
-                        let envelope = try row.withBytes(2) { try log.compression?.expand($0) ?? Data($0) } ?? Data()
-                        page.append(PendingEvent(type: "", seq: row.integer(0) ?? 0, topic: row.text(1) ?? "", envelope: envelope))
-                        return nil
+                    try log.forEach(after: from, limit: 10_000, in: sql) { seq, topic, envelope in
+                        page.append(PendingEvent(type: "", seq: seq, topic: topic, envelope: envelope))
                     }
                     guard let last = page.last else { break }
                     try write(page)

@@ -86,19 +86,21 @@ public final class EventLog {
     }
 
     /// Calls `body` with each committed event after `seq`, at most `limit` of them, in seq order: its
-    /// seq and its envelope as published.
-    func forEach(after seq: Int64, limit: Int, in sql: StoreConnection, _ body: (_ seq: Int64, _ envelope: Data) throws -> Void) throws {
+    /// seq, its topic and its envelope as published.
+    func forEach(after seq: Int64, limit: Int, in sql: StoreConnection,
+                 _ body: (_ seq: Int64, _ topic: String, _ envelope: Data) throws -> Void) throws {
         switch records {
         case .table(let table, let compression):
-            _ = try sql.rows("SELECT seq, envelope FROM \(table) WHERE seq > ? ORDER BY seq LIMIT ?", [.integer(seq), .integer(Int64(limit))]) { row -> Never? in
-                try row.withBytes(1) { try body(row.integer(0) ?? 0, compression?.expand($0) ?? Data($0)) }
+            _ = try sql.rows("SELECT seq, topic, envelope FROM \(table) WHERE seq > ? ORDER BY seq LIMIT ?",
+                             [.integer(seq), .integer(Int64(limit))]) { row -> Never? in
+                try row.withBytes(2) { try body(row.integer(0) ?? 0, row.text(1) ?? "", compression?.expand($0) ?? Data($0)) }
                 return nil
             }
         case .file(let file):
             var left = limit
             guard left > 0 else { return }
-            try file.forEach(after: seq, through: lastSeq) { seq, _, envelope in
-                try body(seq, Data(envelope))
+            try file.forEach(after: seq, through: lastSeq) { seq, topic, envelope in
+                try body(seq, String(decoding: topic, as: UTF8.self), Data(envelope))
                 left -= 1
                 return left > 0
             }

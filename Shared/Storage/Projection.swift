@@ -176,7 +176,7 @@ final class ProjectionFile {
             try database.write { db in
                 pageRead = false
                 let sql = SQLiteStoreConnection(db)
-                try log.forEach(after: from, limit: 10_000, in: sql) { seq, envelope in
+                try log.forEach(after: from, limit: 10_000, in: sql) { seq, _, envelope in
                     try replay(try WireJSON.decode(ReceivedEvent.self, from: envelope), sql)
                     from = seq
                     replayed += 1
