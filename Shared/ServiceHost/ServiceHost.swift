@@ -83,9 +83,9 @@ public final class ServiceHost {
     var held = Deque<(envelope: [Data], request: IncomingRequest)>()
     var heldBytes = 0
     /// How long requests read under load wait for others to share their turn's transaction and sync;
-    /// why 3 ms, in bytes per record against ack latency: README "Group commit under load" (2 ms for
-    /// a log in a file of its own, `init`).
-    public var groupCommit = GroupCommit(windowNanoseconds: 3_000_000)
+    /// the store says how long (`Store.groupCommitNanoseconds`): why, in bytes per record against ack
+    /// latency, README "Group commit under load".
+    public var groupCommit: GroupCommit
 
     /// `database`: a PostgreSQL URL, or nil for SQLite in `dataDirectory`.
     public init(service: ServiceName, apiEndpoint: String, eventsEndpoint: String, dataDirectory: URL, database: String? = nil,
@@ -114,9 +114,7 @@ public final class ServiceHost {
             }
         }
 
-        // A log that is a file of its own writes a third of the bytes a record, so its syncs can come
-        // closer together within the same 3 KB a record (README "The log as a file").
-        if store is EventFileStore { groupCommit = GroupCommit(windowNanoseconds: 2_000_000) }
+        groupCommit = GroupCommit(windowNanoseconds: store.groupCommitNanoseconds)
         // The ZAP handler first: a CURVE server bound before it would let anyone in.
         self.security = try security.map { try SocketSecurity($0, context: context, logger: logger) }
         api = try Socket(context, .router)

@@ -24,6 +24,9 @@ public final class EventFileStore: Store {
     private let projection: ProjectionFile
     /// The transaction in progress, so a nested `write` joins it instead of deadlocking.
     private var current: Transaction?
+    /// A record costs a third of the bytes it does in SQLite's log, so syncs can come closer together
+    /// within the same 3 KB a record (README "The log as a file").
+    public var groupCommitNanoseconds: UInt64 { 2_000_000 }
     /// Nothing to wait for: the log is never rewound.
     public var waitWhileRewinding: ((_ isFinished: @escaping () -> Bool) -> Void)?
 

@@ -38,9 +38,13 @@ public protocol Store: AnyObject {
     /// Takes this instance's share of the partitions and lets go of the rest; returns those newly
     /// taken, whose work it must catch up on. Nothing changes where nothing else shares the store.
     func balancePartitions() throws -> PartitionSet
+    /// How long the host's group commit waits under load for requests to share a turn and its sync:
+    /// the bytes a record costs decide it (README "Group commit under load").
+    var groupCommitNanoseconds: UInt64 { get }
 }
 
 extension Store {
+    public var groupCommitNanoseconds: UInt64 { 3_000_000 }
     public var isShared: Bool { false }
     public var ownedPartitions: PartitionSet { .all }
     public func balancePartitions() throws -> PartitionSet { .none }
