@@ -214,6 +214,22 @@ public enum EventData: Sendable, Hashable {
     case streakUpdated(StreakState)
 }
 
+extension EventData {
+    /// The case a payload of one of the catalog's types is; nil for another type.
+    public init?(_ payload: some Sendable) {
+        switch payload {
+        case let value as StoredSession: self = .sessionLogged(value)
+        case let value as StoredNoAlcEntry: self = .noalcLogged(value)
+        case let value as ReminderChange: self = .reminderChanged(value)
+        case let value as Occurrence: self = .occurrence(value)
+        case let value as DueOccurrence: self = .reminderDue(value)
+        case let value as Notification: self = .notify(value)
+        case let value as StreakState: self = .streakUpdated(value)
+        default: return nil
+        }
+    }
+}
+
 /// An envelope as a reader of every event type receives it, its data already typed. An event
 /// type this reader does not know (a newer publisher) decodes with `data == nil`.
 public typealias ReceivedEvent = EventEnvelope<EventData?>

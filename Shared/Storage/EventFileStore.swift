@@ -6,9 +6,10 @@ import Logging
 /// The embedded backend of a service whose log is its only durable state (`StoreLayout.logOnly`:
 /// the session logger): the log is an `EventFile` (`<service>.events`), each event written once as
 /// it was published, and the tables are its projection (`<service>.projection.sqlite`), as in
-/// `SQLiteStore`. A commit writes the events to the file, then commits the projection; the file's
-/// sync (`CommitSync`) is what replies and events wait for. No b-tree and no WAL for the log, so no
-/// checkpoints either: README "The log as a file".
+/// `SQLiteStore`, which a thread of its own applies behind the log (`ProjectionApplier`). A commit
+/// writes the events to the file and hands them to that thread; the file's sync (`CommitSync`) is
+/// what replies and events wait for, and a read waits for the projection to hold what it should see
+/// (`query`). No b-tree and no WAL for the log, so no checkpoints either: README "The log as a file".
 ///
 /// A log that `SQLiteStore` kept (`<service>.sqlite`) is copied into the file at the first start,
 /// with its identity, and then removed.
@@ -22,11 +23,14 @@ public final class EventFileStore: Store {
     public let database: DatabaseQueue
     private let file: EventFile
     private let projection: ProjectionFile
+    /// Applies each commit's events to the projection on a thread of its own.
+    private let applier: ProjectionApplier
     /// The transaction in progress, so a nested `write` joins it instead of deadlocking.
     private var current: Transaction?
     /// A record costs a third of the bytes it does in SQLite's log, so syncs can come closer together
     /// within the same 3 KB a record (README "The log as a file").
     public var groupCommitNanoseconds: UInt64 { 2_000_000 }
+    public var writesHaveTables: Bool { false }
     /// Nothing to wait for: the log is never rewound.
     public var waitWhileRewinding: ((_ isFinished: @escaping () -> Bool) -> Void)?
 
@@ -54,6 +58,7 @@ public final class EventFileStore: Store {
         database = try DatabaseQueue(configuration: configuration)
         eventLog = EventLog(source: name, file: file)
         try self.projection.catchUp(database, log: eventLog)
+        applier = ProjectionApplier(database: database, projection: self.projection, appliedSeq: eventLog.lastSeq, logger: logger)
         commits = CommitSync(eventFile: file, logger: logger)
     }
 
@@ -87,40 +92,39 @@ public final class EventFileStore: Store {
             "file": "\(path)", "events": "\(log.lastSeq)", "seconds": "\(String(format: "%.2f", Date().timeIntervalSince(started)))"])
     }
 
-    /// As `SQLiteStore.write`. The events reach the file (the kernel) before the projection commits,
-    /// so a `kill -9` can leave the projection behind the log, which a start catches up, and never
-    /// ahead of it. A commit that fails takes its events off the file again.
+    /// As `SQLiteStore.write`, with no tables (`Transaction.hasTables`): the body appends events
+    /// and checks what it must from memory or the log. The events go to the file (the kernel), then
+    /// to the projection's thread; a commit that fails takes its events off the file again.
     public func write<T>(now: Instant, copyOfUpstream: Bool = false, _ body: (Transaction) throws -> T,
                          committed: (Transaction) -> Void) throws -> T {
         if let current { return try current.isolated { try body(current) } }
-        var transaction: Transaction?
+        let transaction = Transaction(sql: NoTables(), log: eventLog, baseSeq: eventLog.lastSeq, insertRecord: nil, now: now,
+                                      cursorTable: "\(ProjectionFile.schema).cursor")
+        current = transaction
+        defer { current = nil }
         let result: T
         do {
-            result = try database.write { db -> T in
-                let started = Transaction(sql: SQLiteStoreConnection(db), source: eventLog.source, baseSeq: eventLog.lastSeq, insertRecord: nil,
-                                          now: now, cursorTable: "\(ProjectionFile.schema).cursor")
-                transaction = started
-                current = started
-                defer { current = nil }
-                let result = try body(started)
-                if let last = started.events.last { try projection.applied(through: last.seq, in: db) }
-                try file.append(started.events)
-                return result
-            }
+            result = try body(transaction)
+            try file.append(transaction.events)
         } catch {
             file.truncate(after: eventLog.lastSeq)
-            transaction?.rollBack()
+            transaction.rollBack()
             throw error
         }
-        let done = transaction!
-        // Only the events need the disk: the projection is rebuilt from them.
-        if !done.events.isEmpty { commits.didCommit() }
-        done.didCommit(into: eventLog)
-        committed(done)
+        if !transaction.events.isEmpty {
+            commits.didCommit()
+            applier.enqueue(transaction.events)
+        }
+        transaction.didCommit(into: eventLog)
+        committed(transaction)
         return result
     }
 
-    public func query<T>(_ body: (StoreConnection) throws -> T) throws -> T { try database.read { try body(SQLiteStoreConnection($0)) } }
+    /// Reads the projection once it holds every event committed so far: read-your-writes.
+    public func query<T>(_ body: (StoreConnection) throws -> T) throws -> T {
+        try applier.waitUntilApplied(through: eventLog.lastSeq)
+        return try database.read { try body(SQLiteStoreConnection($0)) }
+    }
 
     public func newestSeq() -> Int64 { eventLog.publishedSeq }
 
@@ -128,9 +132,10 @@ public final class EventFileStore: Store {
         try query { try EventLog.cursor(upstream, table: "\(ProjectionFile.schema).cursor", in: $0) }
     }
 
-    /// As `SQLiteStore.close`: the projection is synced and marked clean, and its lock released; the
+    /// As `SQLiteStore.close`, once every event is applied: the projection is synced and marked clean, and its lock released; the
     /// records' offsets are saved for the next start.
     public func close() {
+        applier.stop()
         try? file.saveIndex()
         try? projection.close(database)
         try? database.close()

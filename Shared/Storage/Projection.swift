@@ -16,12 +16,12 @@ import Logging
 public struct Projection: Sendable {
     /// Creates the projection's tables; the migrations are recorded in the projection's file.
     public let migrate: @Sendable (inout DatabaseMigrator) -> Void
-    /// Writes the rows one logged event makes, exactly as the live path wrote them; nil for a
-    /// projection with no rows of the service's own log, which has nothing to read back.
-    public let replay: (@Sendable (_ event: ReceivedEvent, _ sql: StoreConnection) throws -> Void)?
+    /// Writes the rows one logged event (its seq and data) makes, exactly as the live path wrote
+    /// them; nil for a projection with no rows of the service's own log, which has nothing to read back.
+    public let replay: (@Sendable (_ seq: Int64, _ data: EventData, _ sql: StoreConnection) throws -> Void)?
 
     public init(migrate: @escaping @Sendable (inout DatabaseMigrator) -> Void,
-                replay: (@Sendable (_ event: ReceivedEvent, _ sql: StoreConnection) throws -> Void)?) {
+                replay: (@Sendable (_ seq: Int64, _ data: EventData, _ sql: StoreConnection) throws -> Void)?) {
         self.migrate = migrate
         self.replay = replay
     }
@@ -41,7 +41,7 @@ public struct Projection: Sendable {
 /// Unsynced writes survive a crash of the process (the kernel holds them) but not of the machine.
 /// So the file records the boot it was opened in and whether it was closed cleanly (synced): a
 /// file that was open when the machine went down is rebuilt from the log.
-final class ProjectionFile {
+final class ProjectionFile: Sendable {
     static let schema = "projection"
     /// The kernel writes back, and `/proc/<pid>/io` counts, whole 4 KB memory pages. The log's small
     /// pages keep its WAL frames small; here a 1 KB page changed in a b-tree leaf (an index by user, by
@@ -144,6 +144,16 @@ final class ProjectionFile {
         try RawStatement.execute("UPDATE \(Self.schema).projection_state SET applied_seq = ?", db, [.integer(seq)])
     }
 
+    /// Writes the rows of one logged event, given as its envelope was published.
+    func apply(_ envelope: Data, in sql: StoreConnection) throws {
+        guard projection.replay != nil else { return }
+        let event = try WireJSON.decode(ReceivedEvent.self, from: envelope)
+        if let data = event.data { try apply(seq: event.seq, data, in: sql) }
+    }
+
+    /// Writes the rows of one logged event, given as its data (`PendingEvent.data`).
+    func apply(seq: Int64, _ data: EventData, in sql: StoreConnection) throws { try projection.replay?(seq, data, sql) }
+
     /// Replays the events the file is behind the log by; starts over when it is of another log
     /// (a log file replaced) or ahead of it.
     func catchUp(_ database: DatabaseQueue, log: EventLog) throws {
@@ -168,7 +178,7 @@ final class ProjectionFile {
             // No rows of the service's own log (cursors only): current at once, nothing to read back.
             if projection.replay == nil { try applied(through: log.lastSeq, in: db) }
         }
-        guard let replay = projection.replay, from < log.lastSeq else { return }
+        guard projection.replay != nil, from < log.lastSeq else { return }
         let started = Date()
         var replayed = 0
         var pageRead = true
@@ -177,7 +187,7 @@ final class ProjectionFile {
                 pageRead = false
                 let sql = SQLiteStoreConnection(db)
                 try log.forEach(after: from, limit: 10_000, in: sql) { seq, _, envelope in
-                    try replay(try WireJSON.decode(ReceivedEvent.self, from: envelope), sql)
+                    try apply(envelope, in: sql)
                     from = seq
                     replayed += 1
                     pageRead = true

@@ -41,11 +41,15 @@ public protocol Store: AnyObject {
     /// How long the host's group commit waits under load for requests to share a turn and its sync:
     /// the bytes a record costs decide it (README "Group commit under load").
     var groupCommitNanoseconds: UInt64 { get }
+    /// Whether a write transaction reads and writes the tables (`Transaction.hasTables`); false where
+    /// a thread applies them behind the log (`EventFileStore`).
+    var writesHaveTables: Bool { get }
 }
 
 extension Store {
     public var groupCommitNanoseconds: UInt64 { 3_000_000 }
     public var isShared: Bool { false }
+    public var writesHaveTables: Bool { true }
     public var ownedPartitions: PartitionSet { .all }
     public func balancePartitions() throws -> PartitionSet { .none }
 }
@@ -57,7 +61,8 @@ public struct StoreLayout: Sendable {
     /// SQLite's projection file, where the service has one.
     public var projection: Projection?
     /// SQLite: the log is the service's only durable state, every table a projection of it, so the
-    /// log is a file of its own (`EventFileStore`) instead of a table.
+    /// log is a file of its own (`EventFileStore`) instead of a table, and a write transaction has
+    /// no tables (`Transaction.hasTables`): no upstream cursors either.
     public var logOnly: Bool
     /// PostgreSQL: the service's tables, in migrations of their own (run once each, in order),
     /// in SQL both backends take (`SQLDialect`); nil for a service whose statements are

@@ -7,6 +7,9 @@ public struct PendingEvent: Sendable {
     public let seq: Int64
     public let topic: String
     public let envelope: Data
+    /// The envelope's data as a reader decodes it, where the store applies it to its projection
+    /// behind the log (`hasTables` false): that thread need not decode the envelope again.
+    public var data: EventData? = nil
 }
 
 /// One write transaction: the database, the events it appends, and what to do once it commits.
@@ -15,11 +18,17 @@ public struct PendingEvent: Sendable {
 /// that undoes it (so later requests of the same batch see it): a rolled-back request leaves
 /// neither the database nor memory changed.
 public final class Transaction {
-    /// The backend's connection: what a store's statements run on.
+    /// The backend's connection: what a store's statements run on. Where `hasTables` is false, any
+    /// statement on it throws.
     public let sql: StoreConnection
+    /// False in a log-only store (`EventFileStore`): its tables are a projection that a thread of its
+    /// own applies behind the log, so a write transaction appends events only and keeps nothing else
+    /// durable; the handler checks what it must from memory or the log (`loggedEnvelope`), and reads
+    /// go through `Store.query`, which waits for the projection.
+    public let hasTables: Bool
     public let now: Instant
-    /// Who the log's envelopes name as their source.
-    private let source: String
+    /// The log this transaction appends to.
+    private let log: EventLog
     /// The newest seq committed before this transaction: its events get the seqs after it.
     private let baseSeq: Int64
     /// Stores one record: (seq, topic, envelope); nil where the store writes the events itself once
@@ -34,10 +43,11 @@ public final class Transaction {
     /// Where upstream cursors are kept.
     private let cursorTable: String
 
-    init(sql: StoreConnection, source: String, baseSeq: Int64, insertRecord: String?, compression: EnvelopeCompression? = nil, now: Instant,
+    init(sql: StoreConnection, log: EventLog, baseSeq: Int64, insertRecord: String?, compression: EnvelopeCompression? = nil, now: Instant,
          cursorTable: String) {
         self.sql = sql
-        self.source = source
+        hasTables = !(sql is NoTables)
+        self.log = log
         self.baseSeq = baseSeq
         self.insertRecord = insertRecord
         self.compression = compression
@@ -58,9 +68,11 @@ public final class Transaction {
     /// written straight into the envelope.
     @discardableResult
     public func append<Payload: WireJSONWritable>(_ type: EventType<Payload>, userId: UserID, activity: Activity, data: Payload) throws -> Int64 {
-        try store(type.name, topic: type.topic(userId: userId, activity: activity).description) { seq, topic in
-            EventEnvelope<Payload>.frame(type: type.name, seq: seq, time: now, source: source, topic: topic, data: data)
+        let seq = try store(type.name, topic: type.topic(userId: userId, activity: activity).description) { seq, topic in
+            EventEnvelope<Payload>.frame(type: type.name, seq: seq, time: now, source: log.source, topic: topic, data: data)
         }
+        if !hasTables { events[events.count - 1].data = EventData(data) }
+        return seq
     }
 
     /// As `append(data:)`, with `data` encoded already (`wireEncoder().encode` of a `Payload`): for a
@@ -68,7 +80,7 @@ public final class Transaction {
     @discardableResult
     public func append<Payload>(_ type: EventType<Payload>, userId: UserID, activity: Activity, encodedData: Data) throws -> Int64 {
         try store(type.name, topic: type.topic(userId: userId, activity: activity).description) { seq, topic in
-            EventEnvelope<Payload>.frame(type: type.name, seq: seq, time: now, source: source, topic: topic, encodedData: encodedData)
+            EventEnvelope<Payload>.frame(type: type.name, seq: seq, time: now, source: log.source, topic: topic, encodedData: encodedData)
         }
     }
 
@@ -79,6 +91,15 @@ public final class Transaction {
         if let insertRecord { try sql.execute(insertRecord, [.integer(seq), .text(topic), .blob(compression?.compact(bytes) ?? bytes)]) }
         events.append(PendingEvent(type: type, seq: seq, topic: topic, envelope: bytes))
         return seq
+    }
+
+    /// The envelope of the event `seq`, as it was published: appended in this transaction or committed
+    /// before it; nil for a seq the log does not hold.
+    public func loggedEnvelope(_ seq: Int64) throws -> Data? {
+        if seq > baseSeq { return events.first { $0.seq == seq }?.envelope }
+        var envelope: Data?
+        try log.forEach(after: seq - 1, limit: 1, in: sql) { found, _, bytes in if found == seq { envelope = bytes } }
+        return envelope
     }
 
     public func afterCommit(_ action: @escaping () -> Void) { commitActions.append(action) }
@@ -98,16 +119,18 @@ public final class Transaction {
         let eventCount = events.count, actionCount = commitActions.count, undoCount = undoActions.count
         // Cached statements, not GRDB's inSavepoint, which parses its SQL anew each time (a tenth
         // of a session.log). Savepoints of one name nest: each statement acts on the innermost.
-        try sql.execute("SAVEPOINT request", [])
+        if hasTables { try sql.execute("SAVEPOINT request", []) }
         do {
             let result = try body()
-            try sql.execute("RELEASE SAVEPOINT request", [])
+            if hasTables { try sql.execute("RELEASE SAVEPOINT request", []) }
             return result
         } catch {
             // ROLLBACK TO keeps the savepoint open, so it is released too. Either fails only when
             // SQLite already rolled the whole transaction back (a full disk), which its commit reports.
-            try? sql.execute("ROLLBACK TO SAVEPOINT request", [])
-            try? sql.execute("RELEASE SAVEPOINT request", [])
+            if hasTables {
+                try? sql.execute("ROLLBACK TO SAVEPOINT request", [])
+                try? sql.execute("RELEASE SAVEPOINT request", [])
+            }
             events.removeSubrange(eventCount...)
             commitActions.removeSubrange(actionCount...)
             rollBack(from: undoCount)
@@ -164,4 +187,16 @@ public final class Transaction {
             ON CONFLICT(upstream) DO UPDATE SET seq = excluded.seq, log_id = excluded.log_id
             """, [.text(upstream), .integer(seq), .text(logId?.description)])
     }
+}
+
+/// The connection of a write transaction that has no tables (`Transaction.hasTables`): every
+/// statement on it is a mistake of the handler, which fails its request (`internal`).
+final class NoTables: StoreConnection {
+    struct Misuse: Error, CustomStringConvertible {
+        var description: String { "a log-only store's write transaction has no tables: read them through Store.query" }
+    }
+
+    var dialect: SQLDialect { .sqlite }
+    func execute(_ sql: String, _ arguments: [SQLValue]) throws -> Int { throw Misuse() }
+    func rows<Element>(_ sql: String, _ arguments: [SQLValue], _ read: (SQLRow) throws -> Element?) throws -> [Element] { throw Misuse() }
 }

@@ -64,6 +64,58 @@ import ZeroMQ
         #expect(since.events.map(\.seq) == [1])
     }
 
+    /// Requests sent together, so they share turns: a repeated id within the batch gets the first
+    /// receipt and other content a conflict, and a list after a log sees it (read-your-writes, with
+    /// the embedded store's tables applied behind the log). After a restart the same ids are told
+    /// again from what the logger loaded at start.
+    @Test(arguments: Backend.allCases)
+    func repeatedIdsAreToldWithinABatchAndAfterARestart(_ backend: Backend) throws {
+        let rig = try ServiceRig(.tcp, backend: backend)
+        var logger = try rig.sessionLogger()
+        let session = Self.session(id: RecordID()), other = Self.session(id: RecordID(), minutesAgo: 30)
+        let changed = SessionLogRequest(id: session.id, userId: session.userId, activity: .workout, start: session.start, end: session.end)
+        let today = Instant.now().local(in: ZoneID.utc).day
+        let entry = NoAlcLogRequest(id: RecordID(), userId: user("henning"), day: today, level: .easy)
+        let otherLevel = NoAlcLogRequest(id: entry.id, userId: entry.userId, day: today, level: .wild)
+        let list = SessionListRequest(userId: user("henning"), from: session.start.adding(seconds: -60), until: Instant.now())
+        let frames = try [
+            wireEncoder().encode(RequestFrame(op: Ops.sessionLog.name, data: session)),
+            wireEncoder().encode(RequestFrame(op: Ops.sessionLog.name, data: session)),
+            wireEncoder().encode(RequestFrame(op: Ops.sessionLog.name, data: changed)),
+            wireEncoder().encode(RequestFrame(op: Ops.noalcLog.name, data: entry)),
+            wireEncoder().encode(RequestFrame(op: Ops.sessionList.name, data: list)),
+            wireEncoder().encode(RequestFrame(op: Ops.noalcLog.name, data: otherLevel)),
+            wireEncoder().encode(RequestFrame(op: Ops.noalcLog.name, data: entry)),
+            wireEncoder().encode(RequestFrame(op: Ops.sessionLog.name, data: other)),
+        ]
+        let dealer = try rig.socket(.dealer)
+        try dealer.setReceiveTimeout(milliseconds: 10_000)
+        try dealer.connect(logger.api)
+        for frame in frames { _ = try dealer.send(multipart: [Data(), frame]) }
+        let replies = try frames.map { _ in try #require(try dealer.receiveMultipart()).last ?? Data() }
+        func receipt(_ reply: Data) throws -> [Int64] {
+            let receipt = try #require(try WireJSON.decode(ReplyFrame<LogReceipt>.self, from: reply).data)
+            return [receipt.seq, receipt.duplicate ? 1 : 0]
+        }
+        func code(_ reply: Data) throws -> ErrorCode? { try WireJSON.decode(ReplyFrame<NoFields>.self, from: reply).error?.code }
+        #expect(try [receipt(replies[0]), receipt(replies[1]), receipt(replies[3]), receipt(replies[6]), receipt(replies[7])]
+            == [[1, 0], [1, 1], [2, 0], [2, 1], [3, 0]])
+        #expect(try [code(replies[2]), code(replies[5])] == [.conflict, .conflict])
+        let listed = try #require(try WireJSON.decode(ReplyFrame<SessionListReply>.self, from: replies[4]).data)
+        #expect(listed.sessions.map(\.id) == [session.id])
+
+        logger.stop()
+        logger = try rig.sessionLogger(restarting: logger)
+        let client = rig.client(logger)
+        #expect(try client.call(Ops.sessionLog, session).seq == 1 && client.call(Ops.sessionLog, other).seq == 3)
+        #expect(try client.call(Ops.noalcLog, entry).duplicate)
+        #expect(try client.refusal(Ops.sessionLog, changed).code == .conflict)
+        #expect(try client.refusal(Ops.noalcLog, otherLevel).code == .conflict)
+        let third = Self.session(id: RecordID(), minutesAgo: 10)
+        #expect(try client.call(Ops.sessionLog, third).seq == 4)
+        #expect(try client.call(Ops.sessionList, list).sessions.map(\.id) == [session.id, other.id, third.id].compactMap { $0 })
+    }
+
     /// Ids are compared whole: ids made in the same millisecond share their first 48 bits (a version 7
     /// id's time) and are different records. A NoAlc entry's id is idempotent as a session's.
     @Test(arguments: Backend.allCases)

@@ -180,7 +180,8 @@ import TestSupport
     static func log(_ sessions: [StoredSession], in store: Store) throws {
         for session in sessions {
             try store.write(now: session.loggedAt, copyOfUpstream: false, { tx in
-                try ProjectionTests.insert(session, seq: tx.nextSeq, tx.sql)
+                // Where the tables are applied behind the log, the projection writes the row from the event.
+                if tx.hasTables { try ProjectionTests.insert(session, seq: tx.nextSeq, tx.sql) }
                 try tx.append(Events.sessionLogged, userId: session.userId, activity: .mindfulness, data: session)
             }, committed: { _ in })
         }
@@ -224,6 +225,7 @@ import TestSupport
     @Test func aProjectionBehindTheFileIsCaughtUpAtStart() throws {
         var store = try open()
         try Self.log(3, in: store)
+        #expect(try Self.projected(store) == [1, 2, 3])
         try store.database.close()  // as a kill -9 leaves it: not marked clean, the lock gone
         let file = try EventFile(path: store.path, logger: quietLogger("log"))
         try file.append(EventFileTests.events(4...5).map { event in

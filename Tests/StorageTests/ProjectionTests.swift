@@ -12,9 +12,9 @@ import TestSupport
     /// Every logged session's id and seq, as the live path and replay both write them.
     static let projection = Projection(migrate: { migrator in
         migrator.registerMigration("logged") { db in try db.execute(sql: "CREATE TABLE logged (seq INTEGER PRIMARY KEY, id TEXT NOT NULL)") }
-    }, replay: { event, sql in
-        guard case .sessionLogged(let session) = event.data else { return }
-        try insert(session, seq: event.seq, sql)
+    }, replay: { seq, data, sql in
+        guard case .sessionLogged(let session) = data else { return }
+        try insert(session, seq: seq, sql)
     })
 
     static func insert(_ session: StoredSession, seq: Int64, _ sql: StoreConnection) throws {

@@ -126,8 +126,8 @@ enum PlannerStore {
                 CREATE TABLE noalc_day (user_id TEXT NOT NULL, day TEXT NOT NULL, entry_id TEXT NOT NULL, PRIMARY KEY (user_id, day));
                 """)
         }
-    }, replay: { event, sql in
-        let decided: Occurrence? = switch event.data {
+    }, replay: { _, data, sql in
+        let decided: Occurrence? = switch data {
         case .reminderDue(let due) where !due.test: due.occurrence
         case .occurrence(let occurrence) where [.suppressed, .skipped, .missed].contains(occurrence.status): occurrence
         default: nil  // not a decision: a cancellation, a restore, a test notification, a reminder's change

@@ -38,12 +38,21 @@ public final class SessionLogger: Service {
     public let intakeEndpoint: String
     private let intake: Socket
     private let unreadable: UnreadableRows
+    private let ids: LoggedIDs
     /// A session may start at most this far ahead of the wall clock (clock skew between devices).
     static let futureToleranceMilliseconds: Int64 = 5 * 60 * 1000
 
     public init(settings: SessionLoggerSettings, logger: Logger, context: Context? = nil) throws {
         host = try ServiceHost(settings: settings.service, layout: SessionStore.layout, logger: logger, context: context)
         unreadable = UnreadableRows(host: host)
+        if host.store.writesHaveTables {
+            ids = LoggedIDs()
+        } else {
+            let started = Date()
+            ids = try host.query { try LoggedIDs($0) }
+            logger.info("loaded the ids logged so far", metadata: [
+                "ids": "\(ids.sessions.count + ids.noalcEntries.count)", "seconds": "\(String(format: "%.3f", Date().timeIntervalSince(started)))"])
+        }
         intake = try Socket(host.context, .sub)
         try intake.setReceiveHighWaterMark(100_000)
         // As the api: a frame over 4 MiB drops the publisher's connection, and one over 1 MiB is dropped here.
@@ -62,23 +71,31 @@ public final class SessionLogger: Service {
     public static func migrate(_ migrator: inout DatabaseMigrator) { SessionStore.migrate(&migrator) }
 
     private func registerOps() {
-        let unreadable = unreadable
+        let unreadable = unreadable, ids = ids
         host.handle(Ops.sessionLog) { input, tx in
             guard input.start.milliseconds(since: tx.now) <= Self.futureToleranceMilliseconds else {
                 throw WireError.invalid("data.start", "start is more than 5 minutes in the future")
             }
-            return try SessionStore.log(input, in: tx, unreadable: unreadable)
+            return try SessionStore.log(input, in: tx, ids: ids, unreadable: unreadable)
         }
         host.handle(Ops.noalcLog) { input, tx in
             try input.checkDay(today: tx.now.local(in: ZoneID.utc).day)
-            return try SessionStore.log(input, in: tx, unreadable: unreadable)
+            return try SessionStore.log(input, in: tx, ids: ids, unreadable: unreadable)
         }
-        host.handle(Ops.sessionList) { query, tx in try SessionListReply(sessions: SessionStore.sessions(query, in: tx.sql, unreadable: unreadable)) }
-        host.handle(Ops.noalcList) { query, tx in
-            try NoAlcListReply(entries: SessionStore.latestEntries(userId: query.userId, from: query.from, until: query.until, in: tx.sql,
-                                                                 unreadable: unreadable))
+        // Reads outside the writes' transaction: the embedded store's tables are applied behind the
+        // log, and `query` waits until they hold every record committed before the read.
+        host.handleOutside(Ops.sessionList) { [unowned host] query in
+            try host.query { try SessionListReply(sessions: SessionStore.sessions(query, in: $0, unreadable: unreadable)) }
         }
-        host.handle(Ops.dailySummary) { query, tx in try DailySummaryReply(days: SessionStore.summary(query, in: tx.sql, unreadable: unreadable)) }
+        host.handleOutside(Ops.noalcList) { [unowned host] query in
+            try host.query {
+                try NoAlcListReply(entries: SessionStore.latestEntries(userId: query.userId, from: query.from, until: query.until, in: $0,
+                                                                     unreadable: unreadable))
+            }
+        }
+        host.handleOutside(Ops.dailySummary) { [unowned host] query in
+            try host.query { try DailySummaryReply(days: SessionStore.summary(query, in: $0, unreadable: unreadable)) }
+        }
     }
 
     /// Intake messages are two frames, `intake` and a request as the api takes it, from a publisher

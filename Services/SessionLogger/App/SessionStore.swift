@@ -18,10 +18,10 @@ enum SessionStore {
 
     static let layout = StoreLayout(sqliteMigrations: migrate, projection: Projection(migrate: { migrator in
         migrator.registerMigration("sessions") { db in try createTables(SQLiteStoreConnection(db)) }
-    }, replay: { event, sql in
-        switch event.data {
-        case .sessionLogged(let session): try insert(session, seq: event.seq, in: sql)
-        case .noalcLogged(let entry): try insert(entry, seq: event.seq, in: sql)
+    }, replay: { seq, data, sql in
+        switch data {
+        case .sessionLogged(let session): try insert(session, seq: seq, in: sql)
+        case .noalcLogged(let entry): try insert(entry, seq: seq, in: sql)
         default: break  // another type: no rows
         }
     }), logOnly: true, postgresMigrations: [PostgresMigration("sessions", tables)])
@@ -50,14 +50,37 @@ enum SessionStore {
     // MARK: Writes
 
     /// Stores a session and its `session.logged` event, or returns the first result for a repeated id.
-    /// The row goes in first, with the seq its event is about to get: a new id, the usual case,
-    /// costs no lookup.
-    static func log(_ input: SessionLogRequest, in tx: Transaction, unreadable: UnreadableRows) throws -> LogReceipt {
+    /// With tables, the row goes in first, with the seq its event is about to get: a new id, the usual
+    /// case, costs no lookup. Without (the log is all the transaction writes), `ids` tells a repeated id.
+    static func log(_ input: SessionLogRequest, in tx: Transaction, ids: LoggedIDs, unreadable: UnreadableRows) throws -> LogReceipt {
         let session = StoredSession(id: input.id ?? RecordID(), userId: input.userId, activity: input.activity, start: input.start,
                                     end: input.end, source: input.source, loggedAt: tx.now)
-        guard try insert(session, seq: tx.nextSeq, in: tx.sql) else { return try repeated(input, id: session.id, in: tx, unreadable: unreadable) }
+        if tx.hasTables {
+            guard try insert(session, seq: tx.nextSeq, in: tx.sql) else { return try repeated(input, id: session.id, in: tx, unreadable: unreadable) }
+        } else if let firstSeq = ids.sessions[session.id] {
+            let first: StoredSession? = try firstRecord(seq: firstSeq, in: tx) {
+                if case .sessionLogged(let first) = $0 { first } else { nil }
+            }
+            guard let first else { throw unreadable.failure("session", key: session.id.description, reason: "log record \(firstSeq)") }
+            guard first.userId == session.userId, first.activity == session.activity,
+                  first.start.millisecondsSince1970 == session.start.millisecondsSince1970,
+                  first.end.millisecondsSince1970 == session.end.millisecondsSince1970 else { throw conflict("session", session.id) }
+            return LogReceipt(id: session.id, seq: firstSeq, duplicate: true)
+        }
         let seq = try tx.append(Events.sessionLogged, userId: session.userId, activity: session.activity, data: session)
+        if !tx.hasTables { ids.record(session.id, seq: seq, in: \.sessions, tx) }
         return LogReceipt(id: session.id, seq: seq, duplicate: false)
+    }
+
+    /// What `read` makes of the data of the logged event `seq`; nil when the log does not hold it as
+    /// such (a damaged file).
+    private static func firstRecord<Record>(seq: Int64, in tx: Transaction, _ read: (EventData) -> Record?) throws -> Record? {
+        guard let envelope = try tx.loggedEnvelope(seq), let data = (try? WireJSON.decode(ReceivedEvent.self, from: envelope))?.data else { return nil }
+        return read(data)
+    }
+
+    private static func conflict(_ kind: String, _ id: RecordID) -> WireError {
+        WireError(.conflict, "\(kind) \(id) was logged before with different content", field: "data.id")
     }
 
     /// The session's row, unless its id has one: whether it was inserted. Replay writes the same row.
@@ -78,18 +101,28 @@ enum SessionStore {
                 && $0.integer(2) == input.start.millisecondsSince1970 && $0.integer(3) == input.end.millisecondsSince1970,
              seq: $0.integer(4))
         }
-        guard row?.same == true else { throw WireError(.conflict, "session \(id) was logged before with different content", field: "data.id") }
+        guard row?.same == true else { throw conflict("session", id) }
         guard let seq = row?.seq else { throw unreadable.failure("session", key: id.description, reason: "seq") }
         return LogReceipt(id: id, seq: seq, duplicate: true)
     }
 
     /// Stores a NoAlc entry; the newest entry for a day is the day's level (a correction has a new id).
-    /// As for a session, the row goes in first.
-    static func log(_ input: NoAlcLogRequest, in tx: Transaction, unreadable: UnreadableRows) throws -> LogReceipt {
+    /// A repeated id is told as for a session.
+    static func log(_ input: NoAlcLogRequest, in tx: Transaction, ids: LoggedIDs, unreadable: UnreadableRows) throws -> LogReceipt {
         let entry = StoredNoAlcEntry(id: input.id ?? RecordID(), userId: input.userId, day: input.day, level: input.level,
                                      source: input.source, loggedAt: tx.now)
-        guard try insert(entry, seq: tx.nextSeq, in: tx.sql) else { return try repeated(input, id: entry.id, in: tx, unreadable: unreadable) }
+        if tx.hasTables {
+            guard try insert(entry, seq: tx.nextSeq, in: tx.sql) else { return try repeated(input, id: entry.id, in: tx, unreadable: unreadable) }
+        } else if let firstSeq = ids.noalcEntries[entry.id] {
+            let first: StoredNoAlcEntry? = try firstRecord(seq: firstSeq, in: tx) {
+                if case .noalcLogged(let first) = $0 { first } else { nil }
+            }
+            guard let first else { throw unreadable.failure("noalc_entry", key: entry.id.description, reason: "log record \(firstSeq)") }
+            guard first.userId == entry.userId, first.day == entry.day, first.level == entry.level else { throw conflict("NoAlc entry", entry.id) }
+            return LogReceipt(id: entry.id, seq: firstSeq, duplicate: true)
+        }
         let seq = try tx.append(Events.noalcLogged, userId: entry.userId, activity: .noalc, data: entry)
+        if !tx.hasTables { ids.record(entry.id, seq: seq, in: \.noalcEntries, tx) }
         return LogReceipt(id: entry.id, seq: seq, duplicate: false)
     }
 
@@ -109,7 +142,7 @@ enum SessionStore {
             (same: $0.text(0) == input.userId.rawValue && $0.text(1) == input.day.description && $0.text(2) == input.level.rawValue,
              seq: $0.integer(3))
         }
-        guard row?.same == true else { throw WireError(.conflict, "NoAlc entry \(id) was logged before with different content", field: "data.id") }
+        guard row?.same == true else { throw conflict("NoAlc entry", id) }
         guard let seq = row?.seq else { throw unreadable.failure("noalc_entry", key: id.description, reason: "seq") }
         return LogReceipt(id: id, seq: seq, duplicate: true)
     }
@@ -194,6 +227,42 @@ enum SessionStore {
         guard let loggedAt = row.integer(5) else { return .failure("logged_at_ms") }
         return .success(StoredNoAlcEntry(id: id, userId: userId, day: day, level: level, source: source,
                                          loggedAt: Instant(millisecondsSince1970: loggedAt)))
+    }
+}
+
+/// The id of every session and NoAlc entry logged, with the seq of its record: how a repeated id is
+/// told where the write transaction has no tables (`Transaction.hasTables`, the embedded store,
+/// whose tables are applied behind the log). Loaded from the tables at start; 32–64 bytes a
+/// record (README "The log as a file"). Empty, and unused, where the tables are written in the
+/// transaction (PostgreSQL, shared by instances that log ids this one never sees).
+final class LoggedIDs {
+    var sessions: [RecordID: Int64] = [:]
+    var noalcEntries: [RecordID: Int64] = [:]
+
+    init() {}
+
+    /// Every id the tables hold.
+    init(_ sql: StoreConnection) throws {
+        sessions = try Self.load("session", sql)
+        noalcEntries = try Self.load("noalc_entry", sql)
+    }
+
+    private static func load(_ table: String, _ sql: StoreConnection) throws -> [RecordID: Int64] {
+        var ids: [RecordID: Int64] = [:]
+        // Rows are never deleted, so the largest rowid is about their count, and costs no scan.
+        ids.reserveCapacity(Int(try sql.first("SELECT MAX(rowid) FROM \(table)", []) { $0.integer(0) } ?? 0))
+        _ = try sql.rows("SELECT id, seq FROM \(table)", []) { row -> Never? in
+            // The id parsed in place: a String per row cost as much again.
+            if let id = row.withBytes(0, { RecordID(utf8: $0) }) ?? nil, let seq = row.integer(1) { ids[id] = seq }
+            return nil
+        }
+        return ids
+    }
+
+    /// `id` was logged as `seq` in `tx`: forgotten again if `tx` rolls it back.
+    func record(_ id: RecordID, seq: Int64, in ids: ReferenceWritableKeyPath<LoggedIDs, [RecordID: Int64]>, _ tx: Transaction) {
+        self[keyPath: ids][id] = seq
+        tx.onRollback { [unowned self] in self[keyPath: ids][id] = nil }
     }
 }
 
