@@ -92,14 +92,15 @@ public final class EventFileStore: Store {
             "file": "\(path)", "events": "\(log.lastSeq)", "seconds": "\(String(format: "%.2f", Date().timeIntervalSince(started)))"])
     }
 
-    /// As `SQLiteStore.write`, with no tables (`Transaction.hasTables`): the body appends events
-    /// and checks what it must from memory or the log. The events go to the file (the kernel), then
-    /// to the projection's thread; a commit that fails takes its events off the file again.
+    /// As `SQLiteStore.write`, with no tables (`Transaction.hasTables`): the body appends events and
+    /// checks what it must from memory, its events, or the projection (`readTables`). The events go
+    /// to the file (the kernel), then to the projection's thread; a commit that fails takes its
+    /// events off the file again.
     public func write<T>(now: Instant, copyOfUpstream: Bool = false, _ body: (Transaction) throws -> T,
                          committed: (Transaction) -> Void) throws -> T {
         if let current { return try current.isolated { try body(current) } }
-        let transaction = Transaction(sql: NoTables(), log: eventLog, baseSeq: eventLog.lastSeq, insertRecord: nil, now: now,
-                                      cursorTable: "\(ProjectionFile.schema).cursor")
+        let transaction = Transaction(sql: NoTables(), source: eventLog.source, baseSeq: eventLog.lastSeq, insertRecord: nil, now: now,
+                                      cursorTable: "\(ProjectionFile.schema).cursor") { [unowned self] body in try query(body) }
         current = transaction
         defer { current = nil }
         let result: T
@@ -132,8 +133,8 @@ public final class EventFileStore: Store {
         try query { try EventLog.cursor(upstream, table: "\(ProjectionFile.schema).cursor", in: $0) }
     }
 
-    /// As `SQLiteStore.close`, once every event is applied: the projection is synced and marked clean, and its lock released; the
-    /// records' offsets are saved for the next start.
+    /// As `SQLiteStore.close`, once every event is applied: the projection is synced and marked
+    /// clean, and its lock released; the records' offsets are saved for the next start.
     public func close() {
         applier.stop()
         try? file.saveIndex()

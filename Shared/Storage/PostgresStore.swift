@@ -110,7 +110,7 @@ public final class PostgresStore: Store {
             result = try sql.connection.transaction { postgres in
                 let head = try log.lock(in: postgres)
                 eventLog.committed(through: head)
-                let started = Transaction(sql: sql, log: eventLog, baseSeq: head, insertRecord: log.insertStatement,
+                let started = Transaction(sql: sql, source: eventLog.source, baseSeq: head, insertRecord: log.insertStatement,
                                           now: now, cursorTable: "cursor")
                 transaction = started
                 current = started

@@ -113,7 +113,7 @@ public final class SQLiteStore: Store {
         do {
             result = try database.write { db -> T in
                 let changesBefore = db.totalChangesCount
-                let started = Transaction(sql: SQLiteStoreConnection(db), log: eventLog, baseSeq: eventLog.lastSeq,
+                let started = Transaction(sql: SQLiteStoreConnection(db), source: eventLog.source, baseSeq: eventLog.lastSeq,
                                           insertRecord: "INSERT INTO outbox (seq, topic, envelope) VALUES (?, ?, ?)",
                                           compression: eventLog.compression, now: now,
                                           cursorTable: cursorTable)

@@ -23,12 +23,13 @@ public final class Transaction {
     public let sql: StoreConnection
     /// False in a log-only store (`EventFileStore`): its tables are a projection that a thread of its
     /// own applies behind the log, so a write transaction appends events only and keeps nothing else
-    /// durable; the handler checks what it must from memory or the log (`loggedEnvelope`), and reads
-    /// go through `Store.query`, which waits for the projection.
-    public let hasTables: Bool
+    /// durable; the handler checks what it must from memory and its events, or reads the projection
+    /// (`readTables`), and read-only ops go through `Store.query`. Both wait for the projection.
+    public var hasTables: Bool { readProjection == nil }
+    private let readProjection: ((_ body: (StoreConnection) throws -> Void) throws -> Void)?
     public let now: Instant
-    /// The log this transaction appends to.
-    private let log: EventLog
+    /// Who the log's envelopes name as their source.
+    private let source: String
     /// The newest seq committed before this transaction: its events get the seqs after it.
     private let baseSeq: Int64
     /// Stores one record: (seq, topic, envelope); nil where the store writes the events itself once
@@ -43,11 +44,12 @@ public final class Transaction {
     /// Where upstream cursors are kept.
     private let cursorTable: String
 
-    init(sql: StoreConnection, log: EventLog, baseSeq: Int64, insertRecord: String?, compression: EnvelopeCompression? = nil, now: Instant,
-         cursorTable: String) {
+    /// `readProjection`: for a transaction with no tables (`hasTables`), how it reads the projection.
+    init(sql: StoreConnection, source: String, baseSeq: Int64, insertRecord: String?, compression: EnvelopeCompression? = nil, now: Instant,
+         cursorTable: String, readProjection: ((_ body: (StoreConnection) throws -> Void) throws -> Void)? = nil) {
         self.sql = sql
-        hasTables = !(sql is NoTables)
-        self.log = log
+        self.readProjection = readProjection
+        self.source = source
         self.baseSeq = baseSeq
         self.insertRecord = insertRecord
         self.compression = compression
@@ -69,7 +71,7 @@ public final class Transaction {
     @discardableResult
     public func append<Payload: WireJSONWritable>(_ type: EventType<Payload>, userId: UserID, activity: Activity, data: Payload) throws -> Int64 {
         let seq = try store(type.name, topic: type.topic(userId: userId, activity: activity).description) { seq, topic in
-            EventEnvelope<Payload>.frame(type: type.name, seq: seq, time: now, source: log.source, topic: topic, data: data)
+            EventEnvelope<Payload>.frame(type: type.name, seq: seq, time: now, source: source, topic: topic, data: data)
         }
         if !hasTables { events[events.count - 1].data = EventData(data) }
         return seq
@@ -80,7 +82,7 @@ public final class Transaction {
     @discardableResult
     public func append<Payload>(_ type: EventType<Payload>, userId: UserID, activity: Activity, encodedData: Data) throws -> Int64 {
         try store(type.name, topic: type.topic(userId: userId, activity: activity).description) { seq, topic in
-            EventEnvelope<Payload>.frame(type: type.name, seq: seq, time: now, source: log.source, topic: topic, encodedData: encodedData)
+            EventEnvelope<Payload>.frame(type: type.name, seq: seq, time: now, source: source, topic: topic, encodedData: encodedData)
         }
     }
 
@@ -93,13 +95,14 @@ public final class Transaction {
         return seq
     }
 
-    /// The envelope of the event `seq`, as it was published: appended in this transaction or committed
-    /// before it; nil for a seq the log does not hold.
-    public func loggedEnvelope(_ seq: Int64) throws -> Data? {
-        if seq > baseSeq { return events.first { $0.seq == seq }?.envelope }
-        var envelope: Data?
-        try log.forEach(after: seq - 1, limit: 1, in: sql) { found, _, bytes in if found == seq { envelope = bytes } }
-        return envelope
+    /// Runs `body` on the tables: this transaction's own connection where it has tables; else the
+    /// projection once it holds every event committed before this transaction (`Store.query`, which
+    /// waits for it), without this transaction's own events.
+    public func readTables<T>(_ body: (StoreConnection) throws -> T) throws -> T {
+        guard let readProjection else { return try body(sql) }
+        var result: T?
+        try readProjection { result = try body($0) }
+        return result!
     }
 
     public func afterCommit(_ action: @escaping () -> Void) { commitActions.append(action) }
@@ -193,7 +196,7 @@ public final class Transaction {
 /// statement on it is a mistake of the handler, which fails its request (`internal`).
 final class NoTables: StoreConnection {
     struct Misuse: Error, CustomStringConvertible {
-        var description: String { "a log-only store's write transaction has no tables: read them through Store.query" }
+        var description: String { "a log-only store's write transaction has no tables: read them with readTables or Store.query" }
     }
 
     var dialect: SQLDialect { .sqlite }

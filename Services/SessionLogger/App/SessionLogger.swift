@@ -51,7 +51,7 @@ public final class SessionLogger: Service {
             let started = Date()
             ids = try host.query { try LoggedIDs($0) }
             logger.info("loaded the ids logged so far", metadata: [
-                "ids": "\(ids.sessions.count + ids.noalcEntries.count)", "seconds": "\(String(format: "%.3f", Date().timeIntervalSince(started)))"])
+                "ids": "\(ids.count)", "seconds": "\(String(format: "%.3f", Date().timeIntervalSince(started)))"])
         }
         intake = try Socket(host.context, .sub)
         try intake.setReceiveHighWaterMark(100_000)

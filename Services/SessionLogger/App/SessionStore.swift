@@ -51,32 +51,41 @@ enum SessionStore {
 
     /// Stores a session and its `session.logged` event, or returns the first result for a repeated id.
     /// With tables, the row goes in first, with the seq its event is about to get: a new id, the usual
-    /// case, costs no lookup. Without (the log is all the transaction writes), `ids` tells a repeated id.
+    /// case, costs no lookup. Without (the log is all the transaction writes), `ids` says which ids
+    /// may have been logged, and only those are looked up.
     static func log(_ input: SessionLogRequest, in tx: Transaction, ids: LoggedIDs, unreadable: UnreadableRows) throws -> LogReceipt {
         let session = StoredSession(id: input.id ?? RecordID(), userId: input.userId, activity: input.activity, start: input.start,
                                     end: input.end, source: input.source, loggedAt: tx.now)
+        let committed = { (sql: StoreConnection) in try firstReceipt(input, id: session.id, in: sql, unreadable: unreadable) }
         if tx.hasTables {
-            guard try insert(session, seq: tx.nextSeq, in: tx.sql) else { return try repeated(input, id: session.id, in: tx, unreadable: unreadable) }
-        } else if let firstSeq = ids.sessions[session.id] {
-            let first: StoredSession? = try firstRecord(seq: firstSeq, in: tx) {
-                if case .sessionLogged(let first) = $0 { first } else { nil }
+            guard try insert(session, seq: tx.nextSeq, in: tx.sql) else {
+                guard let first = try committed(tx.sql) else { throw conflict("session", session.id) }
+                return first
             }
-            guard let first else { throw unreadable.failure("session", key: session.id.description, reason: "log record \(firstSeq)") }
-            guard first.userId == session.userId, first.activity == session.activity,
-                  first.start.millisecondsSince1970 == session.start.millisecondsSince1970,
-                  first.end.millisecondsSince1970 == session.end.millisecondsSince1970 else { throw conflict("session", session.id) }
-            return LogReceipt(id: session.id, seq: firstSeq, duplicate: true)
+        } else if ids.mayContain(session.id), let first = try firstReceipt(session.id, kind: "session", in: tx, pending: {
+            guard case .sessionLogged(let logged) = $0 else { return nil }
+            return (logged.id, same(input, logged.userId.rawValue, logged.activity.rawValue, logged.start.millisecondsSince1970,
+                                    logged.end.millisecondsSince1970))
+        }, committed: committed) {
+            return first
         }
         let seq = try tx.append(Events.sessionLogged, userId: session.userId, activity: session.activity, data: session)
-        if !tx.hasTables { ids.record(session.id, seq: seq, in: \.sessions, tx) }
+        if !tx.hasTables { ids.insert(session.id) }
         return LogReceipt(id: session.id, seq: seq, duplicate: false)
     }
 
-    /// What `read` makes of the data of the logged event `seq`; nil when the log does not hold it as
-    /// such (a damaged file).
-    private static func firstRecord<Record>(seq: Int64, in tx: Transaction, _ read: (EventData) -> Record?) throws -> Record? {
-        guard let envelope = try tx.loggedEnvelope(seq), let data = (try? WireJSON.decode(ReceivedEvent.self, from: envelope))?.data else { return nil }
-        return read(data)
+    /// The first receipt of `id`, which `LoggedIDs` says may have been logged, where the transaction
+    /// has no tables: from an event of this transaction (`pending` says whether an event's data is
+    /// such a record, and whether the same), or from the table once it holds every record committed
+    /// before. Nil: a new id after all.
+    private static func firstReceipt(_ id: RecordID, kind: String, in tx: Transaction, pending: (EventData) -> (id: RecordID, same: Bool)?,
+                                     committed: (StoreConnection) throws -> LogReceipt?) throws -> LogReceipt? {
+        for event in tx.events {
+            guard let data = event.data, let logged = pending(data), logged.id == id else { continue }
+            guard logged.same else { throw conflict(kind, id) }
+            return LogReceipt(id: id, seq: event.seq, duplicate: true)
+        }
+        return try tx.readTables(committed)
     }
 
     private static func conflict(_ kind: String, _ id: RecordID) -> WireError {
@@ -94,15 +103,22 @@ enum SessionStore {
                       .integer(session.loggedAt.millisecondsSince1970), .integer(seq)]) > 0
     }
 
-    /// The first receipt of a session id logged before, if this is the same session.
-    private static func repeated(_ input: SessionLogRequest, id: RecordID, in tx: Transaction, unreadable: UnreadableRows) throws -> LogReceipt {
-        let row = try tx.sql.first("SELECT user_id, activity, start_ms, end_ms, seq FROM session WHERE id = ?", [.text(id.description)]) {
-            (same: $0.text(0) == input.userId.rawValue && $0.text(1) == input.activity.rawValue
-                && $0.integer(2) == input.start.millisecondsSince1970 && $0.integer(3) == input.end.millisecondsSince1970,
-             seq: $0.integer(4))
+    /// Whether a session logged before is the one `input` logs again.
+    private static func same(_ input: SessionLogRequest, _ userId: String?, _ activity: String?, _ startMs: Int64?, _ endMs: Int64?) -> Bool {
+        userId == input.userId.rawValue && activity == input.activity.rawValue
+            && startMs == input.start.millisecondsSince1970 && endMs == input.end.millisecondsSince1970
+    }
+
+    /// The first receipt of a session id logged before, if this is the same session; nil for an id
+    /// the table does not hold.
+    private static func firstReceipt(_ input: SessionLogRequest, id: RecordID, in sql: StoreConnection,
+                                     unreadable: UnreadableRows) throws -> LogReceipt? {
+        let row = try sql.first("SELECT user_id, activity, start_ms, end_ms, seq FROM session WHERE id = ?", [.text(id.description)]) {
+            (same: same(input, $0.text(0), $0.text(1), $0.integer(2), $0.integer(3)), seq: $0.integer(4))
         }
-        guard row?.same == true else { throw conflict("session", id) }
-        guard let seq = row?.seq else { throw unreadable.failure("session", key: id.description, reason: "seq") }
+        guard let row else { return nil }
+        guard row.same else { throw conflict("session", id) }
+        guard let seq = row.seq else { throw unreadable.failure("session", key: id.description, reason: "seq") }
         return LogReceipt(id: id, seq: seq, duplicate: true)
     }
 
@@ -111,18 +127,20 @@ enum SessionStore {
     static func log(_ input: NoAlcLogRequest, in tx: Transaction, ids: LoggedIDs, unreadable: UnreadableRows) throws -> LogReceipt {
         let entry = StoredNoAlcEntry(id: input.id ?? RecordID(), userId: input.userId, day: input.day, level: input.level,
                                      source: input.source, loggedAt: tx.now)
+        let committed = { (sql: StoreConnection) in try firstReceipt(input, id: entry.id, in: sql, unreadable: unreadable) }
         if tx.hasTables {
-            guard try insert(entry, seq: tx.nextSeq, in: tx.sql) else { return try repeated(input, id: entry.id, in: tx, unreadable: unreadable) }
-        } else if let firstSeq = ids.noalcEntries[entry.id] {
-            let first: StoredNoAlcEntry? = try firstRecord(seq: firstSeq, in: tx) {
-                if case .noalcLogged(let first) = $0 { first } else { nil }
+            guard try insert(entry, seq: tx.nextSeq, in: tx.sql) else {
+                guard let first = try committed(tx.sql) else { throw conflict("NoAlc entry", entry.id) }
+                return first
             }
-            guard let first else { throw unreadable.failure("noalc_entry", key: entry.id.description, reason: "log record \(firstSeq)") }
-            guard first.userId == entry.userId, first.day == entry.day, first.level == entry.level else { throw conflict("NoAlc entry", entry.id) }
-            return LogReceipt(id: entry.id, seq: firstSeq, duplicate: true)
+        } else if ids.mayContain(entry.id), let first = try firstReceipt(entry.id, kind: "NoAlc entry", in: tx, pending: {
+            guard case .noalcLogged(let logged) = $0 else { return nil }
+            return (logged.id, same(input, logged.userId.rawValue, logged.day.description, logged.level.rawValue))
+        }, committed: committed) {
+            return first
         }
         let seq = try tx.append(Events.noalcLogged, userId: entry.userId, activity: .noalc, data: entry)
-        if !tx.hasTables { ids.record(entry.id, seq: seq, in: \.noalcEntries, tx) }
+        if !tx.hasTables { ids.insert(entry.id) }
         return LogReceipt(id: entry.id, seq: seq, duplicate: false)
     }
 
@@ -136,14 +154,21 @@ enum SessionStore {
                       .text(entry.source), .integer(entry.loggedAt.millisecondsSince1970), .integer(seq)]) > 0
     }
 
-    /// The first receipt of a NoAlc entry id logged before, if this is the same entry.
-    private static func repeated(_ input: NoAlcLogRequest, id: RecordID, in tx: Transaction, unreadable: UnreadableRows) throws -> LogReceipt {
-        let row = try tx.sql.first("SELECT user_id, day, level, seq FROM noalc_entry WHERE id = ?", [.text(id.description)]) {
-            (same: $0.text(0) == input.userId.rawValue && $0.text(1) == input.day.description && $0.text(2) == input.level.rawValue,
-             seq: $0.integer(3))
+    /// Whether a NoAlc entry logged before is the one `input` logs again.
+    private static func same(_ input: NoAlcLogRequest, _ userId: String?, _ day: String?, _ level: String?) -> Bool {
+        userId == input.userId.rawValue && day == input.day.description && level == input.level.rawValue
+    }
+
+    /// The first receipt of a NoAlc entry id logged before, if this is the same entry; nil for an id
+    /// the table does not hold.
+    private static func firstReceipt(_ input: NoAlcLogRequest, id: RecordID, in sql: StoreConnection,
+                                     unreadable: UnreadableRows) throws -> LogReceipt? {
+        let row = try sql.first("SELECT user_id, day, level, seq FROM noalc_entry WHERE id = ?", [.text(id.description)]) {
+            (same: same(input, $0.text(0), $0.text(1), $0.text(2)), seq: $0.integer(3))
         }
-        guard row?.same == true else { throw conflict("NoAlc entry", id) }
-        guard let seq = row?.seq else { throw unreadable.failure("noalc_entry", key: id.description, reason: "seq") }
+        guard let row else { return nil }
+        guard row.same else { throw conflict("NoAlc entry", id) }
+        guard let seq = row.seq else { throw unreadable.failure("noalc_entry", key: id.description, reason: "seq") }
         return LogReceipt(id: id, seq: seq, duplicate: true)
     }
 
@@ -227,42 +252,6 @@ enum SessionStore {
         guard let loggedAt = row.integer(5) else { return .failure("logged_at_ms") }
         return .success(StoredNoAlcEntry(id: id, userId: userId, day: day, level: level, source: source,
                                          loggedAt: Instant(millisecondsSince1970: loggedAt)))
-    }
-}
-
-/// The id of every session and NoAlc entry logged, with the seq of its record: how a repeated id is
-/// told where the write transaction has no tables (`Transaction.hasTables`, the embedded store,
-/// whose tables are applied behind the log). Loaded from the tables at start; 32–64 bytes a
-/// record (README "The log as a file"). Empty, and unused, where the tables are written in the
-/// transaction (PostgreSQL, shared by instances that log ids this one never sees).
-final class LoggedIDs {
-    var sessions: [RecordID: Int64] = [:]
-    var noalcEntries: [RecordID: Int64] = [:]
-
-    init() {}
-
-    /// Every id the tables hold.
-    init(_ sql: StoreConnection) throws {
-        sessions = try Self.load("session", sql)
-        noalcEntries = try Self.load("noalc_entry", sql)
-    }
-
-    private static func load(_ table: String, _ sql: StoreConnection) throws -> [RecordID: Int64] {
-        var ids: [RecordID: Int64] = [:]
-        // Rows are never deleted, so the largest rowid is about their count, and costs no scan.
-        ids.reserveCapacity(Int(try sql.first("SELECT MAX(rowid) FROM \(table)", []) { $0.integer(0) } ?? 0))
-        _ = try sql.rows("SELECT id, seq FROM \(table)", []) { row -> Never? in
-            // The id parsed in place: a String per row cost as much again.
-            if let id = row.withBytes(0, { RecordID(utf8: $0) }) ?? nil, let seq = row.integer(1) { ids[id] = seq }
-            return nil
-        }
-        return ids
-    }
-
-    /// `id` was logged as `seq` in `tx`: forgotten again if `tx` rolls it back.
-    func record(_ id: RecordID, seq: Int64, in ids: ReferenceWritableKeyPath<LoggedIDs, [RecordID: Int64]>, _ tx: Transaction) {
-        self[keyPath: ids][id] = seq
-        tx.onRollback { [unowned self] in self[keyPath: ids][id] = nil }
     }
 }
 

@@ -1,0 +1,103 @@
+import LHTSchema
+import Storage
+
+/// Which session and NoAlc entry ids may have been logged: how a repeated id is told where the
+/// write transaction has no tables (`Transaction.hasTables`: the embedded store, whose tables are
+/// applied behind the log). A Bloom filter: "no" is certain, so a new id, the usual case, costs no
+/// lookup; "maybe" (a repeated id, or a new id about once in 10,000 per full layer) is looked up in
+/// the transaction's events and the table (`SessionStore.firstReceipt`), which waits for the
+/// projection. 3 bytes an id, where a table of the ids themselves took 32–64 (README "The log as a
+/// file").
+///
+/// Split-block (as Parquet's): an id sets one bit in each of the 8 words of one 64-byte block, so a
+/// lookup reads one cache line. The filter grows by layers, each twice the last, as ids are added; a
+/// start sizes one layer for what the tables hold. An id rolled back stays in: a lookup then finds
+/// nothing, as for any false "maybe".
+final class LoggedIDs {
+    static let bitsPerID = 24
+    static let smallestLayer = 1 << 16
+
+    private var layers: [Layer]
+
+    /// Room for `expected` ids before the filter grows.
+    init(expected: Int = 0) {
+        layers = [Layer(capacity: max(Self.smallestLayer, expected * 2))]
+    }
+
+    /// Every id the tables hold.
+    convenience init(_ sql: StoreConnection) throws {
+        // Rows are never deleted, so the largest rowid is about their count, and costs no scan.
+        let count = try ["session", "noalc_entry"].reduce(0) { total, table in
+            total + Int(try sql.first("SELECT MAX(rowid) FROM \(table)", []) { $0.integer(0) } ?? 0)
+        }
+        self.init(expected: count)
+        for table in ["session", "noalc_entry"] {
+            // The ids alone: read from their index, parsed in place.
+            _ = try sql.rows("SELECT id FROM \(table)", []) { [self] row -> Never? in
+                if let id = row.withBytes(0, { RecordID(utf8: $0) }) ?? nil { insert(id) }
+                return nil
+            }
+        }
+    }
+
+    var count: Int { layers.reduce(0) { $0 + $1.count } }
+
+    func insert(_ id: RecordID) {
+        if layers[layers.count - 1].count >= layers[layers.count - 1].capacity {
+            layers.append(Layer(capacity: layers[layers.count - 1].capacity * 2))
+        }
+        layers[layers.count - 1].insert(Self.hash(id))
+    }
+
+    /// False: `id` was never inserted. True: it may have been.
+    func mayContain(_ id: RecordID) -> Bool {
+        let hash = Self.hash(id)
+        return layers.contains { $0.mayContain(hash) }
+    }
+
+    /// Two independent 64-bit hashes of the id's 128 bits (a version 7 id's first 48 are its time, so
+    /// both halves are mixed in): which block, and which bit in each of its words.
+    private static func hash(_ id: RecordID) -> (block: UInt64, bits: UInt64) {
+        let (high, low) = withUnsafeBytes(of: id.uuid.uuid) {
+            ($0.loadUnaligned(fromByteOffset: 0, as: UInt64.self), $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+        }
+        let block = mix(high ^ mix(low))
+        return (block, mix(block ^ 0x9E37_79B9_7F4A_7C15))
+    }
+
+    /// SplitMix64's finalizer: every input bit moves about half the output bits.
+    private static func mix(_ value: UInt64) -> UInt64 {
+        var z = value
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    private struct Layer {
+        let capacity: Int
+        private(set) var count = 0
+        private var words: [UInt64]
+        private let blocks: UInt64
+
+        init(capacity: Int) {
+            self.capacity = capacity
+            blocks = UInt64(max(1, (capacity * LoggedIDs.bitsPerID + 511) / 512))
+            words = Array(repeating: 0, count: Int(blocks) * 8)
+        }
+
+        mutating func insert(_ hash: (block: UInt64, bits: UInt64)) {
+            let base = Int(hash.block.multipliedFullWidth(by: blocks).high) * 8
+            words.withUnsafeMutableBufferPointer { words in
+                for word in 0..<8 { words[base + word] |= 1 << ((hash.bits >> (word * 6)) & 63) }
+            }
+            count += 1
+        }
+
+        func mayContain(_ hash: (block: UInt64, bits: UInt64)) -> Bool {
+            let base = Int(hash.block.multipliedFullWidth(by: blocks).high) * 8
+            return words.withUnsafeBufferPointer { words in
+                (0..<8).allSatisfy { word in words[base + word] & (1 << ((hash.bits >> (word * 6)) & 63)) != 0 }
+            }
+        }
+    }
+}
