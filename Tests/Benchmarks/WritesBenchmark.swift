@@ -69,6 +69,7 @@ enum WritesBenchmark {
                 try compareWithStores(load.rate, rows: clients * perClient, envelopeBytes: stored)
                 let xadd = try compareWithRedis(load.rate, clients: clients, window: window, perClient: perClient)
                 compareWithDurableEcho(load.rate, xadd: xadd, context: context, measure: measure)
+                compareWithReads(load.rate, endpoint: entry.endpoint, measure: measure)
             }
         }
         if only == nil || only == "python" { try python(echo: echo.endpoint, logger: logger.api, clients: clients, window: window, perClient: perClient) }
@@ -194,6 +195,22 @@ enum WritesBenchmark {
         let ratio = logRates.reduce(0, +) / echoRates.reduce(0, +)
         print(String(format: "python clients (%d processes × %d in flight): echo %.0f/s, session.log %.0f/s = %.3f × echo   target ≥ 0.6: %@",
                      clients, window, echoRates.reduce(0, +) / 2, logRates.reduce(0, +) / 2, ratio, ratio >= 0.6 ? "met" : "NOT met"))
+    }
+
+    /// The session.log rate beside the same load with one request in 33 a `session.list` of a few
+    /// sessions (the soak's share of reads at the logger): each read ends its turn and waits until the
+    /// projection applied it (README "The log as a file").
+    static func compareWithReads(_ rate: Double, endpoint: String, measure: (String, @escaping @Sendable (Int, Int) -> Data) -> LoadClients.Load) {
+        let load = measure(endpoint) { n, client in
+            guard n % 33 == 32 else { return SessionLogBenchmark.sessionLog(n: n, client: 700 + client) }
+            // The sessions of this client's user that started in one minute an hour ago: a few of them.
+            let now = Instant.now()
+            return LoadClients.frame(Ops.sessionList, SessionListRequest(userId: UserID("bench\((700 + client) % 50)")!,
+                                                                         from: now.adding(seconds: -76 * 60), until: now.adding(seconds: -75 * 60)))
+        }
+        print(row("  + reads", String(format: "%.0f", load.rate), "", String(format: "%.3f", load.p50), String(format: "%.3f", load.p99),
+                  String(format: "this / session.log = %.3f (1 request in 33 a session.list: each ends its turn and waits for the projection)",
+                         load.rate / rate)))
     }
 
     static func row(_ columns: String...) -> String {
