@@ -14,6 +14,12 @@ public enum Placement: Sendable {
     /// and must not hold a transaction meanwhile; it calls `write` itself. It holds the loop while
     /// it runs: nothing here may wait on another service (use `.deferred`).
     case outside
+    /// A read of the tables where a thread applies them behind the log (`Store.readsBehindTheLog`):
+    /// it runs on that thread, at its point in the log, so it sees exactly the writes before it in
+    /// the batch and neither splits the batch nor holds the loop (#30). Its reply leaves with its
+    /// turn's, in order (`OrderedReplies`). Where the write transaction has the tables, a read is
+    /// `.batched` and runs in it, with the same result.
+    case reading
     /// Answered later, without holding the loop: the handler starts its upstream work and returns,
     /// the loop keeps the routing envelope and sends the reply when the handler answers
     /// (`handleDeferred`, Deferred.swift).
@@ -33,21 +39,30 @@ final class Operation {
     let apply: (_ input: Any, _ tx: Transaction?, _ caller: Caller) throws -> Data
     /// For `.deferred` ops: authorizes and starts the handler on a decoded input; it answers through the closure.
     let start: ((_ input: Any, _ request: IncomingRequest, _ answer: @escaping (Outcome) -> Void) throws -> Void)?
+    /// For `.reading` ops: authorizes, and returns the read to run behind the log.
+    let read: ((_ input: Any, _ caller: Caller) throws -> (StoreConnection) throws -> Data)?
 
     init(info: OpInfo, placement: Placement, decode: @escaping @Sendable (_ frame: Data, _ head: RequestHead) throws -> Any,
          apply: @escaping (_ input: Any, _ tx: Transaction?, _ caller: Caller) throws -> Data,
-         start: ((_ input: Any, _ request: IncomingRequest, _ answer: @escaping (Outcome) -> Void) throws -> Void)? = nil) {
+         start: ((_ input: Any, _ request: IncomingRequest, _ answer: @escaping (Outcome) -> Void) throws -> Void)? = nil,
+         read: ((_ input: Any, _ caller: Caller) throws -> (StoreConnection) throws -> Data)? = nil) {
         self.info = info
         self.placement = placement
         self.decode = decode
         self.apply = apply
         self.start = start
+        self.read = read
     }
 
     /// Decodes `request` (unless `decoded` has its input already) and runs it.
     func run(_ request: IncomingRequest, _ head: RequestHead, _ tx: Transaction?, decoded: Result<Any, Error>? = nil) throws -> Data {
         let input = try decoded?.get() ?? decode(request.frame, head)
         return try apply(input, tx, request.caller)
+    }
+
+    /// For a `.reading` op: decodes and authorizes `request`, and returns its read.
+    func prepareRead(_ request: IncomingRequest, _ head: RequestHead, decoded: Result<Any, Error>?) throws -> (StoreConnection) throws -> Data {
+        try read!(decoded?.get() ?? decode(request.frame, head), request.caller)
     }
 }
 
@@ -94,6 +109,20 @@ extension ServiceHost {
         register(op, .outside, owner: owner) { input, _, _ in try wireEncoder().encode(handler(input)) }
     }
 
+    /// Registers a read of the service's tables: placed `.reading` where they are applied behind the
+    /// log (`Store.readsBehindTheLog`), else `.batched`, reading in the write transaction. Either way
+    /// it sees exactly the writes before it in its batch. `handler` may run on another thread: it
+    /// reads nothing but its arguments and the connection.
+    public func handleRead<Input, Output>(_ op: Op<Input, Output>, owner: ((Input) throws -> UserID?)? = nil,
+                                          _ handler: @escaping (Input, StoreConnection) throws -> Output) {
+        guard store.readsBehindTheLog != nil else {
+            return register(op, .batched, owner: owner) { input, tx, _ in try wireEncoder().encode(handler(input, tx!.sql)) }
+        }
+        register(op, .reading, owner: owner, { _, _, _ in throw WireError(.internal, "\(op.name) is read behind the log") }) { input in
+            { sql in try wireEncoder().encode(handler(input, sql)) }
+        }
+    }
+
     /// As `handle`, for handlers that return the reply's `data` already encoded (stored JSON, sent as it is).
     public func handleEncoded<Input, Output>(_ op: Op<Input, Output>, _ placement: Placement = .batched,
                                              owner: ((Input) throws -> UserID?)? = nil,
@@ -103,7 +132,8 @@ extension ServiceHost {
     }
 
     private func register<Input, Output>(_ op: Op<Input, Output>, _ placement: Placement, owner: ((Input) throws -> UserID?)?,
-                                         _ handler: @escaping (Input, Transaction?, Caller) throws -> Data) {
+                                         _ handler: @escaping (Input, Transaction?, Caller) throws -> Data,
+                                         read: ((Input) -> (StoreConnection) throws -> Data)? = nil) {
         precondition(op.info.service == nil || op.info.service == service, "\(op.name) is not an op of \(name)")
         precondition((op.info.access == .ownRecord) == (owner != nil), "\(op.name): an owner exactly for .ownRecord ops")
         // Decoded first: a malformed request gets invalid_argument whoever sends it.
@@ -113,7 +143,11 @@ extension ServiceHost {
             let input = input as! Input
             try Self.authorize(op.info, input, caller, owner: owner)
             return try handler(input, tx, caller)
-        })
+        }, read: read.map { read in { input, caller in
+            let input = input as! Input
+            try Self.authorize(op.info, input, caller, owner: owner)
+            return read(input)
+        } })
     }
 
     /// The ops this service answers, for checks against the catalog.
@@ -162,18 +196,19 @@ extension ServiceHost {
         guard !requests.isEmpty else { return }
         // A deferred request keeps its envelope until its answer comes (Deferred.swift). A reply
         // leaves once every commit before it is on disk (CommitSync): it may tell of any of them.
-        let replies = process(requests, allowedOps: nil) { [unowned self] index in
+        let ordered = OrderedReplies(count: requests.count) { [unowned self] index, frame in sendReply(frame, to: envelopes[index]) }
+        let replies = process(requests, allowedOps: nil, later: { [unowned self] index in
             let envelope = envelopes[index]
             return { [unowned self] reply in commits.afterDurable { [unowned self] in sendReply(reply, to: envelope) } }
-        }
-        var durable: [Int] = []
+        }, answerRead: { index in
+            ordered.expect(index)
+            return { ordered.fill(index, $0, expected: true) }
+        })
         for index in replies.indices {
             guard let reply = replies[index] else { continue }
-            if reply.atOnce { sendReply(reply.frame, to: envelopes[index]) } else { durable.append(index) }
+            if reply.atOnce { sendReply(reply.frame, to: envelopes[index]) } else { ordered.fill(index, reply.frame) }
         }
-        if !durable.isEmpty {
-            commits.afterDurable { [unowned self] in for index in durable { sendReply(replies[index]!.frame, to: envelopes[index]) } }
-        }
+        commits.afterDurable { ordered.becameDurable() }
     }
 
     /// Reads what waits on the api into `held`; true once the held requests should run (`GroupCommit`).
@@ -242,16 +277,18 @@ extension ServiceHost {
     /// ask (the intake takes only the two log ops).
     /// A deferred op has no way back here: it answers `unavailable` (the intake allows none).
     public func process(_ requests: [IncomingRequest], allowedOps: [OpInfo]? = nil) -> [Data] {
-        process(requests, allowedOps: allowedOps) { _ in nil }.map {
+        process(requests, allowedOps: allowedOps, later: { _ in nil }).map {
             $0?.frame ?? Reply.failure(WireError(.unavailable, "this op is answered later, which this channel cannot do"))
         }
     }
 
     /// As `process`; a deferred request answered later has nil here, and its reply frame goes to
     /// `later(index)` when it comes. `atOnce` marks a reply that tells of no stored data (`health`),
-    /// so it need not wait for commits to reach the disk.
-    func process(_ requests: [IncomingRequest], allowedOps: [OpInfo]?,
-                 later: (Int) -> ((Data) -> Void)?) -> [(frame: Data, atOnce: Bool)?] {
+    /// so it need not wait for commits to reach the disk. A read behind the log (`.reading`) has
+    /// nil too, and its reply frame goes to `answerRead(index)` when it comes; without `answerRead`,
+    /// this waits for the reads' answers and returns them with the rest.
+    func process(_ requests: [IncomingRequest], allowedOps: [OpInfo]?, later: (Int) -> ((Data) -> Void)?,
+                 answerRead: ((Int) -> ((Data) -> Void))? = nil) -> [(frame: Data, atOnce: Bool)?] {
         var replies = [(frame: Data, atOnce: Bool)?](repeating: (Data(), false), count: requests.count)
         var batch: [(index: Int, head: RequestHead, operation: Operation, started: DispatchTime)] = []
 
@@ -267,11 +304,22 @@ extension ServiceHost {
             guard !batch.isEmpty else { return }
             let ahead = DecodeAhead(batch.map { (requests[$0.index].frame, $0.head, $0.operation.decode) })
             var outcomes: [Outcome]
+            // Where each read's answer goes, once its batch committed (the answers come after that).
+            var sends: [Int: (Data) -> Void] = [:]
             do {
                 // A full disk may have rolled the whole transaction back: nothing more can be stored in it.
                 outcomes = try write { tx in
                     try tx.eachIsolated(Array(batch.enumerated()), isFatal: { Self.unavailable($0) != nil }) { position, entry in
-                        try entry.operation.run(requests[entry.index], entry.head, tx, decoded: ahead?.input(position))
+                        guard entry.operation.placement == .reading else {
+                            return try entry.operation.run(requests[entry.index], entry.head, tx, decoded: ahead?.input(position))
+                        }
+                        let read = try entry.operation.prepareRead(requests[entry.index], entry.head, decoded: ahead?.input(position))
+                        tx.readBehindTheLog(read) { [unowned self] answer in
+                            finished(entry.index, op: entry.head.op, outcome(entry.head.op, requests[entry.index]) { try answer.get() },
+                                     since: entry.started)
+                            sends[entry.index]?(replies[entry.index]!.frame)
+                        }
+                        return Data()  // the answer replaces it
                     }
                 }.enumerated().map { offset, result in
                     let entry = batch[offset]
@@ -283,8 +331,16 @@ extension ServiceHost {
                 let failure = Self.unavailable(error) ?? WireError(.internal, "the request could not be stored")
                 outcomes = batch.map { _ in .failure(failure) }
             }
-            for (entry, result) in zip(batch, outcomes) { finished(entry.index, op: entry.head.op, result, since: entry.started) }
+            for (entry, result) in zip(batch, outcomes) {
+                guard case .success = result, entry.operation.placement == .reading else {
+                    finished(entry.index, op: entry.head.op, result, since: entry.started)
+                    continue
+                }
+                replies[entry.index] = nil
+                sends[entry.index] = answerRead?(entry.index)
+            }
             batch.removeAll()
+            if answerRead == nil { store.readsBehindTheLog?.waitForAnswers() }
         }
 
         for (index, request) in requests.enumerated() {
@@ -304,7 +360,7 @@ extension ServiceHost {
                 continue
             }
             switch operation.placement {
-            case .batched:
+            case .batched, .reading:
                 batch.append((index, head, operation, started))
             case .outside:
                 runBatch()

@@ -6,6 +6,7 @@ import LHTSchema
 import LHTSecurity
 import Logging
 import Storage
+import Synchronization
 import ZeroMQ
 
 /// Where "now" comes from. The planner can run on a manual clock; everything else reads the system.
@@ -39,6 +40,8 @@ public final class ServiceHost {
     public var securitySettings: SecuritySettings? { security?.settings }
     /// Things worth counting for `health`: rejected intake messages, rate-limited notifications, ….
     public private(set) var counters: [String: Int64] = [:]
+    /// What `countFromAnyThread` counted and the loop has not added to `counters` yet.
+    private let countedOffLoop = Mutex<[String: Int64]>([:])
     /// Whether followers adopt an upstream's new history instead of halting (`--accept-upstream-reset`).
     public var acceptUpstreamReset = false
     /// Called after every loop turn; services decide timed work here.
@@ -230,6 +233,21 @@ public final class ServiceHost {
         metrics.count(counter, by: amount)
     }
 
+    /// As `count`, from any thread (a read behind the log): the loop adds it at its next turn, and
+    /// before `health` answers.
+    public func countFromAnyThread(_ counter: String) {
+        countedOffLoop.withLock { $0[counter, default: 0] += 1 }
+    }
+
+    /// Adds what `countFromAnyThread` counted. Loop thread.
+    func addCountsFromOtherThreads() {
+        let counted = countedOffLoop.withLock { counts in
+            defer { counts = [:] }
+            return counts
+        }
+        for (counter, amount) in counted { count(counter, by: amount) }
+    }
+
     /// Counts in a labelled metric family only (not in `health`): `lht_<family>_total{label="value"}`,
     /// e.g. `countMetric("decisions", "kind", "due")`. `value` must come from a small fixed set.
     /// `by: 0` makes the series exist at 0. Loop thread only, like `count`.
@@ -296,14 +314,21 @@ public final class ServiceHost {
             // Commits are then synced on this thread, as outside the loop: slower, as safe.
             recordError("the commit sync thread did not start", ["error": "\(error)"])
         }
+        do {
+            try store.readsBehindTheLog?.startAnswering(context: context)
+        } catch {
+            // Answers are then taken at each turn of the loop: later, as correct.
+            recordError("the wake for reads behind the log did not start", ["error": "\(error)"])
+        }
         isServing = true
         store.waitWhileRewinding = { [unowned self] isFinished in answerHealthOnly(until: isFinished) }
         defer {
             store.waitWhileRewinding = nil
+            store.readsBehindTheLog?.stopAnswering()
             commits.stopThread()
             store.close()
         }
-        let sockets = [api] + watched.map(\.socket) + (commits.wake.map { [$0] } ?? [])
+        let sockets = [api] + watched.map(\.socket) + [commits.wake, store.readsBehindTheLog?.answersWake].compactMap { $0 }
         while !shutdown.isRequested {
             // Requests held wait out what is left of their group commit window, if any.
             var timeout = held.isEmpty ? 100 : Int((groupCommit.nanosecondsLeft(at: DispatchTime.now().uptimeNanoseconds) + 999_999) / 1_000_000)
@@ -317,6 +342,8 @@ public final class ServiceHost {
                 let readable = try Poller.readable(sockets + upstream, timeoutMilliseconds: timeout)
                 if readable[0] || !held.isEmpty { try serveAPI() }
                 for (index, entry) in watched.enumerated() where readable[index + 1] { entry.onReadable() }
+                store.readsBehindTheLog?.runAnswered()
+                addCountsFromOtherThreads()
                 commits.runDurable()
                 exchanges.serve(readable: readable[sockets.count...])
                 onTick?()
@@ -350,6 +377,7 @@ public final class ServiceHost {
     }
 
     func health() -> HealthReply {
+        addCountsFromOtherThreads()
         var counters = counters
         for (reason, count) in security?.refusals ?? [:] { counters["authRefused.\(reason.rawValue)"] = Int64(count) }
         let upstreams = feeds.map { UpstreamHealth(name: $0.upstream.rawValue, appliedSeq: $0.appliedSeq, upstreamSeq: $0.upstreamSeq) }

@@ -1,29 +1,51 @@
+import DequeModule
 import Foundation
 import GRDB
 import Logging
+import ZeroMQ
+
+/// A read behind the log (`Transaction.readBehindTheLog`): it sees the events through `seq`.
+public struct PointRead {
+    let seq: Int64
+    let body: (StoreConnection) throws -> Data
+    let answer: (Result<Data, Error>) -> Void
+}
 
 /// Applies a log's events to its projection on a thread of its own, in seq order (#30: the
 /// projection off the loop). The loop hands over each commit's events; the thread writes their
-/// rows in one transaction per handful of commits, with the projection's `applied_seq`. A read
-/// waits until the rows of every event committed before it are in (`waitUntilApplied`): cheap
-/// in-process, since the thread is at most a few commits behind under load.
+/// rows in one transaction per handful of commits, with the projection's `applied_seq`.
+///
+/// Reads run on that thread too, each at its own point in the log (`ReadsBehindTheLog`): in the
+/// transaction that applies the events, right after the rows of the last event before it, so a
+/// read sees exactly the writes before it, and neither it nor the loop waits for the other. (A
+/// commit at each read's point cost a `pwrite` of the projection's pages per read: README "The log
+/// as a file".) Answers go back to the loop through a wake socket (`startAnswering`), or to a
+/// loop that waits for them (`waitForAnswers`).
 ///
 /// The events stay in memory until applied; a `kill -9` loses only that memory, and the next start
 /// catches the projection up from the log (`ProjectionFile.catchUp`).
-final class ProjectionApplier: @unchecked Sendable {
-    /// The loop waits in `enqueue` while this many events are not yet applied, so a projection that
-    /// cannot keep up holds the writes back instead of growing memory without bound.
+final class ProjectionApplier: ReadsBehindTheLog, @unchecked Sendable {
+    /// The loop waits in `enqueue` while this many events and reads are waiting, so a projection
+    /// that cannot keep up holds the writes back instead of growing memory without bound.
     static let mostBehind = 4096
     /// A read that waits longer than this for the projection fails (`StoreUnavailable`) rather than
-    /// holding the loop: the thread is failing to write (a full disk), and retries meanwhile.
+    /// holding its client: the thread is failing to write (a full disk), and retries meanwhile.
     static let longestWait: TimeInterval = 5
 
     // Shared with the loop thread, under `condition`.
     private let condition = NSCondition()
     private var queue: [PendingEvent] = []
+    private var reads = Deque<(read: PointRead, submitted: Date)>()
+    private var answers: [() -> Void] = []
+    /// Reads submitted whose answers the loop has not run yet.
+    private var unanswered = 0
     private var applied: Int64
     private var stopping = false
+    /// Where the thread wakes the loop when answers wait (`startAnswering`).
+    private var wakeEndpoint: (context: Context, endpoint: String)?
     private let finished = DispatchGroup()
+    /// The loop's end of the wake pair.
+    private(set) var answersWake: Socket?
 
     init(database: DatabaseQueue, projection: ProjectionFile, appliedSeq: Int64, logger: Logger) {
         applied = appliedSeq
@@ -36,12 +58,55 @@ final class ProjectionApplier: @unchecked Sendable {
         thread.start()
     }
 
-    /// Events just committed to the log, in seq order. Loop thread.
-    func enqueue(_ events: [PendingEvent]) {
+    /// Events just committed to the log, in seq order, with the reads among them. Together, so that
+    /// no read's point is passed before it is here. Loop thread.
+    func enqueue(_ events: [PendingEvent], reads newReads: [PointRead]) {
         condition.withLock {
-            while queue.count >= Self.mostBehind && !stopping { condition.wait() }
+            while queue.count + reads.count >= Self.mostBehind && !stopping { condition.wait() }
             queue += events
+            let now = Date()
+            reads += newReads.map { ($0, now) }
+            unanswered += newReads.count
             condition.broadcast()
+        }
+    }
+
+    func startAnswering(context: Context) throws {
+        let endpoint = Context.uniqueInprocEndpoint("projection-answers")
+        let wake = try Socket(context, .pair)
+        _ = try wake.bind(endpoint)
+        answersWake = wake
+        condition.withLock { wakeEndpoint = (context, endpoint) }
+    }
+
+    func runAnswered() {
+        if let answersWake { while (try? answersWake.receive(dontWait: true)) ?? nil != nil {} }
+        for answer in takeAnswers(waiting: false) { answer() }
+    }
+
+    func waitForAnswers() {
+        while true {
+            let ready = takeAnswers(waiting: true)
+            if ready.isEmpty { return }
+            ready.forEach { $0() }
+        }
+    }
+
+    func stopAnswering() {
+        waitForAnswers()
+        condition.withLock { wakeEndpoint = nil }
+        answersWake?.close()
+        answersWake = nil
+    }
+
+    /// The answers that came; with `waiting`, waits for one while any read is unanswered.
+    private func takeAnswers(waiting: Bool) -> [() -> Void] {
+        condition.withLock {
+            while waiting && answers.isEmpty && unanswered > 0 { condition.wait() }
+            let ready = answers
+            answers = []
+            unanswered -= ready.count
+            return ready
         }
     }
 
@@ -57,7 +122,7 @@ final class ProjectionApplier: @unchecked Sendable {
         }
     }
 
-    /// Applies what is queued, then ends the thread.
+    /// Applies what is queued and answers every read, then ends the thread.
     func stop() {
         condition.withLock {
             stopping = true
@@ -68,42 +133,96 @@ final class ProjectionApplier: @unchecked Sendable {
 
     private func serve(_ database: DatabaseQueue, _ projection: ProjectionFile, _ logger: Logger) {
         var lastFailure: String?
+        var wake: Socket?
+        defer { wake?.close() }
         condition.lock()
         while true {
-            while queue.isEmpty && !stopping { condition.wait() }
-            if queue.isEmpty { break }
-            let batch = queue
+            while queue.isEmpty && (reads.first.map { $0.read.seq > applied } ?? true) && !stopping { condition.wait() }
+            if queue.isEmpty && (reads.first.map { $0.read.seq > applied } ?? true) { break }
+            let batch = queue, from = applied
+            let through = batch.last?.seq ?? from
             queue = []
+            var due: [(read: PointRead, submitted: Date)] = []
+            while let first = reads.first, first.read.seq <= through {
+                due.append(first)
+                reads.removeFirst()
+            }
             condition.broadcast()
             condition.unlock()
-            var failed = false
+            // Each read runs in the transaction that applies the events, at its point among them: it
+            // sees this connection's rows as they are then. A rollback leaves its answer true, since
+            // the events are in the log, and the retry applies the same rows.
+            var answered: [() -> Void] = []
+            var failure: Error?
             do {
                 try database.write { db in
                     let sql = SQLiteStoreConnection(db)
+                    func readThrough(_ seq: Int64) {
+                        while answered.count < due.count, due[answered.count].read.seq <= seq {
+                            let read = due[answered.count].read, result = Result { try read.body(sql) }
+                            answered.append { read.answer(result) }
+                        }
+                    }
+                    readThrough(from)
                     for event in batch {
+                        readThrough(event.seq - 1)
                         if let data = event.data { try projection.apply(seq: event.seq, data, in: sql) } else { try projection.apply(event.envelope, in: sql) }
                     }
-                    try projection.applied(through: batch[batch.count - 1].seq, in: db)
+                    readThrough(through)
+                    if through > from { try projection.applied(through: through, in: db) }
                 }
                 lastFailure = nil
             } catch {
-                failed = true
+                failure = error
                 if lastFailure != "\(error)" {
                     lastFailure = "\(error)"
                     logger.error("applying the log to the projection failed; retrying", metadata: ["error": "\(error)"])
                 }
             }
             condition.lock()
-            if !failed {
-                applied = batch[batch.count - 1].seq
-                condition.broadcast()
-            } else if stopping {
-                break  // the next start catches the projection up from the log
+            if failure == nil {
+                applied = through
             } else {
                 queue = batch + queue
-                condition.wait(until: Date(timeIntervalSinceNow: 0.1))
+                // The reads it held back wait for the retry, or fail once they waited too long.
+                reads.insert(contentsOf: due[answered.count...], at: 0)
+                while let (read, submitted) = reads.first, stopping || -submitted.timeIntervalSinceNow > Self.longestWait {
+                    let error = behind(read)
+                    answered.append { read.answer(.failure(error)) }
+                    reads.removeFirst()
+                }
+            }
+            condition.broadcast()
+            answer(answered, wake: &wake)
+            if failure != nil {
+                if stopping { break }  // the next start catches the projection up from the log
+                _ = condition.wait(until: Date(timeIntervalSinceNow: 0.1))
             }
         }
+        // Stopped with reads the projection could not reach: they fail rather than wait forever.
+        answer(reads.map { read, _ in
+            let error = behind(read)
+            return { read.answer(.failure(error)) }
+        }, wake: &wake)
+        reads.removeAll()
         condition.unlock()
+    }
+
+    private func behind(_ read: PointRead) -> StoreUnavailable {
+        StoreUnavailable(reason: "the projection is \(read.seq - applied) events behind the log")
+    }
+
+    /// Hands answers to the loop and wakes it. Under `condition`, on this thread.
+    private func answer(_ answered: [() -> Void], wake: inout Socket?) {
+        guard !answered.isEmpty else { return }
+        answers += answered
+        condition.broadcast()
+        guard let (context, endpoint) = wakeEndpoint else { return }
+        // This thread's end of the pair, made and used here only (zguide: one thread per socket).
+        if wake == nil {
+            wake = try? Socket(context, .pair)
+            try? wake?.connect(endpoint)
+        }
+        _ = try? wake?.send("", dontWait: true)
     }
 }

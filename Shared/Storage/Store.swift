@@ -44,12 +44,33 @@ public protocol Store: AnyObject {
     /// Whether a write transaction reads and writes the tables (`Transaction.hasTables`); false where
     /// a thread applies them behind the log (`EventFileStore`).
     var writesHaveTables: Bool { get }
+    /// Where the tables are applied behind the log: reads run there, off the loop, each at its point
+    /// in the log. Nil where a write transaction has the tables: reads run in it.
+    var readsBehindTheLog: ReadsBehindTheLog? { get }
+}
+
+/// Reads of tables that a thread applies behind the log (`ProjectionApplier`), asked for in a write
+/// transaction (`Transaction.readBehindTheLog`): each runs on that thread once the tables hold
+/// exactly the events before it, and its answer comes back to the loop thread. All calls are made on
+/// the loop thread.
+public protocol ReadsBehindTheLog: AnyObject {
+    /// Readable when answers wait for `runAnswered`; the loop polls it (`startAnswering`).
+    var answersWake: Socket? { get }
+    /// From here on answers wake the loop through `answersWake`.
+    func startAnswering(context: Context) throws
+    /// Runs the answers that came.
+    func runAnswered()
+    /// Runs every answer still to come, waiting for them.
+    func waitForAnswers()
+    /// Runs every answer still to come, and stops waking the loop.
+    func stopAnswering()
 }
 
 extension Store {
     public var groupCommitNanoseconds: UInt64 { 3_000_000 }
     public var isShared: Bool { false }
     public var writesHaveTables: Bool { true }
+    public var readsBehindTheLog: ReadsBehindTheLog? { nil }
     public var ownedPartitions: PartitionSet { .all }
     public func balancePartitions() throws -> PartitionSet { .none }
 }

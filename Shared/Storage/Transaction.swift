@@ -38,6 +38,9 @@ public final class Transaction {
     /// How the log stores an envelope, where not as it is.
     private let compression: EnvelopeCompression?
     public private(set) var events: [PendingEvent] = []
+    /// Reads asked for behind the log, each at its point among `events`: handed over with them when
+    /// this commits, dropped when it does not.
+    public private(set) var pointReads: [PointRead] = []
     private(set) var commitActions: [() -> Void] = []
     private var undoActions: [() -> Void] = []
 
@@ -107,6 +110,13 @@ public final class Transaction {
 
     public func afterCommit(_ action: @escaping () -> Void) { commitActions.append(action) }
 
+    /// For a store whose tables are applied behind the log (`Store.readsBehindTheLog`): once this
+    /// commits, `body` reads them as they are with exactly the events appended so far (of this
+    /// transaction and those before), off the loop, and `answer` gets its result on the loop.
+    public func readBehindTheLog(_ body: @escaping (StoreConnection) throws -> Data, answer: @escaping (Result<Data, Error>) -> Void) {
+        pointReads.append(PointRead(seq: nextSeq - 1, body: body, answer: answer))
+    }
+
     /// After COMMIT, for the store that ran it: the log holds its events, and its commit actions run.
     func didCommit(into log: EventLog) {
         if let last = events.last { log.committed(through: last.seq) }
@@ -119,7 +129,7 @@ public final class Transaction {
 
     /// Runs `body` in a savepoint: if it throws, its rows, events and commit actions are all undone.
     public func isolated<T>(_ body: () throws -> T) throws -> T {
-        let eventCount = events.count, actionCount = commitActions.count, undoCount = undoActions.count
+        let eventCount = events.count, readCount = pointReads.count, actionCount = commitActions.count, undoCount = undoActions.count
         // Cached statements, not GRDB's inSavepoint, which parses its SQL anew each time (a tenth
         // of a session.log). Savepoints of one name nest: each statement acts on the innermost.
         if hasTables { try sql.execute("SAVEPOINT request", []) }
@@ -135,6 +145,7 @@ public final class Transaction {
                 try? sql.execute("RELEASE SAVEPOINT request", [])
             }
             events.removeSubrange(eventCount...)
+            pointReads.removeSubrange(readCount...)
             commitActions.removeSubrange(actionCount...)
             rollBack(from: undoCount)
             throw error

@@ -198,8 +198,8 @@ enum WritesBenchmark {
     }
 
     /// The session.log rate beside the same load with one request in 33 a `session.list` of a few
-    /// sessions (the soak's share of reads at the logger): each read ends its turn and waits until the
-    /// projection applied it (README "The log as a file").
+    /// sessions (the soak's share of reads at the logger): each read runs behind the log, at its point
+    /// in it, on the projection's thread (README "The log as a file").
     static func compareWithReads(_ rate: Double, endpoint: String, measure: (String, @escaping @Sendable (Int, Int) -> Data) -> LoadClients.Load) {
         let load = measure(endpoint) { n, client in
             guard n % 33 == 32 else { return SessionLogBenchmark.sessionLog(n: n, client: 700 + client) }
@@ -209,7 +209,7 @@ enum WritesBenchmark {
                                                                          from: now.adding(seconds: -76 * 60), until: now.adding(seconds: -75 * 60)))
         }
         print(row("  + reads", String(format: "%.0f", load.rate), "", String(format: "%.3f", load.p50), String(format: "%.3f", load.p99),
-                  String(format: "this / session.log = %.3f (1 request in 33 a session.list: each ends its turn and waits for the projection)",
+                  String(format: "this / session.log = %.3f (1 request in 33 a session.list, each read behind the log)",
                          load.rate / rate)))
     }
 

@@ -244,6 +244,75 @@ import TestSupport
         #expect(store.eventLog.lastSeq == 6)
     }
 
+    /// Reads behind the log (`Transaction.readBehindTheLog`) run on the projection's thread and see
+    /// exactly the events appended before them, also those of their own transaction. A read whose
+    /// savepoint or transaction rolls back is never run.
+    @Test func aReadBehindTheLogSeesExactlyTheEventsBeforeIt() throws {
+        let store = try open()
+        defer { store.close() }
+        try Self.log(2, in: store)
+        var seen: [String: [Int64]] = [:]
+        func read(_ name: String, in tx: Transaction) {
+            tx.readBehindTheLog({ sql in
+                try JSONEncoder().encode(sql.rows("SELECT seq FROM logged ORDER BY seq", []) { $0.integer(0) })
+            }, answer: { seen[name] = try? JSONDecoder().decode([Int64].self, from: $0.get()) })
+        }
+        func append(_ tx: Transaction) throws {
+            let session = Self.sessions(1)[0]
+            try tx.append(Events.sessionLogged, userId: session.userId, activity: .mindfulness, data: session)
+        }
+        struct Refused: Error {}
+        try store.write(now: Instant(secondsSince1970: 0), copyOfUpstream: false, { tx in
+            read("first", in: tx)
+            try append(tx)
+            read("second", in: tx)
+            _ = try? tx.isolated {
+                read("rolled back", in: tx)
+                try append(tx)
+                throw Refused()
+            }
+            try append(tx)
+            read("last", in: tx)
+        }, committed: { _ in })
+        #expect(throws: Refused.self) {
+            try store.write(now: Instant(secondsSince1970: 0), copyOfUpstream: false, { tx in
+                try append(tx)
+                read("failed", in: tx)
+                throw Refused()
+            }, committed: { _ in })
+        }
+        try store.write(now: Instant(secondsSince1970: 0), copyOfUpstream: false, { tx in read("alone", in: tx) }, committed: { _ in })
+        store.readsBehindTheLog!.waitForAnswers()
+        #expect(seen == ["first": [1, 2], "second": [1, 2, 3], "last": [1, 2, 3, 4], "alone": [1, 2, 3, 4]])
+    }
+
+    /// A projection that cannot apply an event (a full disk): the read before it is answered, and the
+    /// read after it fails as unavailable once it waited `longestWait`, rather than wait forever.
+    @Test func aReadTheProjectionCannotReachFailsAsUnavailable() throws {
+        struct Unwritable: Error {}
+        let failing = Projection(migrate: ProjectionTests.projection.migrate) { seq, data, sql in
+            if case .sessionLogged(let session) = data, session.source == "unwritable" { throw Unwritable() }
+            try ProjectionTests.projection.replay!(seq, data, sql)
+        }
+        let store = try EventFileStore(directory: directory, name: "store", sqliteMigrations: { _ in }, projection: failing,
+                                       logger: quietLogger("store"))
+        defer { store.close() }
+        var answers: [String: Result<Data, Error>] = [:]
+        let started = Date()
+        try store.write(now: Instant(secondsSince1970: 0), copyOfUpstream: false, { tx in
+            let ok = Self.sessions(1)[0], bad = StoredSession(id: RecordID(), userId: ok.userId, activity: .mindfulness, start: ok.start,
+                                                               end: ok.end, source: "unwritable", loggedAt: ok.loggedAt)
+            try tx.append(Events.sessionLogged, userId: ok.userId, activity: .mindfulness, data: ok)
+            tx.readBehindTheLog({ _ in Data("before".utf8) }, answer: { answers["before"] = $0 })
+            try tx.append(Events.sessionLogged, userId: bad.userId, activity: .mindfulness, data: bad)
+            tx.readBehindTheLog({ _ in Data("after".utf8) }, answer: { answers["after"] = $0 })
+        }, committed: { _ in })
+        store.readsBehindTheLog!.waitForAnswers()
+        #expect(try answers["before"]?.get() == Data("before".utf8))
+        #expect(throws: StoreUnavailable.self) { try answers["after"]?.get() }
+        #expect(Date().timeIntervalSince(started) >= ProjectionApplier.longestWait)
+    }
+
     @Test func aRequestThatFailsLeavesNoRecord() throws {
         let store = try open()
         defer { store.close() }

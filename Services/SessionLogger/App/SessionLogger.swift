@@ -82,19 +82,16 @@ public final class SessionLogger: Service {
             try input.checkDay(today: tx.now.local(in: ZoneID.utc).day)
             return try SessionStore.log(input, in: tx, ids: ids, unreadable: unreadable)
         }
-        // Reads outside the writes' transaction: the embedded store's tables are applied behind the
-        // log, and `query` waits until they hold every record committed before the read.
-        host.handleOutside(Ops.sessionList) { [unowned host] query in
-            try host.query { try SessionListReply(sessions: SessionStore.sessions(query, in: $0, unreadable: unreadable)) }
+        // On the embedded store these run on the projection's thread, behind the log (`handleRead`).
+        host.handleRead(Ops.sessionList) { query, sql in
+            try SessionListReply(sessions: SessionStore.sessions(query, in: sql, unreadable: unreadable))
         }
-        host.handleOutside(Ops.noalcList) { [unowned host] query in
-            try host.query {
-                try NoAlcListReply(entries: SessionStore.latestEntries(userId: query.userId, from: query.from, until: query.until, in: $0,
-                                                                     unreadable: unreadable))
-            }
+        host.handleRead(Ops.noalcList) { query, sql in
+            try NoAlcListReply(entries: SessionStore.latestEntries(userId: query.userId, from: query.from, until: query.until, in: sql,
+                                                                 unreadable: unreadable))
         }
-        host.handleOutside(Ops.dailySummary) { [unowned host] query in
-            try host.query { try DailySummaryReply(days: SessionStore.summary(query, in: $0, unreadable: unreadable)) }
+        host.handleRead(Ops.dailySummary) { query, sql in
+            try DailySummaryReply(days: SessionStore.summary(query, in: sql, unreadable: unreadable))
         }
     }
 

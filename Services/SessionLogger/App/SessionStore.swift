@@ -3,6 +3,7 @@ import GRDB
 import LHTSchema
 import ServiceHost
 import Storage
+import Synchronization
 
 /// The session logger's tables: a projection of its log (`session.logged`, `noalc.logged`), which
 /// holds the durable copy of every record. Instants are stored as milliseconds, days as
@@ -263,11 +264,12 @@ struct UnreadableRow: Error, ExpressibleByStringLiteral {
 
 /// Rows that do not read back as what they should be (a damaged file, a row written by hand): each
 /// is skipped, so one bad row cannot take every read down; logged and counted in `health`
-/// (`unreadableRows`) once per row, however often it is read.
-final class UnreadableRows {
+/// (`unreadableRows`) once per row, however often it is read. Reads behind the log report from the
+/// projection's thread, writes from the loop's.
+final class UnreadableRows: @unchecked Sendable {
     static let counter = "unreadableRows"
     private unowned let host: ServiceHost
-    private var reported: Set<String> = []
+    private let reported = Mutex<Set<String>>([])
 
     init(host: ServiceHost) {
         self.host = host
@@ -292,8 +294,8 @@ final class UnreadableRows {
     }
 
     private func report(table: String, key: String, column: String) {
-        guard reported.insert("\(table)/\(key)").inserted else { return }
-        host.count(Self.counter)
+        guard reported.withLock({ $0.insert("\(table)/\(key)").inserted }) else { return }
+        host.countFromAnyThread(Self.counter)
         host.logger.error("unreadable stored row skipped", metadata: ["table": "\(table)", "row": "\(key)", "column": "\(column)"])
     }
 }
