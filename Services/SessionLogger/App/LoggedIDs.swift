@@ -19,9 +19,10 @@ final class LoggedIDs {
 
     private var layers: [Layer]
 
-    /// Room for `expected` ids before the filter grows.
+    /// Room for `expected` ids before the filter grows. With none expected, the first layer waits
+    /// for the first id: where the tables tell repeats (PostgreSQL), the filter stays empty.
     init(expected: Int = 0) {
-        layers = [Layer(capacity: max(Self.smallestLayer, expected * 2))]
+        layers = expected > 0 ? [Layer(capacity: max(Self.smallestLayer, expected * 2))] : []
     }
 
     /// Every id the tables hold.
@@ -43,8 +44,8 @@ final class LoggedIDs {
     var count: Int { layers.reduce(0) { $0 + $1.count } }
 
     func insert(_ id: RecordID) {
-        if layers[layers.count - 1].count >= layers[layers.count - 1].capacity {
-            layers.append(Layer(capacity: layers[layers.count - 1].capacity * 2))
+        if layers.last.map({ $0.count >= $0.capacity }) ?? true {
+            layers.append(Layer(capacity: layers.last.map { $0.capacity * 2 } ?? Self.smallestLayer))
         }
         layers[layers.count - 1].insert(Self.hash(id))
     }
