@@ -115,9 +115,7 @@ extension ServiceHost {
     /// reads nothing but its arguments and the connection.
     public func handleRead<Input, Output>(_ op: Op<Input, Output>, owner: ((Input) throws -> UserID?)? = nil,
                                           _ handler: @escaping (Input, StoreConnection) throws -> Output) {
-        guard store.readsBehindTheLog != nil else {
-            return register(op, .batched, owner: owner) { input, tx, _ in try wireEncoder().encode(handler(input, tx!.sql)) }
-        }
+        guard store.readsBehindTheLog != nil else { return handle(op, owner: owner) { input, tx in try handler(input, tx.sql) } }
         register(op, .reading, owner: owner, { _, _, _ in throw WireError(.internal, "\(op.name) is read behind the log") }) { input in
             { sql in try wireEncoder().encode(handler(input, sql)) }
         }

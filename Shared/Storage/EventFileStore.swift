@@ -9,7 +9,8 @@ import Logging
 /// `SQLiteStore`, which a thread of its own applies behind the log (`ProjectionApplier`). A commit
 /// writes the events to the file and hands them to that thread; the file's sync (`CommitSync`) is
 /// what replies and events wait for. A request's read runs on that thread at its point in the log
-/// (`readsBehindTheLog`); any other read waits for the projection to hold every commit (`query`). No b-tree and no WAL for the log, so no checkpoints either: README "The log as a file".
+/// (`readsBehindTheLog`); any other read waits for the projection to hold every commit (`query`).
+/// No b-tree and no WAL for the log, so no checkpoints either: README "The log as a file".
 ///
 /// A log that `SQLiteStore` kept (`<service>.sqlite`) is copied into the file at the first start,
 /// with its identity, and then removed.
@@ -30,7 +31,6 @@ public final class EventFileStore: Store {
     /// A record costs a third of the bytes it does in SQLite's log, so syncs can come closer together
     /// within the same 3 KB a record (README "The log as a file").
     public var groupCommitNanoseconds: UInt64 { 2_000_000 }
-    public var writesHaveTables: Bool { false }
     public var readsBehindTheLog: ReadsBehindTheLog? { applier }
     /// Nothing to wait for: the log is never rewound.
     public var waitWhileRewinding: ((_ isFinished: @escaping () -> Bool) -> Void)?

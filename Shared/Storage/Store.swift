@@ -41,11 +41,8 @@ public protocol Store: AnyObject {
     /// How long the host's group commit waits under load for requests to share a turn and its sync:
     /// the bytes a record costs decide it (README "Group commit under load").
     var groupCommitNanoseconds: UInt64 { get }
-    /// Whether a write transaction reads and writes the tables (`Transaction.hasTables`); false where
-    /// a thread applies them behind the log (`EventFileStore`).
-    var writesHaveTables: Bool { get }
-    /// Where the tables are applied behind the log: reads run there, off the loop, each at its point
-    /// in the log. Nil where a write transaction has the tables: reads run in it.
+    /// Where a thread applies the tables behind the log (`EventFileStore`): reads run there, off the
+    /// loop, each at its point in the log. Nil where a write transaction has the tables: reads run in it.
     var readsBehindTheLog: ReadsBehindTheLog? { get }
 }
 
@@ -69,8 +66,9 @@ public protocol ReadsBehindTheLog: AnyObject {
 extension Store {
     public var groupCommitNanoseconds: UInt64 { 3_000_000 }
     public var isShared: Bool { false }
-    public var writesHaveTables: Bool { true }
     public var readsBehindTheLog: ReadsBehindTheLog? { nil }
+    /// Whether a write transaction reads and writes the tables (`Transaction.hasTables`).
+    public var writesHaveTables: Bool { readsBehindTheLog == nil }
     public var ownedPartitions: PartitionSet { .all }
     public func balancePartitions() throws -> PartitionSet { .none }
 }
