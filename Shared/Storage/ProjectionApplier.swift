@@ -137,8 +137,8 @@ final class ProjectionApplier: ReadsBehindTheLog, @unchecked Sendable {
         defer { wake?.close() }
         condition.lock()
         while true {
-            while queue.isEmpty && (reads.first.map { $0.read.seq > applied } ?? true) && !stopping { condition.wait() }
-            if queue.isEmpty && (reads.first.map { $0.read.seq > applied } ?? true) { break }
+            while queue.isEmpty && !readIsDue && !stopping { condition.wait() }
+            if queue.isEmpty && !readIsDue { break }
             let batch = queue, from = applied
             let through = batch.last?.seq ?? from
             queue = []
@@ -207,6 +207,9 @@ final class ProjectionApplier: ReadsBehindTheLog, @unchecked Sendable {
         reads.removeAll()
         condition.unlock()
     }
+
+    /// Whether the first read waiting can run on the rows applied so far. Under `condition`.
+    private var readIsDue: Bool { reads.first.map { $0.read.seq <= applied } ?? false }
 
     private func behind(_ read: PointRead) -> StoreUnavailable {
         StoreUnavailable(reason: "the projection is \(read.seq - applied) events behind the log")

@@ -24,7 +24,7 @@ public final class Transaction {
     /// False in a log-only store (`EventFileStore`): its tables are a projection that a thread of its
     /// own applies behind the log, so a write transaction appends events only and keeps nothing else
     /// durable; the handler checks what it must from memory and its events, or reads the projection
-    /// (`readTables`), and read-only ops go through `Store.query`. Both wait for the projection.
+    /// (`readTables`, which waits for it). Read-only ops run behind the log (`readBehindTheLog`).
     public var hasTables: Bool { readProjection == nil }
     private let readProjection: ((_ body: (StoreConnection) throws -> Void) throws -> Void)?
     public let now: Instant

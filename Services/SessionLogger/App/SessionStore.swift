@@ -57,17 +57,18 @@ enum SessionStore {
     static func log(_ input: SessionLogRequest, in tx: Transaction, ids: LoggedIDs, unreadable: UnreadableRows) throws -> LogReceipt {
         let session = StoredSession(id: input.id ?? RecordID(), userId: input.userId, activity: input.activity, start: input.start,
                                     end: input.end, source: input.source, loggedAt: tx.now)
-        let committed = { (sql: StoreConnection) in try firstReceipt(input, id: session.id, in: sql, unreadable: unreadable) }
         if tx.hasTables {
             guard try insert(session, seq: tx.nextSeq, in: tx.sql) else {
-                guard let first = try committed(tx.sql) else { throw conflict("session", session.id) }
+                guard let first = try firstReceipt(input, id: session.id, in: tx.sql, unreadable: unreadable) else {
+                    throw conflict("session", session.id)
+                }
                 return first
             }
         } else if ids.mayContain(session.id), let first = try firstReceipt(session.id, kind: "session", in: tx, pending: {
             guard case .sessionLogged(let logged) = $0 else { return nil }
             return (logged.id, same(input, logged.userId.rawValue, logged.activity.rawValue, logged.start.millisecondsSince1970,
                                     logged.end.millisecondsSince1970))
-        }, committed: committed) {
+        }, committed: { try firstReceipt(input, id: session.id, in: $0, unreadable: unreadable) }) {
             return first
         }
         let seq = try tx.append(Events.sessionLogged, userId: session.userId, activity: session.activity, data: session)
@@ -128,16 +129,17 @@ enum SessionStore {
     static func log(_ input: NoAlcLogRequest, in tx: Transaction, ids: LoggedIDs, unreadable: UnreadableRows) throws -> LogReceipt {
         let entry = StoredNoAlcEntry(id: input.id ?? RecordID(), userId: input.userId, day: input.day, level: input.level,
                                      source: input.source, loggedAt: tx.now)
-        let committed = { (sql: StoreConnection) in try firstReceipt(input, id: entry.id, in: sql, unreadable: unreadable) }
         if tx.hasTables {
             guard try insert(entry, seq: tx.nextSeq, in: tx.sql) else {
-                guard let first = try committed(tx.sql) else { throw conflict("NoAlc entry", entry.id) }
+                guard let first = try firstReceipt(input, id: entry.id, in: tx.sql, unreadable: unreadable) else {
+                    throw conflict("NoAlc entry", entry.id)
+                }
                 return first
             }
         } else if ids.mayContain(entry.id), let first = try firstReceipt(entry.id, kind: "NoAlc entry", in: tx, pending: {
             guard case .noalcLogged(let logged) = $0 else { return nil }
             return (logged.id, same(input, logged.userId.rawValue, logged.day.description, logged.level.rawValue))
-        }, committed: committed) {
+        }, committed: { try firstReceipt(input, id: entry.id, in: $0, unreadable: unreadable) }) {
             return first
         }
         let seq = try tx.append(Events.noalcLogged, userId: entry.userId, activity: .noalc, data: entry)
