@@ -5,10 +5,10 @@ import Foundation
 /// Requests run in one turn share a transaction and the sync that makes it durable, and a sync
 /// costs at least the 4 KB page it rewrites however little changed in it: at 1,000 requests a
 /// second, each alone in its sync, the session logger wrote 6.9 KB per record, 6 KB of them its
-/// log's pages. So under steady load the first request read waits up to `window` for others to
+/// log's pages. So under steady load the first write read waits up to `window` for others to
 /// join its turn, as long as others may come:
-/// - **load** is requests that come closer together on average than `window`; requests that come
-///   seldom run at once;
+/// - **load** is writes that come closer together on average than `window`; writes that come
+///   seldom run at once, and so do reads, which sync nothing (a turn of reads alone never waits);
 /// - **others may come** from a connection answered within the last `window` that has not sent
 ///   again, or one heard from lately that has sent several requests at once. A client that sends
 ///   its next request only once it has the last reply (the CLI, a benchmark timing one at a time, a
@@ -21,12 +21,12 @@ import Foundation
 public struct GroupCommit: Sendable {
     /// How long the oldest request read under load waits; 0 runs every turn at once.
     public let window: UInt64
-    /// The mean gap between requests read (weight 1/8 to the newest). A pause of `4 × window` or
+    /// The mean gap between writes read (weight 1/8 to the newest). A pause of `4 × window` or
     /// more means the load stopped: the mean starts over from there, so the request after it runs at
     /// once, and about a dozen close requests tell that load is back.
     private(set) var meanGap: UInt64
     private var lastArrival: UInt64?
-    /// When the oldest request not yet run was read.
+    /// When the oldest write not yet run was read.
     private var oldestWaiting: UInt64?
     /// The connections that may send again soon (`mayCome`) or have requests unanswered.
     private var connections: [Data: Connection] = [:]
@@ -47,14 +47,17 @@ public struct GroupCommit: Sendable {
     /// How long a connection that sends several counts as heard from lately, and the pause that ends the load.
     private var recent: UInt64 { 4 * window }
 
-    /// A request from `connection` was read at `now`.
-    public mutating func arrived(at now: UInt64, from connection: Data) {
-        if let lastArrival {
-            let gap = now &- lastArrival
-            meanGap = gap >= recent ? recent : (meanGap * 7 + gap) / 8
+    /// A request from `connection` was read at `now`. Only one that `writes` (needs a sync) is
+    /// load, and waits for others: a turn of reads alone runs at once, as it syncs nothing.
+    public mutating func arrived(at now: UInt64, from connection: Data, writes: Bool = true) {
+        if writes {
+            if let lastArrival {
+                let gap = now &- lastArrival
+                meanGap = gap >= recent ? recent : (meanGap * 7 + gap) / 8
+            }
+            lastArrival = now
+            if oldestWaiting == nil { oldestWaiting = now }
         }
-        lastArrival = now
-        if oldestWaiting == nil { oldestWaiting = now }
         var sender = connections[connection] ?? Connection(lastHeard: now)
         sender.lastHeard = now
         if sender.unanswered > 0 { sender.sendsSeveral = true }

@@ -9,11 +9,15 @@ public struct IncomingRequest {
     /// The frame's size as it arrived.
     public let size: Int
     public let caller: Caller
+    /// Its `v` and `op`, read once as it arrived: the loop needs the op before the request runs
+    /// (`ServiceHost.writes`), and again to run it.
+    public let head: Result<RequestHead, WireError>
 
     public init(frame: Data, caller: Caller = .local) {
         self.frame = frame
         size = frame.count
         self.caller = caller
+        head = Result { () throws(WireError) in try RequestHead(frame: frame) }
     }
 
     /// A frame too large to read: only its size is kept, and its reply is made from that alone.
@@ -21,12 +25,17 @@ public struct IncomingRequest {
         frame = Data()
         self.size = size
         self.caller = caller
+        head = .failure(Self.tooLarge(size))
     }
 
     /// PROTOCOL "Requests and replies": a frame over 1 MiB is `invalid_argument` (field `request`).
     func checkSize() throws(WireError) {
         guard size > ServiceHost.largestRequest else { return }
-        throw WireError.invalid("request", "a request frame is at most 1 MiB (1,048,576 bytes); this one has \(size) bytes")
+        throw Self.tooLarge(size)
+    }
+
+    private static func tooLarge(_ size: Int) -> WireError {
+        WireError.invalid("request", "a request frame is at most 1 MiB (1,048,576 bytes); this one has \(size) bytes")
     }
 }
 

@@ -224,8 +224,15 @@ extension ServiceHost {
     /// A request from the api socket, unanswered for `groupCommit` until `sendReply`.
     private func receiveAPIRequest() throws -> (envelope: [Data], request: IncomingRequest)? {
         let message = try receiveRequest(from: api)
-        if let message { groupCommit.arrived(at: DispatchTime.now().uptimeNanoseconds, from: message.envelope.first ?? Data()) }
+        if let message { groupCommit.arrived(at: DispatchTime.now().uptimeNanoseconds, from: message.envelope.first ?? Data(), writes: writes(message.request)) }
         return message
+    }
+
+    /// Whether `request` runs in a batch's transaction and so waits for its sync: only such requests
+    /// wait for others to share a turn (`GroupCommit`). A read waited for nothing it needs.
+    private func writes(_ request: IncomingRequest) -> Bool {
+        guard case .success(let head) = request.head else { return false }
+        return operations[head.op]?.placement == .batched
     }
 
     /// A held request first, then what waits on the socket.
@@ -250,7 +257,7 @@ extension ServiceHost {
             guard (try? Poller.readable([api], timeoutMilliseconds: 2))?[0] == true else { continue }
             while held.count < Self.batchLimit, heldBytes < Self.batchBytes,
                   let message = try? receiveAPIRequest() {
-                guard (try? RequestHead(frame: message.request.frame))?.op == Ops.health.name else {
+                guard (try? message.request.head.get())?.op == Ops.health.name else {
                     hold(message)
                     continue
                 }
@@ -347,7 +354,7 @@ extension ServiceHost {
             let operation: Operation
             do throws(WireError) {
                 try request.checkSize()
-                head = try RequestHead(frame: request.frame)
+                head = try request.head.get()
                 guard let found = operations[head.op], allowedOps?.contains(found.info) ?? true else {
                     throw WireError(.unknownOp, "\(name) has no op \"\(head.op.prefix(60))\"", field: "op")
                 }

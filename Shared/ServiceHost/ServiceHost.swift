@@ -309,13 +309,13 @@ public final class ServiceHost {
     /// Serves until `shutdown` is requested; the message in hand is finished first.
     public func run(until shutdown: ShutdownSignal) {
         do {
-            try commits.startThread(context: context)
+            try commits.startThread()
         } catch {
             // Commits are then synced on this thread, as outside the loop: slower, as safe.
             recordError("the commit sync thread did not start", ["error": "\(error)"])
         }
         do {
-            try store.readsBehindTheLog?.startAnswering(context: context)
+            try store.readsBehindTheLog?.startAnswering()
         } catch {
             // Answers are then taken at each turn of the loop: later, as correct.
             recordError("the wake for reads behind the log did not start", ["error": "\(error)"])
@@ -328,7 +328,9 @@ public final class ServiceHost {
             commits.stopThread()
             store.close()
         }
-        let sockets = [api] + watched.map(\.socket) + [commits.wake, store.readsBehindTheLog?.answersWake].compactMap { $0 }
+        let sockets = [api] + watched.map(\.socket)
+        // Other threads' news: a sync done, reads answered. Taken before what they tell is looked at.
+        let signals = [commits.wake, store.readsBehindTheLog?.answersWake].compactMap { $0 }
         while !shutdown.isRequested {
             // Requests held wait out what is left of their group commit window, if any.
             var timeout = held.isEmpty ? 100 : Int((groupCommit.nanosecondsLeft(at: DispatchTime.now().uptimeNanoseconds) + 999_999) / 1_000_000)
@@ -339,13 +341,14 @@ public final class ServiceHost {
             let upstream = exchanges.pollSet()
             if let deadline = exchanges.millisecondsToNextDeadline() { timeout = min(timeout, deadline) }
             do {
-                let readable = try Poller.readable(sockets + upstream, timeoutMilliseconds: timeout)
+                let readable = try Poller.readable(sockets + upstream, signals: signals, timeoutMilliseconds: timeout)
+                for (signal, given) in zip(signals, readable.suffix(signals.count)) where given { signal.clear() }
                 if readable[0] || !held.isEmpty { try serveAPI() }
                 for (index, entry) in watched.enumerated() where readable[index + 1] { entry.onReadable() }
                 store.readsBehindTheLog?.runAnswered()
                 addCountsFromOtherThreads()
                 commits.runDurable()
-                exchanges.serve(readable: readable[sockets.count...])
+                exchanges.serve(readable: readable[sockets.count..<sockets.count + upstream.count])
                 onTick?()
                 heartbeatIfQuiet()
                 syncHandshakeRefusals()

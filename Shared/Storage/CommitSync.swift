@@ -31,8 +31,8 @@ public final class CommitSync: Durability {
     /// What waits for a sync, in commit order: each action with the commit it waits for.
     private var waiting = Deque<(commit: UInt64, action: () -> Void)>()
     private var syncer: Syncer?
-    /// Readable when the syncer made more commits durable (the loop polls it).
-    public private(set) var wake: Socket?
+    /// Given when the syncer made more commits durable (the loop polls it).
+    public private(set) var wake: WakeSignal?
     /// Runs on the syncer thread before each sync: tests hold the disk back with it.
     public var beforeSync: (@Sendable () -> Void)?
 
@@ -71,7 +71,6 @@ public final class CommitSync: Durability {
 
     /// Runs the actions whose commits are on disk now, in order. Loop thread.
     public func runDurable() {
-        if let wake { while (try? wake.receive(dontWait: true)) ?? nil != nil {} }
         let durable = durable
         while let first = waiting.first, first.commit <= durable {
             waiting.removeFirst()
@@ -80,12 +79,10 @@ public final class CommitSync: Durability {
     }
 
     /// From here on commits are synced on a thread of their own (`run`).
-    public func startThread(context: Context) throws {
-        let endpoint = Context.uniqueInprocEndpoint("commit-sync")
-        let wake = try Socket(context, .pair)
-        _ = try wake.bind(endpoint)
+    public func startThread() throws {
+        let wake = try WakeSignal()
         self.wake = wake
-        syncer = try Syncer(file: file, context: context, endpoint: endpoint, durable: committed, beforeSync: beforeSync, logger: logger)
+        syncer = Syncer(file: file, wake: wake, durable: committed, beforeSync: beforeSync, logger: logger)
     }
 
     /// Syncs what is left, ends the thread, runs every waiting action, and syncs inline again.
@@ -93,7 +90,6 @@ public final class CommitSync: Durability {
         syncer?.stop()
         runDurable()
         syncer = nil
-        wake?.close()
         wake = nil
     }
 
@@ -105,35 +101,17 @@ public final class CommitSync: Durability {
         private var synced: UInt64
         private var stopping = false
         private let finished = DispatchGroup()
-        /// Set by the thread before it signals that it started.
-        private var startError: Error?
 
-        init(file: SyncedFile, context: Context, endpoint: String, durable: UInt64, beforeSync: (@Sendable () -> Void)?,
-             logger: Logger) throws {
+        init(file: SyncedFile, wake: WakeSignal, durable: UInt64, beforeSync: (@Sendable () -> Void)?, logger: Logger) {
             requested = durable
             synced = durable
-            // The thread's own end of the wake pair, made and closed on that thread (zguide: one thread per socket).
-            let connected = DispatchSemaphore(value: 0)
             finished.enter()
             let thread = Thread { [self] in
                 defer { finished.leave() }
-                let socket: Socket
-                do {
-                    socket = try Socket(context, .pair)
-                    try socket.connect(endpoint)
-                } catch {
-                    startError = error
-                    connected.signal()
-                    return
-                }
-                connected.signal()
-                serve(file, socket, beforeSync, logger)
-                socket.close()
+                serve(file, wake, beforeSync, logger)
             }
             thread.name = "commit-sync"
             thread.start()
-            connected.wait()
-            if let startError { throw startError }
         }
 
         var durable: UInt64 { condition.withLock { synced } }
@@ -153,7 +131,7 @@ public final class CommitSync: Durability {
             finished.wait()
         }
 
-        private func serve(_ file: SyncedFile, _ wake: Socket, _ beforeSync: (@Sendable () -> Void)?, _ logger: Logger) {
+        private func serve(_ file: SyncedFile, _ wake: WakeSignal, _ beforeSync: (@Sendable () -> Void)?, _ logger: Logger) {
             condition.lock()
             while true {
                 while requested == synced && !stopping { condition.wait() }
@@ -165,7 +143,7 @@ public final class CommitSync: Durability {
                 file.syncOrExit(logger)
                 condition.lock()
                 synced = target
-                _ = try? wake.send("", dontWait: true)
+                wake.signal()
             }
             condition.unlock()
         }

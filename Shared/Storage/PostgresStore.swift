@@ -116,6 +116,7 @@ public final class PostgresStore: Store {
                 current = started
                 defer { current = nil }
                 let result = try body(started)
+                try started.storeRecords()
                 if let last = started.events.last { try log.advance(to: last.seq, in: postgres) }
                 return result
             }

@@ -19,7 +19,7 @@ public struct PointRead {
 /// transaction that applies the events, right after the rows of the last event before it, so a
 /// read sees exactly the writes before it, and neither it nor the loop waits for the other. (A
 /// commit at each read's point cost a `pwrite` of the projection's pages per read: README "The log
-/// as a file".) Answers go back to the loop through a wake socket (`startAnswering`), or to a
+/// as a file".) Answers go back to the loop with a wake signal (`startAnswering`), or to a
 /// loop that waits for them (`waitForAnswers`).
 ///
 /// The events stay in memory until applied; a `kill -9` loses only that memory, and the next start
@@ -41,11 +41,9 @@ final class ProjectionApplier: ReadsBehindTheLog, @unchecked Sendable {
     private var unanswered = 0
     private var applied: Int64
     private var stopping = false
-    /// Where the thread wakes the loop when answers wait (`startAnswering`).
-    private var wakeEndpoint: (context: Context, endpoint: String)?
+    /// Given when answers wait (`startAnswering`); nil while nothing polls for them.
+    private var wake: WakeSignal?
     private let finished = DispatchGroup()
-    /// The loop's end of the wake pair.
-    private(set) var answersWake: Socket?
 
     init(database: DatabaseQueue, projection: ProjectionFile, appliedSeq: Int64, logger: Logger) {
         applied = appliedSeq
@@ -71,16 +69,14 @@ final class ProjectionApplier: ReadsBehindTheLog, @unchecked Sendable {
         }
     }
 
-    func startAnswering(context: Context) throws {
-        let endpoint = Context.uniqueInprocEndpoint("projection-answers")
-        let wake = try Socket(context, .pair)
-        _ = try wake.bind(endpoint)
-        answersWake = wake
-        condition.withLock { wakeEndpoint = (context, endpoint) }
+    var answersWake: WakeSignal? { condition.withLock { wake } }
+
+    func startAnswering() throws {
+        let signal = try WakeSignal()
+        condition.withLock { wake = signal }
     }
 
     func runAnswered() {
-        if let answersWake { while (try? answersWake.receive(dontWait: true)) ?? nil != nil {} }
         for answer in takeAnswers(waiting: false) { answer() }
     }
 
@@ -94,9 +90,7 @@ final class ProjectionApplier: ReadsBehindTheLog, @unchecked Sendable {
 
     func stopAnswering() {
         waitForAnswers()
-        condition.withLock { wakeEndpoint = nil }
-        answersWake?.close()
-        answersWake = nil
+        condition.withLock { wake = nil }
     }
 
     /// The answers that came; with `waiting`, waits for one while any read is unanswered.
@@ -133,8 +127,6 @@ final class ProjectionApplier: ReadsBehindTheLog, @unchecked Sendable {
 
     private func serve(_ database: DatabaseQueue, _ projection: ProjectionFile, _ logger: Logger) {
         var lastFailure: String?
-        var wake: Socket?
-        defer { wake?.close() }
         condition.lock()
         while true {
             while queue.isEmpty && !readIsDue && !stopping { condition.wait() }
@@ -193,7 +185,7 @@ final class ProjectionApplier: ReadsBehindTheLog, @unchecked Sendable {
                 }
             }
             condition.broadcast()
-            answer(answered, wake: &wake)
+            answer(answered)
             if failure != nil {
                 if stopping { break }  // the next start catches the projection up from the log
                 _ = condition.wait(until: Date(timeIntervalSinceNow: 0.1))
@@ -203,7 +195,7 @@ final class ProjectionApplier: ReadsBehindTheLog, @unchecked Sendable {
         answer(reads.map { read, _ in
             let error = behind(read)
             return { read.answer(.failure(error)) }
-        }, wake: &wake)
+        })
         reads.removeAll()
         condition.unlock()
     }
@@ -216,16 +208,10 @@ final class ProjectionApplier: ReadsBehindTheLog, @unchecked Sendable {
     }
 
     /// Hands answers to the loop and wakes it. Under `condition`, on this thread.
-    private func answer(_ answered: [() -> Void], wake: inout Socket?) {
+    private func answer(_ answered: [() -> Void]) {
         guard !answered.isEmpty else { return }
         answers += answered
         condition.broadcast()
-        guard let (context, endpoint) = wakeEndpoint else { return }
-        // This thread's end of the pair, made and used here only (zguide: one thread per socket).
-        if wake == nil {
-            wake = try? Socket(context, .pair)
-            try? wake?.connect(endpoint)
-        }
-        _ = try? wake?.send("", dontWait: true)
+        wake?.signal()
     }
 }

@@ -121,6 +121,7 @@ public final class SQLiteStore: Store {
                 current = started
                 defer { current = nil }
                 let result = try body(started)
+                try started.storeRecords()
                 if let projection, let last = started.events.last { try projection.applied(through: last.seq, in: db) }
                 changed = db.totalChangesCount != changesBefore
                 return result

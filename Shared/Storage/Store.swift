@@ -51,10 +51,10 @@ public protocol Store: AnyObject {
 /// exactly the events before it, and its answer comes back to the loop thread. All calls are made on
 /// the loop thread.
 public protocol ReadsBehindTheLog: AnyObject {
-    /// Readable when answers wait for `runAnswered`; the loop polls it (`startAnswering`).
-    var answersWake: Socket? { get }
+    /// Given when answers wait for `runAnswered`; the loop polls it (`startAnswering`).
+    var answersWake: WakeSignal? { get }
     /// From here on answers wake the loop through `answersWake`.
-    func startAnswering(context: Context) throws
+    func startAnswering() throws
     /// Runs the answers that came.
     func runAnswered()
     /// Runs every answer still to come, waiting for them.
@@ -120,10 +120,10 @@ public protocol Durability: AnyObject {
     func afterDurable(_ action: @escaping () -> Void)
     /// Runs the actions whose commits are on disk now, in order. Loop thread.
     func runDurable()
-    /// Readable when more commits became durable; the loop polls it. Nil: nothing to poll.
-    var wake: Socket? { get }
+    /// Given when more commits became durable; the loop polls it. Nil: nothing to poll.
+    var wake: WakeSignal? { get }
     /// From here on durability is awaited on a thread of its own, while the loop runs.
-    func startThread(context: Context) throws
+    func startThread() throws
     func stopThread()
 }
 
@@ -133,7 +133,7 @@ public final class DurableOnCommit: Durability {
     public init() {}
     public func afterDurable(_ action: @escaping () -> Void) { action() }
     public func runDurable() {}
-    public var wake: Socket? { nil }
-    public func startThread(context: Context) throws {}
+    public var wake: WakeSignal? { nil }
+    public func startThread() throws {}
     public func stopThread() {}
 }

@@ -3,11 +3,12 @@ import CZeroMQ
 /// A libzmq error: the errno and libzmq's own text for it.
 public struct ZMQError: Error, Equatable, CustomStringConvertible {
     public let code: Int32
-    public let message: String
+    /// Made when asked for: an idle socket's non-blocking receive fails with EAGAIN on every turn of
+    /// a loop, and `strerror`'s localized lookup was a twentieth of a quiet service's CPU.
+    public var message: String { String(cString: zmq_strerror(code)) }
 
     public init(code: Int32) {
         self.code = code
-        message = String(cString: zmq_strerror(code))
     }
 
     @usableFromInline static func last() -> ZMQError { ZMQError(code: zmq_errno()) }

@@ -146,19 +146,3 @@ final class BareService: Service {
         #expect(try Poller.readable([waiting], timeoutMilliseconds: 1000)[0])
     }
 }
-
-/// The sync thread's wake pair is bound under a name no earlier one had: named after the object's
-/// address, a new `CommitSync` at a freed one's address found the name still bound (libzmq releases
-/// an inproc name only once its reaper has destroyed the closed socket) and could not start.
-@Suite struct CommitSyncWakeNameTests {
-    @Test func syncThreadsStartedOneAfterAnotherOnOneContextAllStart() throws {
-        let context = try Context()
-        let directory = temporaryDirectory()
-        let logger = Logger(label: "test")
-        for _ in 0..<2_000 {
-            let sync = CommitSync(databasePath: directory.appendingPathComponent("db.sqlite").path, logger: logger)
-            try sync.startThread(context: context)
-            sync.stopThread()
-        }
-    }
-}

@@ -119,6 +119,23 @@ import ZeroMQ
         #expect(group.nanosecondsLeft(at: 40 * Self.ms) == 2 * Self.ms)
     }
 
+    /// Reads sync nothing: they are not load, and a turn of reads alone opens no window; a write
+    /// opens one from when it was read.
+    @Test func readsAreNotLoadAndOpenNoWindow() {
+        var reads = GroupCommit(windowNanoseconds: 2 * Self.ms)
+        for index in 0..<30 { reads.arrived(at: UInt64(index) * Self.ms / 2, from: Self.pipelining, writes: false) }
+        #expect(!reads.isUnderLoad)
+        #expect(reads.nanosecondsLeft(at: 15 * Self.ms) == 0)
+
+        var group = Self.arrivals(30, every: Self.ms)
+        group.ran(at: 29 * Self.ms)
+        group.arrived(at: 30 * Self.ms, from: Self.pipelining, writes: false)
+        #expect(group.isUnderLoad)
+        #expect(group.nanosecondsLeft(at: 30 * Self.ms) == 0)
+        group.arrived(at: 31 * Self.ms, from: Self.pipelining)
+        #expect(group.nanosecondsLeft(at: 31 * Self.ms) == 2 * Self.ms)
+    }
+
     @Test func aZeroWindowNeverWaits() {
         let group = Self.arrivals(100, every: 0, window: 0)
         #expect(group.nanosecondsLeft(at: 0) == 0)
@@ -126,6 +143,7 @@ import ZeroMQ
 
     /// A bare service whose syncs take 8 ms (a slow disk), so that requests 5 ms apart arrive while
     /// earlier ones are unanswered; returns it with a count of the transactions its requests ran in.
+    /// `streak.get` writes; `calendar.get` is a read, outside any transaction.
     static func slowDiskService(window: UInt64) throws -> (service: InProcessService, context: Context, stop: () -> Void, transactions: () -> Int) {
         // The commits before each request's transaction: one value per transaction.
         let transactions = Mutex<Set<UInt64>>([])
@@ -137,14 +155,17 @@ import ZeroMQ
                 _ = try tests.append(tx, 1)
                 return ServiceHostTests.note(1)
             }
+            host.handleOutside(Ops.calendarGet) { _ in CalendarReply(days: []) }
         }
         return (service, context, stop, { transactions.withLock { $0.count } })
     }
 
     static let request = try! ServiceClient.requestFrame(Ops.streakGet, StreakGetRequest(userId: UserID("u1")!))
+    static let readRequest = CalendarGetRequest(userId: UserID("u1")!, month: "2026-01")!
 
     /// Sends `count` requests `gap` seconds apart without waiting for replies; returns the replies received.
-    static func sendOpenLoop(_ count: Int, gap: TimeInterval, to endpoint: String, context: Context) throws -> Int {
+    static func sendOpenLoop(_ count: Int, gap: TimeInterval, to endpoint: String, context: Context,
+                             request: Data = request) throws -> Int {
         let client = try Socket(context, .dealer)
         defer { client.close() }
         try client.connect(endpoint)
@@ -207,5 +228,27 @@ import ZeroMQ
         let four = Self.oneAtATime(clients: 4, calls: 40, endpoint: service.api, context: context)
         let waited = four.filter { $0 >= 0.15 }.count
         #expect(four.count == 160 && waited <= 16, "\(waited) of four clients' calls waited for others")
+    }
+
+    /// A turn of reads alone syncs nothing, so it never waits for others (with the same 300 ms
+    /// window): reads pipelined 5 ms apart, then one more read from another client, are answered at
+    /// once; after writes sent the same way, one more write does wait for the pipelining client.
+    @Test func readsAloneNeverWaitForTheWindow() throws {
+        let (service, context, stop, _) = try Self.slowDiskService(window: 300 * Self.ms)
+        defer { stop() }
+        let client = ServiceClient(context: context, endpoint: service.api)
+        func secondsFor(_ call: () throws -> Void) rethrows -> TimeInterval {
+            let started = Date()
+            try call()
+            return Date().timeIntervalSince(started)
+        }
+        let reads = try ServiceClient.requestFrame(Ops.calendarGet, Self.readRequest)
+        #expect(try Self.sendOpenLoop(40, gap: 0.005, to: service.api, context: context, request: reads) == 40)
+        let read = try secondsFor { _ = try client.call(Ops.calendarGet, Self.readRequest, timeoutMilliseconds: 5000) }
+        #expect(read < 0.15, "a read after pipelined reads took \(read) s")
+
+        #expect(try Self.sendOpenLoop(40, gap: 0.005, to: service.api, context: context) == 40)
+        let write = try secondsFor { _ = try client.call(Ops.streakGet, StreakGetRequest(userId: UserID("u1")!), timeoutMilliseconds: 5000) }
+        #expect(write >= 0.2, "a write after pipelined writes took \(write) s: the window was not in effect")
     }
 }

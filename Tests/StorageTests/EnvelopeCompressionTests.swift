@@ -33,6 +33,17 @@ import TestSupport
         }
     }
 
+    /// A batch large enough to be shared between two threads gives each envelope's own frame, in order.
+    @Test func aBatchCompressedOnTwoThreadsIsEachEnvelopeInOrder() throws {
+        let compression = EnvelopeCompression()
+        for count in [3, EnvelopeCompression.sharedFrom, 1001] {
+            let batch = (0..<count).map { Self.envelopes[$0 % Self.envelopes.count] + Data(" \($0)".utf8) }
+            let stored = compression.compact(batch)
+            #expect(stored == batch.map(compression.compact))
+            #expect(try stored.map(compression.expand) == batch)
+        }
+    }
+
     /// Rows from before, and a compressor that failed, hold the JSON itself.
     @Test func jsonStoredAsItIsReadsBackAsItIs() throws {
         for envelope in Self.envelopes { #expect(try EnvelopeCompression().expand(envelope) == envelope) }

@@ -124,6 +124,27 @@ struct SocketTests {
         _ = endpointA
     }
 
+    @Test func aWakeSignalFromAnotherThreadWakesThePollUntilCleared() throws {
+        let pull = try Socket(context, .pull)
+        _ = try pull.bind("tcp://127.0.0.1:*")
+        let idle = try WakeSignal(), signal = try WakeSignal()
+        #expect(try Poller.readable([pull], signals: [idle, signal], timeoutMilliseconds: 50) == [false, false, false])
+
+        let started = Date()
+        Thread.detachNewThread {
+            Thread.sleep(forTimeInterval: 0.05)
+            signal.signal()
+            signal.signal()  // given twice before the loop looks: one wake-up, one clear
+        }
+        #expect(try Poller.readable([pull], signals: [idle, signal], timeoutMilliseconds: 2000) == [false, false, true])
+        #expect(Date().timeIntervalSince(started) < 1.5)
+        Thread.sleep(forTimeInterval: 0.02)
+        #expect(try Poller.readable([pull], signals: [idle, signal], timeoutMilliseconds: 0) == [false, false, true], "a signal stays given until cleared")
+        signal.clear()
+        #expect(try Poller.readable([pull], signals: [idle, signal], timeoutMilliseconds: 50) == [false, false, false])
+        idle.clear()  // clearing a signal never given does not block
+    }
+
     @Test func oversizedMessagesAreRefusedByMaxMessageSize() throws {
         let pull = try Socket(context, .pull)
         try pull.setMaxMessageSize(bytes: 1024)
