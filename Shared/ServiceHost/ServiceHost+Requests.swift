@@ -228,8 +228,9 @@ extension ServiceHost {
         return message
     }
 
-    /// Whether `request` runs in a batch's transaction and so waits for its sync: only such requests
-    /// wait for others to share a turn (`GroupCommit`). A read waited for nothing it needs.
+    /// Whether `request` runs in a batch's transaction, whose sync it may share: only such requests
+    /// wait for others to join their turn (`GroupCommit`). One placed outside it, or read behind the
+    /// log, syncs nothing, and waiting would only delay it.
     private func writes(_ request: IncomingRequest) -> Bool {
         guard case .success(let head) = request.head else { return false }
         return operations[head.op]?.placement == .batched
