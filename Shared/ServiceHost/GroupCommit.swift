@@ -19,11 +19,11 @@ import Foundation
 /// Times are the loop's monotonic clock in nanoseconds, given by the caller; connections are the
 /// api socket's routing identities.
 public struct GroupCommit: Sendable {
-    /// How long the oldest request read under load waits; 0 runs every turn at once.
+    /// How long the oldest write read under load waits; 0 runs every turn at once.
     public let window: UInt64
     /// The mean gap between writes read (weight 1/8 to the newest). A pause of `4 × window` or
-    /// more means the load stopped: the mean starts over from there, so the request after it runs at
-    /// once, and about a dozen close requests tell that load is back.
+    /// more means the load stopped: the mean starts over from there, so the write after it runs at
+    /// once, and about a dozen close writes tell that load is back.
     private(set) var meanGap: UInt64
     private var lastArrival: UInt64?
     /// When the oldest write not yet run was read.
