@@ -17,6 +17,13 @@ import Logging
 /// of a write that never completed (the machine stopped before its sync, so nothing in it was
 /// acknowledged), and they are cut off, as SQLite drops WAL frames after the first bad checksum.
 ///
+/// After the records the file holds zeros, written ahead of them a megabyte at a time (README
+/// "A zeroed tail"): an append then lands on blocks the file already has, so its sync writes the
+/// data alone, where an append that grows the file also commits ext4's journal (its size, its new
+/// blocks). A read stops at the zeros as at a cut-off record: length 0. A commit's records that
+/// fill less than a page are written around the page cache where the file system allows
+/// (`SectorWriter`), so its sync writes their sectors, not the page; reads go through the cache.
+///
 /// The loop appends and reads; the commit-sync thread only syncs, which touches no other state.
 final class EventFile: SyncedFile, @unchecked Sendable {
     static let magic = Array("LHTLOG1\n".utf8)
@@ -27,14 +34,22 @@ final class EventFile: SyncedFile, @unchecked Sendable {
     private static let recordHeader = 8
     /// Larger than any record a request can make (`EnvelopeCompression.largestEnvelope`).
     private static let largestRecord = 16 << 20
+    /// How far zeros are written ahead of the records; more are written once fewer than half are left.
+    static let zeroedAhead = 1 << 20
+    private static let page = 4096
+    private static let zeroPage = [UInt8](repeating: 0, count: page)
 
     let path: String
     let identity: RecordID
     private let descriptor: Int32
+    /// Writes the records, where direct I/O is to be had; nil: through `descriptor`.
+    private var sectors: SectorWriter?
     /// The offset of each record, by seq − 1.
     private var offsets: [Int] = []
     /// Where the next record goes.
-    private var end: Int
+    private(set) var end: Int
+    /// The file's size: zeros from `end` to here.
+    private(set) var fileEnd: Int
 
     /// The newest seq in the file.
     var lastSeq: Int64 { Int64(offsets.count) }
@@ -54,9 +69,11 @@ final class EventFile: SyncedFile, @unchecked Sendable {
             }
             self.identity = identity
             end = Self.headerSize
+            fileEnd = end
             let started = Date()
             openedFromIndex = loadIndex()
             if !openedFromIndex { try recover(logger) }
+            sectors = SectorWriter(path: path)
             logger.info(openedFromIndex ? "event log opened from the index its last stop saved" : "event log read and checked", metadata: [
                 "file": "\(path)", "events": "\(lastSeq)", "seconds": "\(String(format: "%.3f", Date().timeIntervalSince(started)))"])
         } catch {
@@ -75,7 +92,7 @@ final class EventFile: SyncedFile, @unchecked Sendable {
             header += [UInt8](repeating: 0, count: headerSize - header.count)
             var offset = 0
             func write(_ bytes: [UInt8]) throws {
-                try writeFully(descriptor, bytes, at: offset, path: temporary)
+                try bytes.withUnsafeBytes { try writeFully(descriptor, $0, at: offset, path: temporary) }
                 offset += bytes.count
             }
             try write(header)
@@ -89,10 +106,20 @@ final class EventFile: SyncedFile, @unchecked Sendable {
         guard let first = events.first else { return }
         precondition(first.seq == lastSeq + 1, "event \(first.seq) appended after \(lastSeq)")
         let bytes = Self.encode(events)
+        if end + bytes.count > fileEnd - Self.zeroedAhead / 2 { zeroAhead(to: end + bytes.count + Self.zeroedAhead) }
         do {
-            try Self.writeFully(descriptor, bytes, at: end, path: path)
+            // A direct write holds the loop for the device's round trip (about 80 µs here), which
+            // records of a page or more do not earn back: through the page cache they waste less
+            // than the page they end in.
+            try bytes.withUnsafeBytes { bytes in
+                if bytes.count < Self.page, let sectors {
+                    if try sectors.write(bytes, at: end, file: descriptor) { return }
+                    self.sectors = nil
+                }
+                try Self.writeFully(descriptor, bytes, at: end, path: path)
+            }
         } catch {
-            _ = ftruncate(descriptor, end)
+            cutOff(at: end)
             throw error
         }
         var offset = end
@@ -101,6 +128,7 @@ final class EventFile: SyncedFile, @unchecked Sendable {
             offset += Self.recordHeader + Self.payloadFixed + event.topic.utf8.count + event.envelope.count
         }
         end = offset
+        fileEnd = max(fileEnd, end)
     }
 
     /// Cuts the records after `seq` off again: their transaction did not commit.
@@ -108,7 +136,26 @@ final class EventFile: SyncedFile, @unchecked Sendable {
         guard seq < lastSeq else { return }
         end = offsets[Int(seq)]
         offsets.removeSubrange(Int(seq)...)
-        _ = ftruncate(descriptor, end)
+        cutOff(at: end)
+    }
+
+    /// Ends the file at `offset`, zeros and all, so that everything after `end` stays zero.
+    private func cutOff(at offset: Int) {
+        if ftruncate(descriptor, offset) == 0 { fileEnd = offset }
+    }
+
+    /// Writes zeros from the file's end to the page at or after `target`, a page per write: the kernel
+    /// caches a larger write as one large folio, and each append into it would count, and write back,
+    /// the whole folio. The next sync makes them durable with the records written meanwhile. Best
+    /// effort: a disk too full for them still takes the records themselves.
+    private func zeroAhead(to target: Int) {
+        let target = (target + Self.page - 1) / Self.page * Self.page
+        while fileEnd < target {
+            let next = (fileEnd / Self.page + 1) * Self.page
+            guard (try? Self.zeroPage.withUnsafeBytes({ try Self.writeFully(descriptor, UnsafeRawBufferPointer(rebasing: $0[..<(next - fileEnd)]),
+                                                                               at: fileEnd, path: path) })) != nil else { return }
+            fileEnd = next
+        }
     }
 
     /// nil once every record written so far is on disk, else what failed.
@@ -144,11 +191,13 @@ final class EventFile: SyncedFile, @unchecked Sendable {
         withUnsafeBytes(of: Int64(end).littleEndian) { bytes += $0 }
         withUnsafeBytes(of: offsetBytes.withUnsafeBytes { CRC32C.checksum($0) }.littleEndian) { bytes += $0 }
         bytes += [UInt8](repeating: 0, count: Self.headerSize - bytes.count) + offsetBytes
-        try Self.writeWhole(indexPath) { file, temporary in try Self.writeFully(file, bytes, at: 0, path: temporary) }
+        try Self.writeWhole(indexPath) { file, temporary in try bytes.withUnsafeBytes { try Self.writeFully(file, $0, at: 0, path: temporary) } }
     }
 
-    /// Takes the offsets from the index a clean stop saved, if it is this file's as it is now, and
-    /// removes it: after this start the file changes, and the index would no longer describe it.
+    /// Takes the offsets from the index a clean stop saved, if it is this file's as it is now (only
+    /// zeros after its end: an index that came back after a start appended, unlinked but not yet
+    /// synced when the machine stopped, is stale), and removes it: after this start the file
+    /// changes, and the index would no longer describe it.
     private func loadIndex() -> Bool {
         guard let index = FileManager.default.contents(atPath: indexPath) else { return false }
         unlink(indexPath)
@@ -158,12 +207,14 @@ final class EventFile: SyncedFile, @unchecked Sendable {
               String(decoding: index[Self.indexMagic.count..<Self.indexMagic.count + 36], as: UTF8.self) == identity.description else { return false }
         return index.withUnsafeBytes { bytes in
             let count = Int(Int64(littleEndian: bytes.loadUnaligned(fromByteOffset: 44, as: Int64.self)))
-            let fileEnd = Int(Int64(littleEndian: bytes.loadUnaligned(fromByteOffset: 52, as: Int64.self)))
+            let indexEnd = Int(Int64(littleEndian: bytes.loadUnaligned(fromByteOffset: 52, as: Int64.self)))
             let crc = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 60, as: UInt32.self))
             let offsetBytes = UnsafeRawBufferPointer(rebasing: bytes[Self.headerSize...])
-            guard count >= 0, offsetBytes.count == count * 8, fileEnd == Int(size.st_size), CRC32C.checksum(offsetBytes) == crc else { return false }
+            guard count >= 0, offsetBytes.count == count * 8, indexEnd >= Self.headerSize, indexEnd <= Int(size.st_size),
+                  CRC32C.checksum(offsetBytes) == crc, isZero(from: indexEnd, to: Int(size.st_size)) else { return false }
             offsets = (0..<count).map { Int(Int64(littleEndian: offsetBytes.loadUnaligned(fromByteOffset: $0 * 8, as: Int64.self))) }
-            end = fileEnd
+            end = indexEnd
+            fileEnd = Int(size.st_size)
             return true
         }
     }
@@ -239,30 +290,47 @@ final class EventFile: SyncedFile, @unchecked Sendable {
         return offset
     }
 
-    /// Reads every record, checking each, and cuts off an incomplete tail (see the type's comment).
+    /// Reads every record, checking each, and cuts off an incomplete tail (see the type's comment);
+    /// zeros alone after the last record are the tail written ahead, and stay.
     private func recover(_ logger: Logger) throws {
         var size = stat()
         guard fstat(descriptor, &size) == 0 else { throw StorageError("\(path): \(String(cString: strerror(errno)))") }
-        let fileEnd = Int(size.st_size)
+        fileEnd = Int(size.st_size)
         let validEnd = try read(from: Self.headerSize, to: fileEnd, checked: true) { payload, offset in
             guard Int64(littleEndian: payload.loadUnaligned(as: Int64.self)) == lastSeq + 1 else { return false }
             offsets.append(offset)
             return true
         }
         end = validEnd
-        if validEnd < fileEnd {
+        if validEnd < fileEnd, !isZero(from: validEnd, to: fileEnd) {
             logger.warning("the event log ends in a record that was never completed (the machine stopped before it was synced): cut off", metadata: [
                 "file": "\(path)", "lastSeq": "\(lastSeq)", "bytesCutOff": "\(fileEnd - validEnd)"])
             guard ftruncate(descriptor, validEnd) == 0, fsync(descriptor) == 0 else {
                 throw StorageError("\(path): cutting off the incomplete tail: \(String(cString: strerror(errno)))")
             }
+            fileEnd = validEnd
         }
     }
 
-    private static func writeFully(_ descriptor: Int32, _ bytes: [UInt8], at offset: Int, path: String) throws {
+    /// Whether the file holds only zeros from `start` to `stop`. The pages read are dropped again:
+    /// read ahead, the kernel may cache them as large folios, which appends should not land in
+    /// (`zeroAhead`).
+    private func isZero(from start: Int, to stop: Int) -> Bool {
+        defer { _ = posix_fadvise(descriptor, off_t(start), off_t(stop - start), POSIX_FADV_DONTNEED) }
+        var buffer = [UInt8](repeating: 0, count: min(max(stop - start, 0), 64 << 10))
+        var offset = start
+        while offset < stop {
+            let got = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, min($0.count, stop - offset), offset) }
+            guard got > 0, buffer[..<got].allSatisfy({ $0 == 0 }) else { return false }
+            offset += got
+        }
+        return true
+    }
+
+    private static func writeFully(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int, path: String) throws {
         var written = 0
         while written < bytes.count {
-            let result = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress! + written, bytes.count - written, offset + written) }
+            let result = pwrite(descriptor, bytes.baseAddress! + written, bytes.count - written, offset + written)
             if result < 0 && errno == EINTR { continue }
             guard result > 0 else { throw StorageError("\(path): writing the event log: \(String(cString: strerror(errno)))") }
             written += result

@@ -76,39 +76,74 @@ import TestSupport
         #expect(read[2].envelope.count > 3 << 20)
     }
 
-    /// What a machine that stopped mid-write leaves: the end of the last record missing, or bytes
-    /// that fail its check. They were never synced, so never acknowledged: cut off, and the log goes on.
+    /// What a machine that stopped mid-write leaves: the end of the last record still the zeros
+    /// written ahead of it, a file cut short inside a record (one that an older build grew record by
+    /// record), or bytes that fail its check. They were never synced, so never acknowledged: cut
+    /// off, and the log goes on.
     @Test func anIncompleteTailIsCutOffAndTheLogGoesOn() throws {
         try EventFile.create(path: path, identity: RecordID())
-        let file = try EventFile(path: path, logger: quietLogger("log"))
+        var file = try EventFile(path: path, logger: quietLogger("log"))
         try file.append(Self.events(1...4))
-        let whole = try size()
+        let whole = file.end
         try file.append(Self.events(5...5))
-        let cut = try size() - 7
-        #expect(truncate(path, off_t(cut)) == 0)
-        let recovered = try EventFile(path: path, logger: quietLogger("log"))
-        let recoveredSize = try size()
-        #expect(recovered.lastSeq == 4 && recoveredSize == whole)
-        try recovered.append(Self.events(5...6))
-        #expect(try records(try EventFile(path: path, logger: quietLogger("log"))).map(\.seq) == [1, 2, 3, 4, 5, 6])
+        try overwrite(at: file.end - 7, with: Data(count: 7))
+        file = try EventFile(path: path, logger: quietLogger("log"))
+        #expect(try file.lastSeq == 4 && file.end == whole && size() == whole)
+        try file.append(Self.events(5...6))
+        file = try EventFile(path: path, logger: quietLogger("log"))
+        #expect(try records(file).map(\.seq) == [1, 2, 3, 4, 5, 6])
+
+        #expect(truncate(path, off_t(file.end - 7)) == 0)
+        file = try EventFile(path: path, logger: quietLogger("log"))
+        #expect(try file.lastSeq == 5 && size() == file.end)
 
         // A flipped byte in the newest record's envelope fails its check.
+        try overwrite(at: file.end - 3, with: Data("?".utf8))
+        #expect(try EventFile(path: path, logger: quietLogger("log")).lastSeq == 4)
+    }
+
+    func overwrite(at offset: Int, with bytes: Data) throws {
         let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
-        try handle.seek(toOffset: UInt64(try size() - 3))
-        try handle.write(contentsOf: Data("?".utf8))
+        try handle.seek(toOffset: UInt64(offset))
+        try handle.write(contentsOf: bytes)
         try handle.close()
-        #expect(try EventFile(path: path, logger: quietLogger("log")).lastSeq == 5)
+    }
+
+    /// Zeros are written ahead of the records (README "A zeroed tail"), so an append lands on blocks
+    /// the file has: it keeps its size until fewer than half of them are left. A start after a crash
+    /// keeps them as they are, and so does one after a clean stop.
+    @Test func theZerosAheadOfTheRecordsAreKeptAndNotATornTail() throws {
+        try EventFile.create(path: path, identity: RecordID())
+        var file = try EventFile(path: path, logger: quietLogger("log"))
+        try file.append(Self.events(1...2))
+        let zeroed = try size()
+        #expect(zeroed == file.fileEnd && zeroed >= file.end + EventFile.zeroedAhead && zeroed % 4096 == 0)
+        try file.append(Self.events(3...40))
+        #expect(try size() == zeroed)
+        let tail = try Data(contentsOf: URL(fileURLWithPath: path)).dropFirst(file.end)
+        #expect(tail.count == zeroed - file.end && tail.allSatisfy { $0 == 0 })
+
+        file = try EventFile(path: path, logger: quietLogger("log"))
+        #expect(try !file.openedFromIndex && file.lastSeq == 40 && file.fileEnd == zeroed && size() == zeroed)
+        try file.saveIndex()
+        file = try EventFile(path: path, logger: quietLogger("log"))
+        #expect(file.openedFromIndex && file.lastSeq == 40 && file.fileEnd == zeroed)
+
+        // A record larger than what is left writes zeros ahead of itself again.
+        try file.append(Self.events(41...41, envelopeBytes: 3 << 20))
+        #expect(try size() >= file.end + EventFile.zeroedAhead)
+        try file.append(Self.events(42...42))
+        #expect(try records(try EventFile(path: path, logger: quietLogger("log"))).map(\.seq) == Array(1...42))
     }
 
     @Test func aCommitThatFailedIsTakenOffTheFile() throws {
         try EventFile.create(path: path, identity: RecordID())
         let file = try EventFile(path: path, logger: quietLogger("log"))
         try file.append(Self.events(1...2))
-        let before = try size()
+        let before = file.end
         try file.append(Self.events(3...5))
         file.truncate(after: 2)
-        let after = try size()
-        #expect(file.lastSeq == 2 && after == before)
+        #expect(try file.lastSeq == 2 && file.end == before && size() == before)
         try file.append(Self.events(3...3))
         #expect(try records(try EventFile(path: path, logger: quietLogger("log"))).map(\.seq) == [1, 2, 3])
     }
@@ -128,10 +163,13 @@ import TestSupport
         try file.append(Self.events(7...7))
         #expect(try records(try EventFile(path: path, logger: quietLogger("log"))).map(\.seq) == Array(1...7))
 
-        // Saved, then the file grew (a start that crashed after appending): the index is stale.
+        // Saved, then records were appended (by a start that crashed, the index's unlink not yet on
+        // disk), into the zeros ahead: the file kept its size, and the index is stale all the same.
         file = try EventFile(path: path, logger: quietLogger("log"))
         try file.saveIndex()
+        let sizeSaved = try size()
         try file.append(Self.events(8...9))
+        #expect(try size() == sizeSaved)
         file = try EventFile(path: path, logger: quietLogger("log"))
         #expect(!file.openedFromIndex && file.lastSeq == 9)
 
@@ -348,5 +386,62 @@ import TestSupport
         #expect(files == ["store.events", "store.projection.sqlite", "store.projection.sqlite-journal"], "\(files)")
         try Self.log(1, in: store)
         #expect(store.eventLog.lastSeq == 26)
+    }
+}
+
+/// `SectorWriter`: new bytes written around the page cache, a sector at a time (README "A zeroed tail").
+@Suite struct SectorWriterTests {
+    let path = temporaryDirectory("lht-sectors").appendingPathComponent("log").path
+
+    /// Bytes this thread has had written to storage so far (`/proc/thread-self/io`): other tests run
+    /// on other threads meanwhile.
+    static func bytesWrittenByThisThread() throws -> Int {
+        let io = try String(contentsOfFile: "/proc/thread-self/io", encoding: .utf8)
+        return io.split(separator: "\n").first { $0.hasPrefix("write_bytes:") }.flatMap { Int($0.split(separator: " ").last!) } ?? -1
+    }
+
+    /// Pieces of any length, one after the other, read back as written, with zeros after the last;
+    /// cut short in between, the next write takes the file's own last sector.
+    @Test func piecesOfAnyLengthReadBackAsWritten() throws {
+        try DataDirectory.createPrivateFile(path)
+        let file = open(path, O_RDWR | O_CLOEXEC)
+        defer { close(file) }
+        let writer = try #require(SectorWriter(path: path), "direct I/O where the tests' files are (ext4 here)")
+        var generator = SystemRandomNumberGenerator()
+        var expected = Data()
+        for round in 0..<300 {
+            if round == 150 {
+                expected.removeLast(700)  // a commit that failed: `EventFile.truncate`
+                #expect(ftruncate(file, off_t(expected.count)) == 0)
+            }
+            let piece = Data((0..<Int.random(in: 1...1500, using: &generator)).map { _ in UInt8.random(in: 1...255, using: &generator) })
+            #expect(try piece.withUnsafeBytes { try writer.write($0, at: expected.count, file: file) })
+            expected += piece
+        }
+        let written = try Data(contentsOf: URL(fileURLWithPath: path))
+        #expect(written.prefix(expected.count) == expected)
+        #expect(written.count - expected.count < 512 && written.dropFirst(expected.count).allSatisfy { $0 == 0 })
+    }
+
+    /// The point of it: a small record and its sync cost the sectors written, not a 4 KB page.
+    @Test func aSmallWriteAndItsSyncCountTheSectorsNotThePage() throws {
+        try DataDirectory.createPrivateFile(path)
+        let file = open(path, O_RDWR | O_CLOEXEC)
+        defer { close(file) }
+        let zeros = [UInt8](repeating: 0, count: 1 << 20)
+        #expect(pwrite(file, zeros, zeros.count, 0) == zeros.count && fsync(file) == 0)
+        let writer = try #require(SectorWriter(path: path))
+        let record = [UInt8](repeating: 7, count: 300)
+        func bytesPerWrite(_ write: (Int) throws -> Void) throws -> Int {
+            let before = try Self.bytesWrittenByThisThread()
+            for n in 0..<100 {
+                try write(n * record.count)
+                #expect(fdatasync(file) == 0)
+            }
+            return (try Self.bytesWrittenByThisThread() - before) / 100
+        }
+        let direct = try bytesPerWrite { offset in _ = try record.withUnsafeBytes { try writer.write($0, at: offset, file: file) } }
+        let paged = try bytesPerWrite { offset in #expect(pwrite(file, record, record.count, 100 * record.count + offset) == record.count) }
+        #expect(direct <= 1024 && paged >= 4096, "direct \(direct) B a write, through the page cache \(paged)")
     }
 }
