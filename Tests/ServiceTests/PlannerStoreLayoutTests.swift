@@ -101,4 +101,40 @@ import TestSupport
         #expect(PlannerStore.layout.partitioned)
         try files.close()
     }
+
+    /// The copies of the logger's sessions are keyed by its seq (`PlannerStore.sessionsBySeq`): a
+    /// projection file from before keeps its copies through the migration; a repeated event changes
+    /// nothing; a session of another history at a seq the copies hold takes its place.
+    @Test func sessionCopiesAreKeyedByTheLoggersSeq() throws {
+        let database = try DatabaseQueue()
+        var migrator = DatabaseMigrator()
+        PlannerStore.projection.migrate(&migrator)
+        try migrator.migrate(database, upTo: "decisions and copies")
+        try database.write { db in
+            try db.execute(sql: """
+                INSERT INTO session (id, user_id, activity, start_ms, end_ms, seq) VALUES
+                    ('\(RecordID())', 'ada', 'mindfulness', 0, 600000, 1), ('\(RecordID())', 'ada', 'mindfulness', 3600000, 4200000, 2)
+                """)
+        }
+        try migrator.migrate(database)
+        try database.write { db throws in
+            #expect(try Self.sqliteColumns(db, "main", "session").filter(\.key).map(\.name) == ["seq"])
+            let sql = SQLiteStoreConnection(db)
+            func candidates() throws -> [Int64] {
+                try PlannerStore.sessionCandidates(user: UserID("ada")!, activity: .mindfulness, from: Instant(secondsSince1970: 7200),
+                                                   through: Instant(secondsSince1970: 7200), lookbackHours: 12, sql).map(\.loggedOrder).sorted()
+            }
+            #expect(try candidates() == [1, 2])
+            let session = StoredSession(id: RecordID(), userId: UserID("ada")!, activity: .mindfulness, start: Instant(secondsSince1970: 5000),
+                                        end: Instant(secondsSince1970: 5600), source: nil, loggedAt: Instant(secondsSince1970: 5600))
+            #expect(try PlannerStore.insert(session: session, seq: 3, sql))
+            #expect(try !PlannerStore.insert(session: session, seq: 3, sql), "the same event again")
+            // Another history's session 2 (`--accept-upstream-reset`).
+            let other = StoredSession(id: RecordID(), userId: UserID("ada")!, activity: .mindfulness, start: Instant(secondsSince1970: 6000),
+                                      end: Instant(secondsSince1970: 6600), source: nil, loggedAt: Instant(secondsSince1970: 6600))
+            #expect(try PlannerStore.insert(session: other, seq: 2, sql))
+            #expect(try candidates() == [1, 2, 3])
+            #expect(try String.fetchOne(db, sql: "SELECT id FROM session WHERE seq = 2") == other.id.description)
+        }
+    }
 }

@@ -126,6 +126,17 @@ enum PlannerStore {
                 CREATE TABLE noalc_day (user_id TEXT NOT NULL, day TEXT NOT NULL, entry_id TEXT NOT NULL, PRIMARY KEY (user_id, day));
                 """)
         }
+        migrator.registerMigration(sessionsBySeq.name) { db in
+            try db.execute(sql: """
+                CREATE TABLE session_by_seq (id TEXT NOT NULL, user_id TEXT NOT NULL, activity TEXT NOT NULL,
+                    start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL, seq INTEGER PRIMARY KEY NOT NULL);
+                INSERT OR REPLACE INTO session_by_seq (id, user_id, activity, start_ms, end_ms, seq)
+                    SELECT id, user_id, activity, start_ms, end_ms, seq FROM session ORDER BY rowid;
+                DROP TABLE session;
+                ALTER TABLE session_by_seq RENAME TO session;
+                CREATE INDEX session_by_user_start ON session (user_id, activity, start_ms);
+                """)
+        }
     }, replay: { _, data, sql in
         let decided: Occurrence? = switch data {
         case .reminderDue(let due) where !due.test: due.occurrence
@@ -141,8 +152,19 @@ enum PlannerStore {
     /// tables as they are now, the projection's among them (written in the same transactions, never
     /// rebuilt). On PostgreSQL the instances share the decisions by partitions of users.
     static let layout = StoreLayout(sqliteMigrations: migrate, projection: projection,
-                                    postgresMigrations: [PostgresMigration("planner", firstTables(.postgres)), partitionsMigration],
+                                    postgresMigrations: [PostgresMigration("planner", firstTables(.postgres)), partitionsMigration, sessionsBySeq],
                                     partitioned: true)
+
+    /// The copies of the logger's sessions keyed by its seq, not by their ids: a session's copy is
+    /// appended at the end of the table, where a random id's index took a page of its own for each
+    /// (README "The planner's copies of sessions"). A repeated event has the same seq and id; a seq
+    /// the copies hold with another id is of an earlier history the upstream no longer has
+    /// (`--accept-upstream-reset`), and the new history's session takes its place (`insert`).
+    static let sessionsBySeq = PostgresMigration("sessions by seq", [
+        "DELETE FROM session a USING session b WHERE a.seq = b.seq AND a.ctid < b.ctid",
+        "ALTER TABLE session DROP CONSTRAINT session_pkey",
+        "ALTER TABLE session ADD PRIMARY KEY (seq)",
+    ])
 
     /// The tables as SQLite's migrations and projection leave them, in SQL both backends take
     /// (`BIGINT` is an integer column to SQLite). PostgreSQL creates them from here; SQLite's come
@@ -151,11 +173,11 @@ enum PlannerStore {
     /// `rowid`, the order the planner stored the days in (`noalcCandidates`): PostgreSQL gets an
     /// identity column of that name.
     static func tables(_ dialect: SQLDialect) -> [String] {
-        firstTables(dialect) + partitionsMigration.statements.filter { $0.hasPrefix("CREATE") }
+        firstTables(dialect, sessionsBySeq: true) + partitionsMigration.statements.filter { $0.hasPrefix("CREATE") }
     }
 
-    /// The tables of PostgreSQL's first migration.
-    private static func firstTables(_ dialect: SQLDialect) -> [String] {
+    /// The tables of PostgreSQL's first migration; with `sessionsBySeq`, as that migration leaves them.
+    private static func firstTables(_ dialect: SQLDialect, sessionsBySeq: Bool = false) -> [String] {
         let storedOrder = dialect == .postgres ? "rowid BIGINT GENERATED ALWAYS AS IDENTITY, " : ""
         return [
             """
@@ -180,8 +202,8 @@ enum PlannerStore {
                 day INTEGER, local_minute INTEGER, PRIMARY KEY (reminder_id, at_ms))
             """,
             """
-            CREATE TABLE session (id TEXT PRIMARY KEY NOT NULL, user_id TEXT NOT NULL, activity TEXT NOT NULL,
-                start_ms BIGINT NOT NULL, end_ms BIGINT NOT NULL, seq BIGINT NOT NULL)
+            CREATE TABLE session (id TEXT \(sessionsBySeq ? "" : "PRIMARY KEY ")NOT NULL, user_id TEXT NOT NULL, activity TEXT NOT NULL,
+                start_ms BIGINT NOT NULL, end_ms BIGINT NOT NULL, seq BIGINT \(sessionsBySeq ? "PRIMARY KEY " : "")NOT NULL)
             """,
             "CREATE INDEX session_by_user_start ON session (user_id, activity, start_ms)",
             "CREATE TABLE noalc_day (user_id TEXT NOT NULL, day TEXT NOT NULL, entry_id TEXT NOT NULL, \(storedOrder)PRIMARY KEY (user_id, day))",
@@ -228,10 +250,13 @@ enum PlannerStore {
 
     // MARK: What covers occurrences
 
-    /// Returns false when the session was known already (a repeated event).
+    /// Returns false when the session was known already (a repeated event). One of an earlier
+    /// history at the same seq is replaced (`sessionsBySeq`).
     static func insert(session: StoredSession, seq: Int64, _ sql: StoreConnection) throws -> Bool {
         try sql.execute("""
-            INSERT INTO session (id, user_id, activity, start_ms, end_ms, seq) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING
+            INSERT INTO session (id, user_id, activity, start_ms, end_ms, seq) VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT (seq) DO UPDATE SET id = excluded.id, user_id = excluded.user_id, activity = excluded.activity,
+                start_ms = excluded.start_ms, end_ms = excluded.end_ms WHERE session.id <> excluded.id
             """, [.text(session.id.description), .text(session.userId.rawValue), .text(session.activity.rawValue),
                   .integer(session.start.millisecondsSince1970), .integer(session.end.millisecondsSince1970), .integer(seq)]) > 0
     }
