@@ -20,7 +20,8 @@ final class SectorWriter {
     /// 512 bytes, or the 4 KB a device with larger sectors asks for.
     private var sector = 512
     private var buffer: UnsafeMutableRawBufferPointer
-    /// Where the last write ended, and the bytes from the start of its sector up to there.
+    /// Where the last write ended, and the bytes from the start of its sector up to there (reset to
+    /// -1 when the sector size changes, so they are read again).
     private var knownEnd = -1
     private var lastSector: [UInt8] = []
 
@@ -54,7 +55,7 @@ final class SectorWriter {
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int, file: Int32) throws -> Bool {
         while true {
             let start = offset / sector * sector
-            if knownEnd != offset || lastSector.count != offset - start {
+            if knownEnd != offset {
                 lastSector = [UInt8](repeating: 0, count: offset - start)
                 guard lastSector.isEmpty || pread(file, &lastSector, lastSector.count, start) == lastSector.count else {
                     throw StorageError("reading the event log's last sector: \(String(cString: strerror(errno)))")
@@ -65,8 +66,8 @@ final class SectorWriter {
                 buffer.deallocate()
                 buffer = .allocate(byteCount: length, alignment: Self.memoryAlignment)
             }
-            lastSector.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-            buffer.baseAddress!.advanced(by: lastSector.count).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+            lastSector.withUnsafeBytes { buffer.copyMemory(from: $0) }
+            UnsafeMutableRawBufferPointer(rebasing: buffer[lastSector.count...]).copyMemory(from: bytes)
             let used = lastSector.count + bytes.count
             (buffer.baseAddress! + used).initializeMemory(as: UInt8.self, repeating: 0, count: length - used)
             var written = 0
