@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import LHTSchema
 import PostgresStorage
+import ReminderPlanning
 @testable import ReminderPlanner
 import Storage
 import Testing
@@ -135,6 +136,31 @@ import TestSupport
             #expect(try PlannerStore.insert(session: other, seq: 2, sql))
             #expect(try candidates() == [1, 2, 3])
             #expect(try String.fetchOne(db, sql: "SELECT id FROM session WHERE seq = 2") == other.id.description)
+        }
+    }
+
+    /// Decisions live in their key's b-tree (`WITHOUT ROWID`): one b-tree written per decision, not a
+    /// table and its key's index. A projection file from before keeps its decisions through the
+    /// migration, and an occurrence decided is still never decided twice.
+    @Test func decisionsAreStoredInTheirKeysBTreeAndKeptThroughTheMigration() throws {
+        let database = try DatabaseQueue()
+        var migrator = DatabaseMigrator()
+        PlannerStore.projection.migrate(&migrator)
+        try migrator.migrate(database, upTo: PlannerStore.sessionsBySeq.name)
+        let reminder = RecordID(), at = Instant(secondsSince1970: 1_780_000_000)
+        let planned = PlannedOccurrence(day: LocalDay(year: 2026, month: 5, day: 28)!, weekday: .thu, at: at, localTime: LocalTime(hour: 22, minute: 26)!)
+        try database.write { db throws in
+            #expect(try PlannerStore.decide(reminder, planned, status: .fired, cause: nil, SQLiteStoreConnection(db)))
+        }
+        try migrator.migrate(database)
+        try database.write { db throws in
+            let sql = SQLiteStoreConnection(db)
+            #expect(try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE name = 'decision'")?.hasSuffix("WITHOUT ROWID") == true)
+            #expect(try PlannerStore.decisions(of: reminder, from: at, through: at, sql)[at.millisecondsSince1970]?.status == .fired)
+            #expect(try !PlannerStore.decide(reminder, planned, status: .missed, cause: nil, sql), "decided before the migration")
+            let next = PlannedOccurrence(day: planned.day.adding(days: 1), weekday: .fri, at: at.adding(seconds: 86_400), localTime: planned.localTime)
+            #expect(try PlannerStore.decide(reminder, next, status: .suppressed, cause: RecordID(), sql))
+            #expect(try PlannerStore.decisions(of: reminder, from: at, through: next.at, sql).count == 2)
         }
     }
 }

@@ -137,6 +137,15 @@ enum PlannerStore {
                 CREATE INDEX session_by_user_start ON session (user_id, activity, start_ms);
                 """)
         }
+        migrator.registerMigration("decisions in their key's b-tree") { db in
+            try db.execute(sql: """
+                CREATE TABLE decision_by_key (reminder_id TEXT NOT NULL, at_ms INTEGER NOT NULL, status TEXT NOT NULL, cause TEXT,
+                    day INTEGER, local_minute INTEGER, PRIMARY KEY (reminder_id, at_ms)) WITHOUT ROWID;
+                INSERT INTO decision_by_key SELECT reminder_id, at_ms, status, cause, day, local_minute FROM decision;
+                DROP TABLE decision;
+                ALTER TABLE decision_by_key RENAME TO decision;
+                """)
+        }
     }, replay: { _, data, sql in
         let decided: Occurrence? = switch data {
         case .reminderDue(let due) where !due.test: due.occurrence
