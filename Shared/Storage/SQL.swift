@@ -123,19 +123,34 @@ public struct SQLRow {
 public final class SQLiteStoreConnection: StoreConnection {
     public let db: Database
     public var dialect: SQLDialect { .sqlite }
+    /// The connection of a write transaction (`SQLiteStore.write`), which SQLite may roll back by
+    /// itself (an I/O error): then every statement fails, as GRDB's own do in its transactions,
+    /// rather than run and commit on its own.
+    @usableFromInline let inWriteTransaction: Bool
 
-    public init(_ db: Database) { self.db = db }
+    public init(_ db: Database, inWriteTransaction: Bool = false) {
+        self.db = db
+        self.inWriteTransaction = inWriteTransaction
+    }
 
     @discardableResult
     public func execute(_ sql: String, _ arguments: [SQLValue]) throws -> Int {
-        try RawStatement.execute(sql, db, arguments)
+        try checkNotAborted()
+        return try RawStatement.execute(sql, db, arguments)
     }
 
     /// Inlinable: called on this type (not through `StoreConnection`), `Element` is specialized, and
     /// a row costs no runtime lookup of `Optional<Element>` (see `RawStatement.run`).
     @inlinable
     public func rows<Element>(_ sql: String, _ arguments: [SQLValue], _ read: (SQLRow) throws -> Element?) throws -> [Element] {
-        try RawStatement.run(sql, db, arguments) { try read(SQLRow(source: .sqlite($0))) }
+        try checkNotAborted()
+        return try RawStatement.run(sql, db, arguments) { try read(SQLRow(source: .sqlite($0))) }
+    }
+
+    @inlinable func checkNotAborted() throws {
+        if inWriteTransaction, sqlite3_get_autocommit(db.sqliteConnection) != 0 {
+            throw DatabaseError(resultCode: .SQLITE_ABORT, message: "the transaction was rolled back by SQLite")
+        }
     }
 }
 
