@@ -70,6 +70,9 @@ public final class EventLog {
         // Builds from this one on refuse a file with migrations they do not know (`SQLiteStore`);
         // builds from before do not check, and would serve the frames as JSON.
         migrator.registerMigration("envelopes compressed") { _ in }
+        // Changes nothing either: from here on frames may name the dictionary with entropy tables
+        // (`EnvelopeCompression.Dictionary`), which a build from before would take for damage.
+        migrator.registerMigration("envelopes compressed with entropy tables") { _ in }
     }
 
     /// The log holds every seq through `seq`: this instance committed it, or (PostgreSQL) another

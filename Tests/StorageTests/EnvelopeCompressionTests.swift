@@ -1,3 +1,4 @@
+import CZstd
 import Foundation
 import GRDB
 import LHTSchema
@@ -50,10 +51,33 @@ import TestSupport
     }
 
     /// Every stored frame depends on the dictionary's bytes: a frame written by the first version
-    /// must still read back, whatever changes.
+    /// (against the content alone, naming no dictionary) must still read back, whatever changes.
     @Test func aFrameStoredByTheFirstVersionStillReadsBack() throws {
         let stored = try #require(Data(base64Encoded: Self.firstVersionFrame))
         #expect(try EnvelopeCompression().expand(stored) == Self.envelopes[0])
+    }
+
+    /// Frames name the dictionary with entropy tables, which is `content` with the tables ahead of
+    /// it; a frame naming a dictionary this build does not have is damaged, not misread.
+    @Test func framesNameTheDictionaryWithTablesAndAnUnknownOneIsAnError() throws {
+        typealias Dictionary = EnvelopeCompression.Dictionary
+        let withTables = Dictionary.withTables
+        #expect(withTables.withUnsafeBytes { ZSTD_getDictID_fromDict($0.baseAddress, $0.count) } == Dictionary.id)
+        #expect(withTables.suffix(Dictionary.content.count) == Dictionary.content)
+        let stored = EnvelopeCompression().compact(Self.envelopes[0])
+        #expect(stored.withUnsafeBytes { ZSTD_getDictID_fromFrame($0.baseAddress, $0.count) } == Dictionary.id)
+
+        var other = withTables
+        other[4] ^= 0x01  // the id, little-endian after the magic number
+        let compressor = ZSTD_createCCtx(), dictionary = other.withUnsafeBytes { ZSTD_createCDict($0.baseAddress, $0.count, -1) }
+        defer { ZSTD_freeCDict(dictionary); ZSTD_freeCCtx(compressor) }
+        var frame = Data(count: 1024)
+        let size = frame.withUnsafeMutableBytes { output in
+            Self.envelopes[0].withUnsafeBytes { ZSTD_compress_usingCDict(compressor, output.baseAddress, 1024, $0.baseAddress, $0.count, dictionary) }
+        }
+        frame.count = size
+        let error = #expect(throws: StorageError.self) { try EnvelopeCompression().expand(frame) }
+        #expect(error?.description.contains("names zstd dictionary \(Dictionary.id ^ 1)") == true)
     }
 
     /// `envelopes[0]` as the first version stored it.
