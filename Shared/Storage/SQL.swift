@@ -123,14 +123,14 @@ public struct SQLRow {
 public final class SQLiteStoreConnection: StoreConnection {
     public let db: Database
     public var dialect: SQLDialect { .sqlite }
-    /// The connection of a write transaction (`SQLiteStore.write`), which SQLite may roll back by
-    /// itself (an I/O error): then every statement fails, as GRDB's own do in its transactions,
+    /// Made inside a transaction (`SQLiteStore.write`, a projection's), which SQLite may roll back
+    /// by itself (an I/O error): then every statement fails, as GRDB's own do in its transactions,
     /// rather than run and commit on its own.
-    @usableFromInline let inWriteTransaction: Bool
+    @usableFromInline let inTransaction: Bool
 
-    public init(_ db: Database, inWriteTransaction: Bool = false) {
+    public init(_ db: Database) {
         self.db = db
-        self.inWriteTransaction = inWriteTransaction
+        inTransaction = sqlite3_get_autocommit(db.sqliteConnection) == 0
     }
 
     @discardableResult
@@ -148,7 +148,7 @@ public final class SQLiteStoreConnection: StoreConnection {
     }
 
     @inlinable func checkNotAborted() throws {
-        if inWriteTransaction, sqlite3_get_autocommit(db.sqliteConnection) != 0 {
+        if inTransaction, sqlite3_get_autocommit(db.sqliteConnection) != 0 {
             throw DatabaseError(resultCode: .SQLITE_ABORT, message: "the transaction was rolled back by SQLite")
         }
     }

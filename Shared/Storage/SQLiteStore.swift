@@ -113,7 +113,7 @@ public final class SQLiteStore: Store {
         do {
             result = try database.writeWithoutTransaction { db -> T in try Self.inTransaction(db) {
                 let changesBefore = db.totalChangesCount
-                let started = Transaction(sql: SQLiteStoreConnection(db, inWriteTransaction: true), source: eventLog.source, baseSeq: eventLog.lastSeq,
+                let started = Transaction(sql: SQLiteStoreConnection(db), source: eventLog.source, baseSeq: eventLog.lastSeq,
                                           insertRecord: "INSERT INTO outbox (seq, topic, envelope) VALUES (?, ?, ?)",
                                           compression: eventLog.compression, now: now,
                                           cursorTable: cursorTable)
