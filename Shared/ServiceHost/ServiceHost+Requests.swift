@@ -185,7 +185,7 @@ extension ServiceHost {
         // whole, a retain per member.
         var envelopes: [[Data]] = [], requests: [IncomingRequest] = []
         var bytes = 0
-        while requests.count < Self.batchLimit, bytes < Self.batchBytes, let (envelope, request) = try nextRequest() {
+        while requests.count < Self.batchLimit, bytes < Self.batchBytes, let (envelope, request) = takeHeld() {
             bytes += request.frame.count
             envelopes.append(envelope)
             requests.append(request)
@@ -236,9 +236,10 @@ extension ServiceHost {
         return operations[head.op]?.placement == .batched
     }
 
-    /// A held request first, then what waits on the socket.
-    private func nextRequest() throws -> (envelope: [Data], request: IncomingRequest)? {
-        guard let first = held.popFirst() else { return try receiveAPIRequest() }
+    /// The oldest held request. Not the socket's next: `gatheredEnough` has just read it empty (or
+    /// to the batch's limits), and reading it again on every turn only costs a receive that fails.
+    private func takeHeld() -> (envelope: [Data], request: IncomingRequest)? {
+        guard let first = held.popFirst() else { return nil }
         heldBytes -= first.request.frame.count
         return first
     }

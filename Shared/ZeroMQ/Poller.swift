@@ -1,6 +1,13 @@
 import CZeroMQ
+import Glibc
 
-/// `zmq_poll` over sockets owned by the calling thread (and wake signals it waits for).
+/// Waits on sockets owned by the calling thread, and on wake signals, with one `poll(2)`.
+///
+/// Not `zmq_poll`, which reads every socket's `ZMQ_EVENTS` (a `poll` and a `getpid` each) before
+/// and after each wait, though a service's loop polls several sockets of which one is busy.
+/// libzmq's contract for `ZMQ_FD` is followed instead: the descriptor is edge-triggered, so the
+/// events are read of a socket that was called since they were last found empty
+/// (`Socket.mayHoldUnsignalled`) and of one whose descriptor became readable, and of no other.
 public enum Poller {
     /// Waits until at least one socket is readable or `timeoutMilliseconds` pass (-1: no limit).
     /// Returns, per socket, whether it is readable. An interrupted wait returns all false.
@@ -10,14 +17,39 @@ public enum Poller {
 
     /// The same over sockets and then `signals`: per socket, then per signal, whether it is readable.
     public static func readable(_ sockets: [Socket], signals: [WakeSignal], timeoutMilliseconds: Int) throws -> [Bool] {
-        var items = sockets.map { zmq_pollitem_t(socket: $0.pollHandle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0) }
-            + signals.map { zmq_pollitem_t(socket: nil, fd: $0.descriptor, events: Int16(ZMQ_POLLIN), revents: 0) }
-        let rc = zmq_poll(&items, Int32(items.count), timeoutMilliseconds)
-        if rc < 0 {
-            let error = ZMQError.last()
-            if error.code == EINTR { return Array(repeating: false, count: items.count) }
-            throw error
+        var ready = [Bool](repeating: false, count: sockets.count + signals.count)
+        var found = false
+        for (index, socket) in sockets.enumerated() where socket.mayHoldUnsignalled {
+            guard let readable = try socket.hasMessageNow() else { return Array(repeating: false, count: ready.count) }
+            ready[index] = readable
+            found = found || readable
         }
-        return items.map { $0.revents & Int16(ZMQ_POLLIN) != 0 }
+        var descriptors = try sockets.map { pollfd(fd: try $0.pollDescriptor(), events: Int16(POLLIN), revents: 0) }
+            + signals.map { pollfd(fd: $0.descriptor, events: Int16(POLLIN), revents: 0) }
+        let deadline = timeoutMilliseconds < 0 ? nil : ContinuousClock.now + .milliseconds(timeoutMilliseconds)
+        while true {
+            // Only a look when a socket is readable already: the signals' state is still reported.
+            var wait = -1
+            if found {
+                wait = 0
+            } else if let deadline {
+                wait = max(0, Int(((deadline - ContinuousClock.now) / .milliseconds(1)).rounded(.up)))
+            }
+            guard poll(&descriptors, nfds_t(descriptors.count), Int32(clamping: wait)) >= 0 else {
+                if errno == EINTR { return Array(repeating: false, count: ready.count) }
+                throw ZMQError(code: errno)
+            }
+            for (index, socket) in sockets.enumerated() where !ready[index] && descriptors[index].revents != 0 {
+                guard let readable = try socket.hasMessageNow() else { return Array(repeating: false, count: ready.count) }
+                ready[index] = readable
+                found = found || readable
+            }
+            for index in signals.indices where descriptors[sockets.count + index].revents & Int16(POLLIN) != 0 {
+                ready[sockets.count + index] = true
+                found = true
+            }
+            // A descriptor may wake the wait for commands that leave nothing to receive: wait on.
+            if found || wait == 0 { return ready }
+        }
     }
 }

@@ -31,6 +31,11 @@ public final class Socket {
     var messageCapacity = 4
     private let context: Context
     public let type: SocketType
+    /// Whether a message may wait that the descriptor libzmq signals will not announce: set by
+    /// every call on the socket (each may take that signal), cleared when `ZMQ_EVENTS` found
+    /// nothing to receive. `Poller` reads the events of such sockets before it waits.
+    var mayHoldUnsignalled = true
+    private var descriptor: Int32?
 
     /// Opens a socket with LINGER 0, so a pending message never blocks shutdown.
     public init(_ context: Context, _ type: SocketType, linger: Int32 = 0) throws {
@@ -60,6 +65,7 @@ public final class Socket {
 
     @usableFromInline func open() throws -> UnsafeMutableRawPointer {
         guard let handle else { throw ZMQError(code: ENOTSOCK) }
+        mayHoldUnsignalled = true
         return handle
     }
 
@@ -85,8 +91,37 @@ public final class Socket {
         return text(buffer)
     }
 
-    /// The raw handle, for `zmq_poll`.
-    var pollHandle: UnsafeMutableRawPointer? { handle }
+    // MARK: Polling (Poller)
+
+    /// The descriptor libzmq makes readable when commands reach this socket (`ZMQ_FD`): a message
+    /// arrived for a reader that had found none, a peer came or went. Edge-triggered, so it says
+    /// nothing about messages that waited before the socket's last call.
+    func pollDescriptor() throws -> Int32 {
+        if let descriptor { return descriptor }
+        guard let handle else { throw ZMQError(code: ENOTSOCK) }
+        var value: Int32 = -1
+        var size = MemoryLayout<Int32>.size
+        try check(zmq_getsockopt(handle, ZMQ_FD, &value, &size))
+        descriptor = value
+        return value
+    }
+
+    /// Whether a message can be received now (`ZMQ_EVENTS`, which first takes the commands the
+    /// descriptor announced); nil when a signal interrupted that.
+    func hasMessageNow() throws -> Bool? {
+        guard let handle else { throw ZMQError(code: ENOTSOCK) }
+        var events: Int32 = 0
+        var size = MemoryLayout<Int32>.size
+        guard zmq_getsockopt(handle, ZMQ_EVENTS, &events, &size) == 0 else {
+            let error = ZMQError.last()
+            if error.code == EINTR { return nil }
+            throw error
+        }
+        let readable = events & ZMQ_POLLIN != 0
+        // One left unreceived stays announced by nothing: it is looked for again next time.
+        mayHoldUnsignalled = readable
+        return readable
+    }
 }
 
 @available(*, unavailable, message: "a socket belongs to the thread that created it")

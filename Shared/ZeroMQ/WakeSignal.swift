@@ -5,9 +5,9 @@ import Glibc
 /// non-blocking eventfd. For a worker thread telling its loop that something is done (a sync, a
 /// read's answer).
 ///
-/// It replaced an inproc PAIR per worker: libzmq checks a polled socket's command mailbox before
-/// and after each wait (a `poll` and a `getpid` each time) and once more when draining it, so every
-/// such socket cost its loop six system calls a turn. A signal costs one `read` when it was given.
+/// It replaced an inproc PAIR per worker: a socket's sends and receives each check its command
+/// mailbox (a `poll` and a `getpid`), and so does `Poller` once after each call on it. A signal
+/// costs one `read` when it was given.
 public final class WakeSignal: @unchecked Sendable {
     let descriptor: Int32
 

@@ -235,7 +235,8 @@ enum PlannerBenchmark {
         let p50 = LoadClients.percentile(cancel, 0.5), p99 = LoadClients.percentile(cancel, 0.99)
         print(String(format: "  ack → reminder.cancelled        p50 %6.3f ms   p99 %6.3f ms   ratio p99 %.1f × ack p99, %.1f × commit p99",
                      p50, p99, p99 / LoadClients.percentile(ack, 0.99), p99 / LoadClients.percentile(commit, 0.99)))
-        print("  target p50 ≤ 0.4 ms, p99 ≤ 1 ms: \(verdict(p50 <= 0.4 && p99 <= 1))")
+        // #30 restates the target as p50 ≤ 0.5 ms; the issue before it asked 0.4 ms, which is kept in view.
+        print("  target p50 ≤ 0.5 ms, p99 ≤ 1 ms: \(verdict(p50 <= 0.5 && p99 <= 1)); with p50 ≤ 0.4 ms: \(verdict(p50 <= 0.4 && p99 <= 1))")
     }
 
     /// Sessions for users whose reminders are still ahead of the clock: each one covers an undecided

@@ -23,10 +23,12 @@ import ZeroMQ
 /// reports the ingest figures too: the catch-up rate against a bare DEALER pulling the same
 /// `events.since` pages from the logger afterwards (the upstream's and the transport's share), and
 /// the target of 200,000 entries/s. R (20,000) requests for random users, each as of the user's
-/// last day, are timed one at a time from a DEALER. The baseline, timed in the same run and
-/// interleaved with it, is a raw ROUTER in this process echoing a reply frame of the same size:
-/// what the transport alone costs. Target: p99 at most 200 µs. Then the streak process's peak
-/// resident memory (VmHWM).
+/// last day, are timed one at a time from a DEALER. The baselines, timed in the same run and
+/// interleaved with it, are raw ROUTERs echoing a reply frame of the same size: one on a thread
+/// of this process (what the transport alone costs), and one in a process of its own (`bench
+/// streak --serve-echo BYTES`), which also pays the hops between processes that any service
+/// pays: the floor of a request to another process. Target: p99 at most 200 µs. Then the streak
+/// process's peak resident memory (VmHWM).
 ///
 /// `--quick` shrinks the defaults (200 runs; 60 users × 365 days; 2,000 requests) to about 10 s.
 ///
@@ -39,6 +41,7 @@ enum StreakBenchmark {
 
     static func run(_ arguments: [String]) throws {
         let options = try Options(arguments)
+        if let replySize = options.serveEcho { try serveEcho(replySize: replySize) }
         if options.applyOnly { return applyBenchmark() }
         computeBenchmark(options)
         if !options.computeOnly { try serviceBenchmark(options) }
@@ -219,38 +222,41 @@ enum StreakBenchmark {
 
         let echo = try Echo(context: context, replySize: replySize)
         defer { echo.stop() }
-        let echoClient = try Socket(context, .dealer)
-        try echoClient.setReceiveTimeout(milliseconds: 10_000)
-        try echoClient.connect(echo.endpoint)
+        let echoProcess = try Child("bench", ["streak", "--serve-echo", "\(replySize)"])
+        defer { echoProcess.stop() }
+        let echoClient = try Socket(context, .dealer), echoProcessClient = try Socket(context, .dealer)
+        for (socket, endpoint) in [(echoClient, echo.endpoint), (echoProcessClient, echoProcess.endpoints["api"]!)] {
+            try socket.setReceiveTimeout(milliseconds: 10_000)
+            try socket.connect(endpoint)
+        }
 
         var random = UInt64(0x57_2EA4)
         func nextUser() -> Int {
             random = random &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             return Int((random >> 33) % UInt64(options.users))
         }
-        for _ in 0..<1000 {  // warm-up of both paths
-            _ = try call(client, request(nextUser()))
-            _ = try call(echoClient, request(0))
+        let paths = [("baseline: ROUTER echo", echoClient), ("baseline: echo, own process", echoProcessClient), ("streak.get", client)]
+        for _ in 0..<1000 {  // warm-up of every path
+            for (_, socket) in paths { _ = try call(socket, socket === client ? request(nextUser()) : request(0)) }
         }
-        var streakSamples: [Duration] = [], echoSamples: [Duration] = []
-        streakSamples.reserveCapacity(options.requests)
-        echoSamples.reserveCapacity(options.requests)
+        var samples = paths.map { _ in [Duration]() }
+        for index in samples.indices { samples[index].reserveCapacity(options.requests) }
         for _ in 0..<options.requests {
             let frame = request(nextUser())
-            var start = ContinuousClock.now
-            _ = try call(echoClient, frame)
-            echoSamples.append(ContinuousClock.now - start)
-            start = ContinuousClock.now
-            _ = try call(client, frame)
-            streakSamples.append(ContinuousClock.now - start)
+            for (index, (_, socket)) in paths.enumerated() {
+                let start = ContinuousClock.now
+                _ = try call(socket, frame)
+                samples[index].append(ContinuousClock.now - start)
+            }
         }
         print("\(options.requests) round trips each, one at a time, interleaved; reply \(replySize) bytes")
         print(row("path", "median µs", "p99 µs", "p99.9 µs"))
-        for (name, samples) in [("baseline: ROUTER echo", echoSamples), ("streak.get", streakSamples)] {
+        for ((name, _), samples) in zip(paths, samples) {
             print(row(name, micros(percentile(samples, 0.5)), micros(percentile(samples, 0.99)), micros(percentile(samples, 0.999))))
         }
-        let p99 = percentile(streakSamples, 0.99)
-        print(String(format: "streak.get p99 − echo p99 = %.0f µs", (p99 - percentile(echoSamples, 0.99)) / .microseconds(1)))
+        let p99 = percentile(samples[2], 0.99)
+        print(String(format: "streak.get p99 − echo p99: %.0f µs; − the own process's echo p99: %.0f µs",
+                     (p99 - percentile(samples[0], 0.99)) / .microseconds(1), (p99 - percentile(samples[1], 0.99)) / .microseconds(1)))
         print("target streak.get p99 ≤ 200 µs: " + (p99 <= streakGetTarget ? "met" : "NOT met"))
         print(String(format: "peak RSS of noalc-streak (VmHWM): %.0f MB", ProcessStatus.megabytes("VmHWM", of: "\(streak.process.pid)")))
     }
@@ -364,6 +370,15 @@ enum StreakBenchmark {
         return body
     }
 
+    /// `--serve-echo BYTES`: an `Echo` in this process, announced as a service announces itself
+    /// (`ready echo api=…`), until the process is ended.
+    static func serveEcho(replySize: Int) throws -> Never {
+        let echo = try Echo(context: Context(), replySize: replySize)
+        print("ready echo api=\(echo.endpoint)")
+        fflush(nil)
+        while true { pause() }
+    }
+
     /// A ROUTER on its own thread answering every request with a fixed frame: the transport's cost alone.
     final class Echo: Sendable {
         let endpoint: String
@@ -465,6 +480,7 @@ enum StreakBenchmark {
         var computeOnly = false
         var throughLogger = false
         var applyOnly = false
+        var serveEcho: Int?
 
         init(_ arguments: [String]) throws {
             if arguments.contains("--quick") {
@@ -490,6 +506,7 @@ enum StreakBenchmark {
                 case "--users": users = value
                 case "--days": days = value
                 case "--requests": requests = value
+                case "--serve-echo": serveEcho = value
                 default: throw BenchError("unknown flag \(flag)")
                 }
             }

@@ -124,6 +124,37 @@ struct SocketTests {
         _ = endpointA
     }
 
+    /// libzmq signals a socket's descriptor only when commands reach it, so the poll must itself
+    /// look for messages that arrived before the socket's last call (Poller).
+    @Test func messagesThatArrivedBeforeTheLastCallAreStillReported() throws {
+        let pull = try Socket(context, .pull)
+        let endpoint = try pull.bind("tcp://127.0.0.1:*")
+        let push = try Socket(context, .push)
+        try push.connect(endpoint)
+        try push.send("one")
+        try push.send("two")
+        #expect(try Poller.readable([pull], timeoutMilliseconds: 2000) == [true])
+        Thread.sleep(forTimeInterval: 0.05)  // both in the socket's pipe
+        #expect(try Poller.readable([pull], timeoutMilliseconds: 0) == [true], "reported, not received: reported again")
+        #expect(try pull.receive(dontWait: true) == Data("one".utf8))
+        let started = Date()
+        #expect(try Poller.readable([pull], timeoutMilliseconds: 2000) == [true], "the second, though nothing new came")
+        #expect(Date().timeIntervalSince(started) < 1)
+        #expect(try pull.receive(dontWait: true) == Data("two".utf8))
+        #expect(try Poller.readable([pull], timeoutMilliseconds: 50) == [false])
+
+        // Then one sent while the poll waits, from a socket of another thread.
+        let context = context
+        Thread.detachNewThread {
+            Thread.sleep(forTimeInterval: 0.05)
+            guard let later = try? Socket(context, .push, linger: 1000) else { return }
+            try? later.connect(endpoint)
+            try? later.send("three")
+        }
+        #expect(try Poller.readable([pull], timeoutMilliseconds: 5000) == [true])
+        #expect(try pull.receive(dontWait: true) == Data("three".utf8))
+    }
+
     @Test func aWakeSignalFromAnotherThreadWakesThePollUntilCleared() throws {
         let pull = try Socket(context, .pull)
         _ = try pull.bind("tcp://127.0.0.1:*")
