@@ -97,8 +97,9 @@ public final class Socket {
     /// arrived for a reader that had found none, a peer came or went. Edge-triggered, so it says
     /// nothing about messages that waited before the socket's last call.
     func pollDescriptor() throws -> Int32 {
-        if let descriptor { return descriptor }
+        // Checked first: a closed socket's descriptor number may belong to another file by now.
         guard let handle else { throw ZMQError(code: ENOTSOCK) }
+        if let descriptor { return descriptor }
         var value: Int32 = -1
         var size = MemoryLayout<Int32>.size
         try check(zmq_getsockopt(handle, ZMQ_FD, &value, &size))

@@ -155,6 +155,15 @@ struct SocketTests {
         #expect(try pull.receive(dontWait: true) == Data("three".utf8))
     }
 
+    /// A closed socket is refused, not polled through the descriptor number it had.
+    @Test func pollingAClosedSocketIsAnError() throws {
+        let pull = try Socket(context, .pull)
+        _ = try pull.bind("tcp://127.0.0.1:*")
+        #expect(try Poller.readable([pull], timeoutMilliseconds: 0) == [false])
+        pull.close()
+        #expect(throws: ZMQError.self) { try Poller.readable([pull], timeoutMilliseconds: 0) }
+    }
+
     @Test func aWakeSignalFromAnotherThreadWakesThePollUntilCleared() throws {
         let pull = try Socket(context, .pull)
         _ = try pull.bind("tcp://127.0.0.1:*")
