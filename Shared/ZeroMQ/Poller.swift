@@ -17,12 +17,17 @@ public enum Poller {
 
     /// The same over sockets and then `signals`: per socket, then per signal, whether it is readable.
     public static func readable(_ sockets: [Socket], signals: [WakeSignal], timeoutMilliseconds: Int) throws -> [Bool] {
-        var ready = [Bool](repeating: false, count: sockets.count + signals.count)
-        var found = false
-        for (index, socket) in sockets.enumerated() where socket.mayHoldUnsignalled {
-            guard let readable = try socket.hasMessageNow() else { return Array(repeating: false, count: ready.count) }
+        let none = [Bool](repeating: false, count: sockets.count + signals.count)
+        var ready = none, found = false
+        /// Reads the events of socket `index`; false when a signal interrupted that.
+        func look(at index: Int) throws -> Bool {
+            guard let readable = try sockets[index].hasMessageNow() else { return false }
             ready[index] = readable
             found = found || readable
+            return true
+        }
+        for index in sockets.indices where sockets[index].mayHoldUnsignalled {
+            guard try look(at: index) else { return none }
         }
         var descriptors = try sockets.map { pollfd(fd: try $0.pollDescriptor(), events: Int16(POLLIN), revents: 0) }
             + signals.map { pollfd(fd: $0.descriptor, events: Int16(POLLIN), revents: 0) }
@@ -36,13 +41,11 @@ public enum Poller {
                 wait = max(0, Int(((deadline - ContinuousClock.now) / .milliseconds(1)).rounded(.up)))
             }
             guard poll(&descriptors, nfds_t(descriptors.count), Int32(clamping: wait)) >= 0 else {
-                if errno == EINTR { return Array(repeating: false, count: ready.count) }
+                if errno == EINTR { return none }
                 throw ZMQError(code: errno)
             }
-            for (index, socket) in sockets.enumerated() where !ready[index] && descriptors[index].revents != 0 {
-                guard let readable = try socket.hasMessageNow() else { return Array(repeating: false, count: ready.count) }
-                ready[index] = readable
-                found = found || readable
+            for index in sockets.indices where !ready[index] && descriptors[index].revents != 0 {
+                guard try look(at: index) else { return none }
             }
             for index in signals.indices where descriptors[sockets.count + index].revents & Int16(POLLIN) != 0 {
                 ready[sockets.count + index] = true
