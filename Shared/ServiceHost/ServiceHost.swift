@@ -113,7 +113,7 @@ public final class ServiceHost {
                                            projection: projection, logger: logger)
             } else {
                 store = try SQLiteStore(directory: dataDirectory, name: service.rawValue, migrations: layout.sqliteMigrations,
-                                        projection: layout.projection, logger: logger, walLimit: walLimit)
+                                        projection: layout.projection, behindTheLog: layout.behindTheLog, logger: logger, walLimit: walLimit)
             }
         }
 

@@ -21,11 +21,11 @@ public final class EventFileStore: Store {
     public let commits: CommitSync
     public var durability: Durability { commits }
     /// An in-memory main database with the projection attached: its statements name tables unqualified.
-    public let database: DatabaseQueue
+    public var database: DatabaseQueue { projection.database }
     private let file: EventFile
-    private let projection: ProjectionFile
-    /// Applies each commit's events to the projection on a thread of its own.
-    private let applier: ProjectionApplier
+    /// The tables, applied from each commit's events on a thread of their own.
+    private let projection: ProjectionBehindTheLog
+    private var applier: ProjectionApplier { projection.applier }
     /// The transaction in progress, so a nested `write` joins it instead of deadlocking.
     private var current: Transaction?
     /// None: a sync writes the sectors its records touch, not a page (`SectorWriter`), so a record
@@ -52,15 +52,9 @@ public final class EventFileStore: Store {
             try FileManager.default.removeItem(atPath: sqlitePath + suffix)
         }
         file = try EventFile(path: path, logger: logger)
-        self.projection = try ProjectionFile(path: directory.appendingPathComponent("\(name).projection.sqlite").path, projection: projection,
-                                             bootID: bootID, logger: logger)
-        let projectionPath = self.projection.path
-        var configuration = Configuration()
-        configuration.prepareDatabase { db in try ProjectionFile.attach(projectionPath, to: db) }
-        database = try DatabaseQueue(configuration: configuration)
         eventLog = EventLog(source: name, file: file)
-        try self.projection.catchUp(database, log: eventLog)
-        applier = ProjectionApplier(database: database, projection: self.projection, appliedSeq: eventLog.lastSeq, logger: logger)
+        self.projection = try ProjectionBehindTheLog(path: directory.appendingPathComponent("\(name).projection.sqlite").path, projection: projection,
+                                                     log: eventLog, bootID: bootID, logger: logger)
         commits = CommitSync(eventFile: file, logger: logger)
     }
 
@@ -122,10 +116,7 @@ public final class EventFileStore: Store {
     }
 
     /// Reads the projection once it holds every event committed so far: read-your-writes.
-    public func query<T>(_ body: (StoreConnection) throws -> T) throws -> T {
-        try applier.waitUntilApplied(through: eventLog.lastSeq)
-        return try database.read { try body(SQLiteStoreConnection($0)) }
-    }
+    public func query<T>(_ body: (StoreConnection) throws -> T) throws -> T { try projection.query(through: eventLog.lastSeq, body) }
 
     public func newestSeq() -> Int64 { eventLog.publishedSeq }
 
@@ -136,9 +127,7 @@ public final class EventFileStore: Store {
     /// As `SQLiteStore.close`, once every event is applied: the projection is synced and marked
     /// clean, and its lock released; the records' offsets are saved for the next start.
     public func close() {
-        applier.stop()
+        projection.close()
         try? file.saveIndex()
-        try? projection.close(database)
-        try? database.close()
     }
 }

@@ -19,10 +19,14 @@ public struct Projection: Sendable {
     /// Writes the rows one logged event (its seq and data) makes, exactly as the live path wrote
     /// them; nil for a projection with no rows of the service's own log, which has nothing to read back.
     public let replay: (@Sendable (_ seq: Int64, _ data: EventData, _ sql: StoreConnection) throws -> Void)?
+    /// The event types `replay` writes rows for, where they are known: applying a commit behind the
+    /// log skips the others without decoding them. Nil: every type may write rows.
+    public let eventTypes: Set<String>?
 
-    public init(migrate: @escaping @Sendable (inout DatabaseMigrator) -> Void,
+    public init(migrate: @escaping @Sendable (inout DatabaseMigrator) -> Void, eventTypes: Set<String>? = nil,
                 replay: (@Sendable (_ seq: Int64, _ data: EventData, _ sql: StoreConnection) throws -> Void)?) {
         self.migrate = migrate
+        self.eventTypes = eventTypes
         self.replay = replay
     }
 
@@ -139,6 +143,9 @@ final class ProjectionFile: Sendable {
             """)
     }
 
+    /// Whether rows of the service's own log are here (`Projection.replay`), so its place in the log matters.
+    var followsLog: Bool { projection.replay != nil }
+
     /// Records that the projection holds every event through `seq`; in the appending transaction.
     func applied(through seq: Int64, in db: Database) throws {
         try RawStatement.execute("UPDATE \(Self.schema).projection_state SET applied_seq = ?", db, [.integer(seq)])
@@ -148,15 +155,25 @@ final class ProjectionFile: Sendable {
     func apply(_ envelope: Data, in sql: StoreConnection) throws {
         guard projection.replay != nil else { return }
         let event = try WireJSON.decode(ReceivedEvent.self, from: envelope)
-        if let data = event.data { try apply(seq: event.seq, data, in: sql) }
+        if let data = event.data { try projection.replay?(event.seq, data, sql) }
     }
 
-    /// Writes the rows of one logged event, given as its data (`PendingEvent.data`).
-    func apply(seq: Int64, _ data: EventData, in sql: StoreConnection) throws { try projection.replay?(seq, data, sql) }
+    /// Whether `event` may write rows here (`Projection.eventTypes`).
+    func makesRows(_ event: PendingEvent) -> Bool {
+        projection.replay != nil && projection.eventTypes.map { $0.contains(event.type) } ?? true
+    }
+
+    /// Writes the rows of an event just committed: from its data where the transaction kept it
+    /// (`PendingEvent.data`), else from its envelope.
+    func apply(_ event: PendingEvent, in sql: StoreConnection) throws {
+        guard makesRows(event) else { return }
+        if let data = event.data { try projection.replay?(event.seq, data, sql) } else { try apply(event.envelope, in: sql) }
+    }
 
     /// Replays the events the file is behind the log by; starts over when it is of another log
-    /// (a log file replaced) or ahead of it.
-    func catchUp(_ database: DatabaseQueue, log: EventLog) throws {
+    /// (a log file replaced) or ahead of it. `logDatabase`: where the log's table is, if not on
+    /// `database` (a projection of SQLite's log with a connection of its own).
+    func catchUp(_ database: DatabaseQueue, log: EventLog, logDatabase: DatabaseQueue? = nil) throws {
         let (appliedSeq, logID) = try database.read { db in
             let row = try Row.fetchOne(db, sql: "SELECT applied_seq, log_id FROM \(Self.schema).projection_state")
             return (row?["applied_seq"] as Int64? ?? 0, row?["log_id"] as String?)
@@ -186,12 +203,16 @@ final class ProjectionFile: Sendable {
             try database.write { db in
                 pageRead = false
                 let sql = SQLiteStoreConnection(db)
-                try log.forEach(after: from, limit: 10_000, in: sql) { seq, _, envelope in
-                    try apply(envelope, in: sql)
-                    from = seq
-                    replayed += 1
-                    pageRead = true
+                func readPage(_ logSQL: StoreConnection) throws {
+                    try log.forEach(after: from, limit: 10_000, in: logSQL) { seq, topic, envelope in
+                        // A topic starts with its event's type: one that makes no rows is not decoded.
+                        if projection.eventTypes?.contains(where: { topic.hasPrefix($0 + ".") }) ?? true { try apply(envelope, in: sql) }
+                        from = seq
+                        replayed += 1
+                        pageRead = true
+                    }
                 }
+                if let logDatabase { try logDatabase.read { try readPage(SQLiteStoreConnection($0)) } } else { try readPage(sql) }
                 try applied(through: from, in: db)
             }
         }

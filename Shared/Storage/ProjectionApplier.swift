@@ -147,21 +147,26 @@ final class ProjectionApplier: ReadsBehindTheLog, @unchecked Sendable {
             var answered: [() -> Void] = []
             var failure: Error?
             do {
-                try database.write { db in
-                    let sql = SQLiteStoreConnection(db)
-                    func readThrough(_ seq: Int64) {
-                        while answered.count < due.count, due[answered.count].read.seq <= seq {
-                            let read = due[answered.count].read, result = Result { try read.body(sql) }
-                            answered.append { read.answer(result) }
+                // Events that make no rows here (the planner's other events, beside its decisions) are
+                // passed without a transaction: the file's `applied_seq` may stay behind them, and a
+                // start replays them again, which writes nothing.
+                if !due.isEmpty || batch.contains(where: projection.makesRows) {
+                    try database.write { db in
+                        let sql = SQLiteStoreConnection(db)
+                        func readThrough(_ seq: Int64) {
+                            while answered.count < due.count, due[answered.count].read.seq <= seq {
+                                let read = due[answered.count].read, result = Result { try read.body(sql) }
+                                answered.append { read.answer(result) }
+                            }
                         }
+                        readThrough(from)
+                        for event in batch {
+                            readThrough(event.seq - 1)
+                            try projection.apply(event, in: sql)
+                        }
+                        readThrough(through)
+                        if through > from { try projection.applied(through: through, in: db) }
                     }
-                    readThrough(from)
-                    for event in batch {
-                        readThrough(event.seq - 1)
-                        if let data = event.data { try projection.apply(seq: event.seq, data, in: sql) } else { try projection.apply(event.envelope, in: sql) }
-                    }
-                    readThrough(through)
-                    if through > from { try projection.applied(through: through, in: db) }
                 }
                 lastFailure = nil
             } catch {

@@ -27,12 +27,15 @@ public final class SQLiteStore: Store {
     public var durability: Durability { commits }
     private let checkpointer: WALCheckpointer
     private let projection: ProjectionFile?
+    /// Tables applied from each commit's events on a thread of their own (`StoreLayout.behindTheLog`).
+    private let behindTheLog: ProjectionBehindTheLog?
     /// The transaction in progress, so a nested `write` joins it instead of deadlocking.
     private var current: Transaction?
     /// The checkpointer copies the log back before it rewinds, and the writer waits meanwhile.
     public var waitWhileRewinding: ((_ isFinished: @escaping () -> Bool) -> Void)?
 
     public init(directory: URL, name: String, migrations: (inout DatabaseMigrator) -> Void, projection: Projection? = nil,
+                behindTheLog: (file: String, projection: Projection)? = nil,
                 logger: Logger, walLimit: Int64 = WALCheckpointer.defaultLimit, bootID: String = BootID.current) throws {
         path = directory.appendingPathComponent("\(name).sqlite").path
         let projection = try projection.map {
@@ -76,6 +79,11 @@ public final class SQLiteStore: Store {
         if upgrading { try Self.reclaimFreePages(database, logger: logger) }
         eventLog = try EventLog(source: name, database: database)
         try projection?.catchUp(database, log: eventLog)
+        let (log, logDatabase) = (eventLog, database)
+        self.behindTheLog = try behindTheLog.map {
+            try ProjectionBehindTheLog(path: directory.appendingPathComponent("\(name).\($0.file).sqlite").path, projection: $0.projection,
+                                       log: log, logDatabase: logDatabase, bootID: bootID, logger: logger)
+        }
         // The migrations committed without a sync (synchronous=NORMAL): the log's identity, for one,
         // must be on disk before `health` announces it.
         commits = CommitSync(databasePath: path, logger: logger)
@@ -116,13 +124,13 @@ public final class SQLiteStore: Store {
                 let started = Transaction(sql: SQLiteStoreConnection(db), source: eventLog.source, baseSeq: eventLog.lastSeq,
                                           insertRecord: "INSERT INTO outbox (seq, topic, envelope) VALUES (?, ?, ?)",
                                           compression: eventLog.compression, now: now,
-                                          cursorTable: cursorTable)
+                                          cursorTable: cursorTable, readProjection: readBehindTheLog)
                 transaction = started
                 current = started
                 defer { current = nil }
                 let result = try body(started)
                 try started.storeRecords()
-                if let projection, let last = started.events.last { try projection.applied(through: last.seq, in: db) }
+                if let projection, projection.followsLog, let last = started.events.last { try projection.applied(through: last.seq, in: db) }
                 changed = db.totalChangesCount != changesBefore
                 return result
             } }
@@ -133,6 +141,7 @@ public final class SQLiteStore: Store {
         }
         let done = transaction!
         if !done.events.isEmpty || (changed && !copyOfUpstream) { commits.didCommit() }
+        if let behindTheLog, !done.events.isEmpty { behindTheLog.applier.enqueue(done.events, reads: []) }
         done.didCommit(into: eventLog)
         committed(done)
         return result
@@ -159,6 +168,12 @@ public final class SQLiteStore: Store {
 
     public func query<T>(_ body: (StoreConnection) throws -> T) throws -> T { try database.read { try body(SQLiteStoreConnection($0)) } }
 
+    /// How a transaction reads the tables behind the log, where there are some: once they hold
+    /// every commit (`Transaction.readTables`).
+    private var readBehindTheLog: ((_ body: (StoreConnection) throws -> Void) throws -> Void)? {
+        behindTheLog.map { behind in { [eventLog] body in try behind.query(through: eventLog.lastSeq, body) } }
+    }
+
     public func newestSeq() -> Int64 { eventLog.publishedSeq }
 
     /// Upstream cursors live with the projection where there is one: lost together with the copies
@@ -184,6 +199,7 @@ public final class SQLiteStore: Store {
     /// For a clean stop: the projection is synced and marked so, and needs no rebuild after a reboot;
     /// the connection is closed, which releases the projection's lock. The store is unusable after.
     public func close() {
+        behindTheLog?.close()
         do {
             try projection?.close(database)
         } catch {

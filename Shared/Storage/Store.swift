@@ -83,6 +83,11 @@ public struct StoreLayout: Sendable {
     /// log is a file of its own (`EventFileStore`) instead of a table, and a write transaction has
     /// no tables (`Transaction.hasTables`): no upstream cursors either.
     public var logOnly: Bool
+    /// SQLite, beside the log's file and `projection`: tables that a thread of their own applies from
+    /// the log's events after each commit (`Transaction.projectionLags`), in `<service>.<file>.sqlite`.
+    /// For rows that only the log's own events make, one per event (the planner's decisions): the
+    /// loop then writes the log row alone (#30). PostgreSQL has them as plain tables of its migrations.
+    public var behindTheLog: (file: String, projection: Projection)?
     /// PostgreSQL: the service's tables, in migrations of their own (run once each, in order),
     /// in SQL both backends take (`SQLDialect`); nil for a service whose statements are
     /// still SQLite's only: it refuses `--database`. Projections are plain tables there, written
@@ -93,11 +98,13 @@ public struct StoreLayout: Sendable {
     public var partitioned: Bool
 
     public init(sqliteMigrations: @escaping @Sendable (inout DatabaseMigrator) -> Void, projection: Projection? = nil, logOnly: Bool = false,
-                postgresMigrations: [PostgresMigration]? = nil, partitioned: Bool = false) {
+                behindTheLog: (file: String, projection: Projection)? = nil, postgresMigrations: [PostgresMigration]? = nil, partitioned: Bool = false) {
         precondition(!logOnly || projection != nil, "a log-only store keeps its tables in its projection")
+        precondition(!logOnly || behindTheLog == nil, "a log-only store's projection is behind the log already")
         self.sqliteMigrations = sqliteMigrations
         self.projection = projection
         self.logOnly = logOnly
+        self.behindTheLog = behindTheLog
         self.postgresMigrations = postgresMigrations
         self.partitioned = partitioned
     }

@@ -7,8 +7,8 @@ public struct PendingEvent: Sendable {
     public let seq: Int64
     public let topic: String
     public let envelope: Data
-    /// The envelope's data as a reader decodes it, where the store applies it to its projection
-    /// behind the log (`hasTables` false): that thread need not decode the envelope again.
+    /// The envelope's data as a reader decodes it, where the store applies it to a projection
+    /// behind the log (`Transaction.projectionLags`): that thread need not decode the envelope again.
     public var data: EventData? = nil
 }
 
@@ -25,7 +25,11 @@ public final class Transaction {
     /// own applies behind the log, so a write transaction appends events only and keeps nothing else
     /// durable; the handler checks what it must from memory and its events, or reads the projection
     /// (`readTables`, which waits for it). Read-only ops run behind the log (`readBehindTheLog`).
-    public var hasTables: Bool { readProjection == nil }
+    public var hasTables: Bool { !(sql is NoTables) }
+    /// Whether the store applies a projection behind the log, from the events: a log-only store's
+    /// tables, or the SQLite tables of `StoreLayout.behindTheLog` (the planner's decisions). This
+    /// transaction does not write them: its events do, once it commits. `readTables` reads them.
+    public var projectionLags: Bool { readProjection != nil }
     private let readProjection: ((_ body: (StoreConnection) throws -> Void) throws -> Void)?
     public let now: Instant
     /// Who the log's envelopes name as their source.
@@ -47,7 +51,7 @@ public final class Transaction {
     /// Where upstream cursors are kept.
     private let cursorTable: String
 
-    /// `readProjection`: for a transaction with no tables (`hasTables`), how it reads the projection.
+    /// `readProjection`: where a projection lags (`projectionLags`), how it reads it.
     init(sql: StoreConnection, source: String, baseSeq: Int64, insertRecord: String?, compression: EnvelopeCompression? = nil, now: Instant,
          cursorTable: String, readProjection: ((_ body: (StoreConnection) throws -> Void) throws -> Void)? = nil) {
         self.sql = sql
@@ -76,7 +80,7 @@ public final class Transaction {
         let seq = store(type.name, topic: type.topic(userId: userId, activity: activity).description) { seq, topic in
             EventEnvelope<Payload>.frame(type: type.name, seq: seq, time: now, source: source, topic: topic, data: data)
         }
-        if !hasTables { events[events.count - 1].data = EventData(data) }
+        if projectionLags { events[events.count - 1].data = EventData(data) }
         return seq
     }
 
@@ -109,9 +113,9 @@ public final class Transaction {
         }
     }
 
-    /// Runs `body` on the tables: this transaction's own connection where it has tables; else the
-    /// projection once it holds every event committed before this transaction (`Store.query`, which
-    /// waits for it), without this transaction's own events.
+    /// Runs `body` on the tables a projection applies behind the log, where one does (`projectionLags`):
+    /// once they hold every event committed before this transaction (waiting for them), without this
+    /// transaction's own events. Elsewhere on this transaction's own connection.
     public func readTables<T>(_ body: (StoreConnection) throws -> T) throws -> T {
         guard let readProjection else { return try body(sql) }
         var result: T?

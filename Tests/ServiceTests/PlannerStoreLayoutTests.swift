@@ -74,6 +74,7 @@ import TestSupport
         let files = try DatabaseQueue(path: directory + "/reminder-planner.sqlite")
         try files.writeWithoutTransaction { db in
             try db.execute(sql: "ATTACH DATABASE ? AS projection", arguments: [directory + "/reminder-planner.projection.sqlite"])
+            try db.execute(sql: "ATTACH DATABASE ? AS decisions", arguments: [directory + "/reminder-planner.decisions.sqlite"])
         }
 
         // A planner's PostgreSQL schema, made by its `PostgresMigration`s.
@@ -84,7 +85,8 @@ import TestSupport
 
         for table in names {
             let wanted = try expected.read { try Self.sqliteColumns($0, "main", table) }
-            let inFile = try files.read { try Self.sqliteColumns($0, projected.contains(table) ? "projection" : "main", table) }
+            let file = table == "decision" ? "decisions" : projected.contains(table) ? "projection" : "main"
+            let inFile = try files.read { try Self.sqliteColumns($0, file, table) }
             #expect(inFile == wanted, "SQLite \(table)")
             var inPostgres = try Self.postgresColumns(connection, table)
             if table == "noalc_day" {
@@ -139,25 +141,33 @@ import TestSupport
         }
     }
 
-    /// Decisions live in their key's b-tree (`WITHOUT ROWID`): one b-tree written per decision, not a
-    /// table and its key's index. A projection file from before keeps its decisions through the
-    /// migration, and an occurrence decided is still never decided twice.
-    @Test func decisionsAreStoredInTheirKeysBTreeAndKeptThroughTheMigration() throws {
+    /// Decisions live in a file of their own that a thread applies behind the log (`PlannerStore.decisions`),
+    /// in their key's b-tree (`WITHOUT ROWID`): one b-tree written per decision, not a table and its
+    /// key's index. The projection file drops the table it held them in (they come back from the log
+    /// into the new file), and an occurrence decided is still never decided twice.
+    @Test func decisionsAreStoredInTheirKeysBTreeInAFileOfTheirOwn() throws {
+        let projection = try DatabaseQueue()
+        var projectionMigrator = DatabaseMigrator()
+        PlannerStore.projection.migrate(&projectionMigrator)
+        try projectionMigrator.migrate(projection, upTo: "decisions in their key's b-tree")
+        #expect(try projection.read { try $0.tableExists("decision") })
+        try projectionMigrator.migrate(projection)
+        #expect(try projection.read { try !$0.tableExists("decision") })
+
         let database = try DatabaseQueue()
         var migrator = DatabaseMigrator()
-        PlannerStore.projection.migrate(&migrator)
-        try migrator.migrate(database, upTo: PlannerStore.sessionsBySeq.name)
+        PlannerStore.decisions.migrate(&migrator)
         let reminder = RecordID(), at = Instant(secondsSince1970: 1_780_000_000)
         let planned = PlannedOccurrence(day: LocalDay(year: 2026, month: 5, day: 28)!, weekday: .thu, at: at, localTime: LocalTime(hour: 22, minute: 26)!)
+        try migrator.migrate(database)
         try database.write { db throws in
             #expect(try PlannerStore.decide(reminder, planned, status: .fired, cause: nil, SQLiteStoreConnection(db)))
         }
-        try migrator.migrate(database)
         try database.write { db throws in
             let sql = SQLiteStoreConnection(db)
             #expect(try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE name = 'decision'")?.hasSuffix("WITHOUT ROWID") == true)
             #expect(try PlannerStore.decisions(of: reminder, from: at, through: at, sql)[at.millisecondsSince1970]?.status == .fired)
-            #expect(try !PlannerStore.decide(reminder, planned, status: .missed, cause: nil, sql), "decided before the migration")
+            #expect(try !PlannerStore.decide(reminder, planned, status: .missed, cause: nil, sql), "decided before")
             let next = PlannedOccurrence(day: planned.day.adding(days: 1), weekday: .fri, at: at.adding(seconds: 86_400), localTime: planned.localTime)
             #expect(try PlannerStore.decide(reminder, next, status: .suppressed, cause: RecordID(), sql))
             #expect(try PlannerStore.decisions(of: reminder, from: at, through: next.at, sql).count == 2)

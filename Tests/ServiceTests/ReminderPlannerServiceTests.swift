@@ -243,8 +243,9 @@ import TestSupport
                             "\(restored.id) \(clock.adding(seconds: 25 * 60))": [Events.reminderDue.name]])
     }
 
-    /// Decisions are a projection of the planner's log: lost with their file (a machine that went
-    /// down with it open), they come back from the log, and a decided occurrence stays decided.
+    /// Decisions are a projection of the planner's log, in a file of their own that a thread applies
+    /// behind the log: lost with it (a machine that went down with it open), they come back from the
+    /// log, and a decided occurrence stays decided.
     @Test func decisionsComeBackFromTheLogWhenTheirFileIsLost() throws {
         let rig = try ServiceRig()
         // A fixed morning: from the wall clock's last hour of a day, the hour's move ends in the next day,
@@ -263,7 +264,7 @@ import TestSupport
         #expect(planner.stop())
 
         let directory = rig.scratch.subdirectory(ServiceName.reminderPlanner.rawValue)
-        try FileManager.default.removeItem(at: directory.appendingPathComponent("reminder-planner.projection.sqlite"))
+        try FileManager.default.removeItem(at: directory.appendingPathComponent("reminder-planner.decisions.sqlite"))
         planner = try rig.planner(clock: clock, following: logger)
         let client = rig.client(planner)
         #expect(try client.call(Ops.reminderUpcoming, upcoming).occurrences == before)

@@ -41,3 +41,41 @@ struct DecidedThrough {
         return Dictionary(grouping: partitions) { instants[$0] }.mapValues { PartitionSet($0) }
     }
 }
+
+/// The one instant that may be decided only in part, where decisions are applied behind the log
+/// (SQLite: `Transaction.projectionLags`), so that deciding need not read them back.
+///
+/// Occurrences are decided in time order, so every one before the last instant decided is decided,
+/// and none after it; a clock step that stops within an instant (`decideStep`) leaves that instant
+/// partly decided. A reminder is scheduled again from just after `decidedThrough` (`firstPending`),
+/// which is at most this instant, so only here can an occurrence come up a second time. What this
+/// process decided here it knows; at its start, what an earlier one decided here only the stored
+/// decisions know.
+struct PartlyDecidedInstant {
+    private(set) var at: Instant
+    private var decided: Set<OccurrenceKey> = []
+    /// An earlier process may have decided occurrences at `at`.
+    private var earlierProcess: Bool
+
+    /// At a start: the instant just after everything decided.
+    init(after decidedThrough: Instant) {
+        at = decidedThrough.adding(milliseconds: 1)
+        earlierProcess = true
+    }
+
+    /// Whether `key` was decided already; nil where only the stored decisions tell.
+    func isDecided(_ key: OccurrenceKey) -> Bool? {
+        guard key.at == at else { return false }
+        if decided.contains(key) { return true }
+        return earlierProcess ? nil : false
+    }
+
+    mutating func record(_ key: OccurrenceKey) {
+        if key.at > at {
+            at = key.at
+            decided.removeAll(keepingCapacity: true)
+            earlierProcess = false
+        }
+        if key.at == at { decided.insert(key) }
+    }
+}

@@ -6,11 +6,11 @@ import ServiceHost
 import Storage
 
 /// The planner's tables. Coverage is derived from the sessions and NoAlc days copied from the
-/// session logger; decisions are keyed by occurrence, so one can never be taken twice. On SQLite both
-/// are in the projection file: the decisions are the planner's own events, replayed from its log when
-/// the file is rebuilt, and the copies are the logger's, followed again from its start then (a
-/// session applied twice changes nothing). On PostgreSQL they are plain tables beside the others.
-/// Users, reminders, cancellations and the clock are durable.
+/// session logger; decisions are keyed by occurrence, so one can never be taken twice. On SQLite the
+/// copies are in the projection file, followed again from the logger's start when it is rebuilt (a
+/// session applied twice changes nothing), and the decisions in a file of their own, applied from the
+/// planner's own decision events by a thread behind its log (`decisions`). On PostgreSQL they are
+/// plain tables beside the others. Users, reminders, cancellations and the clock are durable.
 ///
 /// Every statement is written once for both backends (`StoreConnection`: `?` placeholders,
 /// `ON CONFLICT`), and rows are read through `SQLRow`, whose readers never trap: a row that does not
@@ -146,21 +146,40 @@ enum PlannerStore {
                 ALTER TABLE decision_by_key RENAME TO decision;
                 """)
         }
-    }, replay: { _, data, sql in
-        let decided: Occurrence? = switch data {
-        case .reminderDue(let due) where !due.test: due.occurrence
-        case .occurrence(let occurrence) where [.suppressed, .skipped, .missed].contains(occurrence.status): occurrence
-        default: nil  // not a decision: a cancellation, a restore, a test notification, a reminder's change
+        // To `decisions`, a file a thread applies from the decision events behind the log (#30).
+        migrator.registerMigration("decisions behind the log") { db in try db.execute(sql: "DROP TABLE decision") }
+    }, replay: nil)
+
+    /// The decisions, one row per decision event, keyed by occurrence: applied from the log on a
+    /// thread of their own after each commit (`StoreLayout.behindTheLog`), so deciding writes the
+    /// event alone; replayed from the log into a file that is new, rebuilt or behind.
+    static let decisions = Projection(migrate: { migrator in
+        migrator.registerMigration("decisions") { db in
+            try db.execute(sql: """
+                CREATE TABLE decision (reminder_id TEXT NOT NULL, at_ms INTEGER NOT NULL, status TEXT NOT NULL, cause TEXT,
+                    day INTEGER, local_minute INTEGER, PRIMARY KEY (reminder_id, at_ms)) WITHOUT ROWID
+                """)
         }
-        guard let decided else { return }
-        let planned = PlannedOccurrence(day: decided.day, weekday: decided.weekday, at: decided.at, localTime: decided.localTime)
-        _ = try decide(decided.reminderId, planned, status: decided.status, cause: decided.cause, sql)
+    }, eventTypes: [Events.reminderDue.name, Events.reminderSuppressed.name, Events.reminderSkipped.name, Events.reminderMissed.name], replay: { _, data, sql in
+        guard let decided = decision(in: data) else { return }
+        _ = try decide(decided.reminderId, PlannedOccurrence(decided), status: decided.status, cause: decided.cause, sql)
     })
 
-    /// Both backends: SQLite's file as its migrations left it, with the projection file; PostgreSQL's
-    /// tables as they are now, the projection's among them (written in the same transactions, never
-    /// rebuilt). On PostgreSQL the instances share the decisions by partitions of users.
-    static let layout = StoreLayout(sqliteMigrations: migrate, projection: projection,
+    /// The occurrence an event decided; nil for any other event: a cancellation, a restore, a test
+    /// notification, a reminder's change.
+    static func decision(in data: EventData) -> Occurrence? {
+        switch data {
+        case .reminderDue(let due) where !due.test: due.occurrence
+        case .occurrence(let occurrence) where [.suppressed, .skipped, .missed].contains(occurrence.status): occurrence
+        default: nil
+        }
+    }
+
+    /// Both backends: SQLite's file as its migrations left it, with the projection file and the
+    /// decisions' file; PostgreSQL's tables as they are now, the projections' among them (written in
+    /// the same transactions, never rebuilt). On PostgreSQL the instances share the decisions by
+    /// partitions of users.
+    static let layout = StoreLayout(sqliteMigrations: migrate, projection: projection, behindTheLog: ("decisions", decisions),
                                     postgresMigrations: [PostgresMigration("planner", firstTables(.postgres)), partitionsMigration, sessionsBySeq],
                                     partitioned: true)
 
@@ -473,4 +492,11 @@ enum PlannerStore {
 struct OccurrenceKey: Hashable {
     let reminder: RecordID
     let at: Instant
+}
+
+extension PlannedOccurrence {
+    /// The occurrence as its event tells it.
+    init(_ occurrence: Occurrence) {
+        self.init(day: occurrence.day, weekday: occurrence.weekday, at: occurrence.at, localTime: occurrence.localTime)
+    }
 }

@@ -67,12 +67,11 @@ extension ReminderPlanner {
 
     // MARK: Moving a manual clock in steps
 
-    /// A manual clock moves at most a day per step, and a step stops after this many occurrences or
+    /// A manual clock moves at most a day per step, and a step stops after `clockStepOccurrences` or
     /// this much work, whichever comes first: each step is one transaction, and between steps the
     /// planner answers other requests (`clock.advance` over months must not stall `health`). The
     /// step's commit costs about as much again as its work (`bench advance`: 20 ms of work, 22 ms to commit).
     static let clockStepSeconds: Int64 = 86_400
-    static let clockStepOccurrences = 2_000
     static let clockStepNanoseconds: UInt64 = 10_000_000
 
     struct ClockStep {
@@ -100,7 +99,7 @@ extension ReminderPlanner {
         return try host.write { tx in
             keepDecidedThroughOnRollback(tx)
             var tally = DecisionTally(), popped = 0
-            while popped < Self.clockStepOccurrences,
+            while popped < clockStepOccurrences,
                   popped == 0 || DispatchTime.now().uptimeNanoseconds - started < Self.clockStepNanoseconds,
                   try decideNext(through: bound, tx, &tally) {
                 popped += 1
@@ -117,10 +116,10 @@ extension ReminderPlanner {
 
     /// `decidedThrough` as it was before `tx`, should `tx` roll back: the occurrences it popped are
     /// scheduled again from there (`recoverFromFailedDecisions`), whether or not the store can be
-    /// read then (a database that went away mid-commit cannot).
+    /// read then (a database that went away mid-commit cannot). So is what is known of the instant after it.
     private func keepDecidedThroughOnRollback(_ tx: Transaction) {
-        let before = decidedThrough
-        tx.onRollback { [unowned self] in decidedThrough = before }
+        let before = (decidedThrough, partlyDecided)
+        tx.onRollback { [unowned self] in (decidedThrough, partlyDecided) = before }
     }
 
     /// After a failed decision transaction, memory goes back to what is stored: `decidedThrough`
@@ -154,7 +153,7 @@ extension ReminderPlanner {
             }
         }
         // Its announcement row, if any, stays: announcements only ever matter for undecided occurrences.
-        guard try PlannerStore.decide(reminder.id, planned, status: status, cause: cause, tx.sql) else { return nil }
+        guard try recordFirstDecision(of: reminder.id, planned, status: status, cause: cause, tx) else { return nil }
         let occurrence = makeOccurrence(reminder, planned, status: status, cause: cause)
         switch status {
         case .fired:
@@ -166,6 +165,33 @@ extension ReminderPlanner {
             try tx.append(event, userId: reminder.userId, activity: reminder.activity, data: occurrence)
         }
         return status
+    }
+
+    /// Records a decision of an occurrence not decided before; false if it was. Where `tx` writes the
+    /// decision rows (PostgreSQL), the row's key answers. Where they are applied behind the log from
+    /// the decision events (SQLite), memory answers, and the stored decisions only for an instant an
+    /// earlier process may have left partly decided (`PartlyDecidedInstant`).
+    private func recordFirstDecision(of reminder: RecordID, _ planned: PlannedOccurrence, status: OccurrenceStatus, cause: RecordID?,
+                                     _ tx: Transaction) throws -> Bool {
+        guard tx.projectionLags else { return try PlannerStore.decide(reminder, planned, status: status, cause: cause, tx.sql) }
+        let key = OccurrenceKey(reminder: reminder, at: planned.at)
+        let decidedBefore = try partlyDecided.isDecided(key) ?? !decisions(of: reminder, from: planned.at, through: planned.at, tx).isEmpty
+        if decidedBefore { return false }
+        partlyDecided.record(key)
+        return true
+    }
+
+    /// The reminder's decisions from `from` through `through`, by instant, with those taken in `tx` so far.
+    func decisions(of reminder: RecordID, from: Instant, through: Instant, _ tx: Transaction) throws -> [Int64: PlannerStore.Recorded] {
+        var found = try tx.readTables { try PlannerStore.decisions(of: reminder, from: from, through: through, $0) }
+        // Where the decisions lag, this transaction's own are among its events only.
+        guard tx.projectionLags else { return found }
+        for event in tx.events {
+            guard let decided = event.data.flatMap(PlannerStore.decision(in:)), decided.reminderId == reminder,
+                  decided.at >= from, decided.at <= through else { continue }
+            found[decided.at.millisecondsSince1970] = PlannerStore.Recorded(status: decided.status, cause: decided.cause, occurrence: PlannedOccurrence(decided))
+        }
+        return found
     }
 
     /// `lht_decisions_total{kind}`: the decision's event type without `reminder.`.

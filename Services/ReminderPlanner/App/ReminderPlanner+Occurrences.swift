@@ -78,7 +78,7 @@ extension ReminderPlanner {
         try announceCancellations(reminder, candidates, in: tx)
     }
 
-    func upcoming(_ query: UpcomingRequest, _ sql: StoreConnection) throws -> [Occurrence] {
+    func upcoming(_ query: UpcomingRequest, _ tx: Transaction) throws -> [Occurrence] {
         let zone = user(query.userId).timeZone
         let today = host.time.now().local(in: zone).day
         var result: [Occurrence] = []
@@ -88,8 +88,7 @@ extension ReminderPlanner {
                 .filter { $0.at >= reminder.createdAt }
             guard let first = planned.first, let last = planned.last else { continue }
             // A day away on either side: new zone rules may have moved a decided day's instant.
-            let decisions = try PlannerStore.decisions(of: reminder.id, from: first.at.adding(seconds: -86_400),
-                                                       through: last.at.adding(seconds: 86_400), sql)
+            let decisions = try decisions(of: reminder.id, from: first.at.adding(seconds: -86_400), through: last.at.adding(seconds: 86_400), tx)
             let decidedDays = Dictionary(decisions.values.compactMap { decided in decided.occurrence.map { ($0.day, decided) } }) { first, _ in first }
             for occurrence in planned {
                 if let decided = decisions[occurrence.at.millisecondsSince1970] ?? decidedDays[occurrence.day].flatMap({
@@ -99,7 +98,7 @@ extension ReminderPlanner {
                     result.append(makeOccurrence(reminder, decided.occurrence ?? occurrence, status: decided.status, cause: decided.cause))
                 } else if occurrence.at >= firstPending(reminder) {
                     let restored = restored.contains(OccurrenceKey(reminder: reminder.id, at: occurrence.at))
-                    let cause = restored ? nil : try cause(covering: occurrence, of: reminder, sql)
+                    let cause = restored ? nil : try cause(covering: occurrence, of: reminder, tx.sql)
                     result.append(makeOccurrence(reminder, occurrence, status: cause == nil ? .scheduled : .cancelled, cause: cause))
                 }
                 // Undecided and already past: the reminder was edited after its instant; it never existed.

@@ -37,7 +37,7 @@ extension ReminderPlanner {
             try replaceReminder(reminder.id, with: nil, in: tx)
             return deleted
         }
-        host.handle(Ops.reminderUpcoming) { [unowned self] query, tx in try UpcomingReply(occurrences: upcoming(query, tx.sql)) }
+        host.handle(Ops.reminderUpcoming) { [unowned self] query, tx in try UpcomingReply(occurrences: upcoming(query, tx)) }
         host.handle(Ops.reminderRestore, owner: { ownerOfReminder($0.reminderId) }) { [unowned self] input, tx in
             try restore(input, tx)
         }
@@ -98,7 +98,7 @@ extension ReminderPlanner {
         guard reminder.enabled, input.at >= reminder.createdAt,
               let planned = OccurrenceCalendar.occurrence(exactlyAt: input.at, time: reminder.time, on: reminder.weekdays, in: zone.rules)
         else { throw WireError(.notFound, "\(input.at) is not an occurrence of reminder \(reminder.id)", field: "data.at") }
-        let decided = try PlannerStore.decisions(of: reminder.id, from: planned.at, through: planned.at, tx.sql)
+        let decided = try decisions(of: reminder.id, from: planned.at, through: planned.at, tx)
         guard decided.isEmpty, planned.at >= firstPending(reminder) else {
             throw WireError(.conflict, "the occurrence at \(planned.at) is decided already", field: "data.at")
         }

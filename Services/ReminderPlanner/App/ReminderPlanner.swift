@@ -24,6 +24,8 @@ public final class ReminderPlanner: Service {
     private(set) var reminders = ReminderTable()
     /// How far each partition's occurrences are decided.
     var decidedThrough: DecidedThrough
+    /// Where decisions are applied behind the log: what is decided of the instant after `decidedThrough`.
+    var partlyDecided: PartlyDecidedInstant
     /// Occurrences at or before this instant fell due while no instance of the planner was deciding
     /// them for their user (this one was down, or another owned them): decided by the grace window.
     var backlogThrough: Instant
@@ -34,6 +36,9 @@ public final class ReminderPlanner: Service {
     var restored: Set<OccurrenceKey> = []
     /// A `clock.set`/`clock.advance` is moving the clock step by step (and serving requests between steps).
     var movingClock = false
+    /// The most occurrences a step of a clock move decides (`decideStep`); a test makes it small, so
+    /// that a step stops within an instant.
+    var clockStepOccurrences = 2_000
     var tzdataWatch: TZDataWatch
     /// Users to plan again after a tzdata update (`followTZData`).
     var replanning = Replanning()
@@ -74,6 +79,7 @@ public final class ReminderPlanner: Service {
         // scheduled from where they are decided; the others from now, until this one takes them.
         decidedThrough = DecidedThrough(now)
         for partition in host.store.ownedPartitions { decidedThrough[partition] = stored.decidedThrough[partition] ?? now }
+        partlyDecided = PartlyDecidedInstant(after: decidedThrough.oldest)
         backlogThrough = now
         instances.memoryVersion = stored.memoryVersion ?? 0
         restored = stored.restored

@@ -117,7 +117,7 @@ struct Scheduler {
         if Int(row) < live.count, live[Int(row)].isSameOccurrence(as: candidate) { return }
         lastTicket += 1
         setLive(candidate, at: row)
-        heap.insert(Entry(at: candidate.at, reminder: rule.id, ticket: lastTicket, row: row))
+        push(Entry(at: candidate.at, reminder: rule.id, ticket: lastTicket, row: row))
         compactIfMostlyStale()
     }
 
@@ -167,14 +167,21 @@ struct Scheduler {
     }
 
     /// Removes and returns the earliest live entry if it is due at or before `now`. The caller
-    /// reschedules the reminder after deciding it.
+    /// reschedules the reminder after deciding it. The entry stays on top, stale, for that push to
+    /// take its place (`push`).
     mutating func popNext(through now: Instant) -> (reminder: RecordID, row: Row, occurrence: PlannedOccurrence)? {
         dropStale()
         guard let top = heap.min, top.at <= now.millisecondsSince1970 else { return nil }
         let occurrence = live[Int(top.row)].occurrence
         setLive(.unscheduled, at: top.row)
-        heap.removeMin()
         return (top.reminder, top.row, occurrence)
+    }
+
+    /// Pushes `entry`; in place of a stale entry on top, where there is one (the one `popNext` just
+    /// gave out): one pass down the heap instead of one down and one up. With a million reminders
+    /// the passes were a tenth of deciding (`bench planner`).
+    private mutating func push(_ entry: Entry) {
+        if let top = heap.min, !isLive(top) { heap.replaceMin(with: entry) } else { heap.insert(entry) }
     }
 
     /// Puts `new` in `row`, growing the array to it, and keeps `scheduledCount`.
