@@ -158,9 +158,14 @@ final class ProjectionFile: Sendable {
         if let data = event.data { try projection.replay?(event.seq, data, sql) }
     }
 
-    /// Whether `event` may write rows here (`Projection.eventTypes`).
+    /// Whether `event` may write rows here (`Projection.eventTypes`): one that makes none is not decoded.
     func makesRows(_ event: PendingEvent) -> Bool {
         projection.replay != nil && projection.eventTypes.map { $0.contains(event.type) } ?? true
+    }
+
+    /// The same for a logged event, by its topic, which starts with its type.
+    private func makesRows(topic: String) -> Bool {
+        projection.replay != nil && projection.eventTypes.map { $0.contains { topic.hasPrefix($0 + ".") } } ?? true
     }
 
     /// Writes the rows of an event just committed: from its data where the transaction kept it
@@ -205,8 +210,7 @@ final class ProjectionFile: Sendable {
                 let sql = SQLiteStoreConnection(db)
                 func readPage(_ logSQL: StoreConnection) throws {
                     try log.forEach(after: from, limit: 10_000, in: logSQL) { seq, topic, envelope in
-                        // A topic starts with its event's type: one that makes no rows is not decoded.
-                        if projection.eventTypes?.contains(where: { topic.hasPrefix($0 + ".") }) ?? true { try apply(envelope, in: sql) }
+                        if makesRows(topic: topic) { try apply(envelope, in: sql) }
                         from = seq
                         replayed += 1
                         pageRead = true

@@ -124,7 +124,7 @@ public final class SQLiteStore: Store {
                 let started = Transaction(sql: SQLiteStoreConnection(db), source: eventLog.source, baseSeq: eventLog.lastSeq,
                                           insertRecord: "INSERT INTO outbox (seq, topic, envelope) VALUES (?, ?, ?)",
                                           compression: eventLog.compression, now: now,
-                                          cursorTable: cursorTable, readProjection: readBehindTheLog)
+                                          cursorTable: cursorTable, readProjection: readTablesBehindTheLog)
                 transaction = started
                 current = started
                 defer { current = nil }
@@ -170,7 +170,7 @@ public final class SQLiteStore: Store {
 
     /// How a transaction reads the tables behind the log, where there are some: once they hold
     /// every commit (`Transaction.readTables`).
-    private var readBehindTheLog: ((_ body: (StoreConnection) throws -> Void) throws -> Void)? {
+    private var readTablesBehindTheLog: ((_ body: (StoreConnection) throws -> Void) throws -> Void)? {
         behindTheLog.map { behind in { [eventLog] body in try behind.query(through: eventLog.lastSeq, body) } }
     }
 

@@ -85,7 +85,7 @@ enum PlannerBenchmark {
         let burstSeconds = try time {
             decided = try client.call(Ops.clockAdvance, ClockAdvanceRequest(seconds: minutes * 60), timeoutMilliseconds: 600_000).decided ?? 0
         }
-        // The decision rows follow behind the log (SQLite: `PlannerStore.decisions`); a read of them
+        // The decision rows follow behind the log (SQLite: `PlannerStore.decisionProjection`); a read of them
         // waits until they hold every decision, and the bytes written count theirs too.
         let appliedSeconds = try burstSeconds + time {
             _ = try client.call(Ops.reminderUpcoming, UpcomingRequest(userId: UserID("u0")!, days: 1), timeoutMilliseconds: 60_000)

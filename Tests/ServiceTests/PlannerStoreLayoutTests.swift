@@ -141,7 +141,7 @@ import TestSupport
         }
     }
 
-    /// Decisions live in a file of their own that a thread applies behind the log (`PlannerStore.decisions`),
+    /// Decisions live in a file of their own that a thread applies behind the log (`PlannerStore.decisionProjection`),
     /// in their key's b-tree (`WITHOUT ROWID`): one b-tree written per decision, not a table and its
     /// key's index. The projection file drops the table it held them in (they come back from the log
     /// into the new file), and an occurrence decided is still never decided twice.
@@ -156,7 +156,7 @@ import TestSupport
 
         let database = try DatabaseQueue()
         var migrator = DatabaseMigrator()
-        PlannerStore.decisions.migrate(&migrator)
+        PlannerStore.decisionProjection.migrate(&migrator)
         let reminder = RecordID(), at = Instant(secondsSince1970: 1_780_000_000)
         let planned = PlannedOccurrence(day: LocalDay(year: 2026, month: 5, day: 28)!, weekday: .thu, at: at, localTime: LocalTime(hour: 22, minute: 26)!)
         try migrator.migrate(database)

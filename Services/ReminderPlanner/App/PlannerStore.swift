@@ -9,7 +9,7 @@ import Storage
 /// session logger; decisions are keyed by occurrence, so one can never be taken twice. On SQLite the
 /// copies are in the projection file, followed again from the logger's start when it is rebuilt (a
 /// session applied twice changes nothing), and the decisions in a file of their own, applied from the
-/// planner's own decision events by a thread behind its log (`decisions`). On PostgreSQL they are
+/// planner's own decision events by a thread behind its log (`decisionProjection`). On PostgreSQL they are
 /// plain tables beside the others. Users, reminders, cancellations and the clock are durable.
 ///
 /// Every statement is written once for both backends (`StoreConnection`: `?` placeholders,
@@ -146,14 +146,14 @@ enum PlannerStore {
                 ALTER TABLE decision_by_key RENAME TO decision;
                 """)
         }
-        // To `decisions`, a file a thread applies from the decision events behind the log (#30).
+        // To `decisionProjection`, a file a thread applies from the decision events behind the log (#30).
         migrator.registerMigration("decisions behind the log") { db in try db.execute(sql: "DROP TABLE decision") }
     }, replay: nil)
 
     /// The decisions, one row per decision event, keyed by occurrence: applied from the log on a
     /// thread of their own after each commit (`StoreLayout.behindTheLog`), so deciding writes the
     /// event alone; replayed from the log into a file that is new, rebuilt or behind.
-    static let decisions = Projection(migrate: { migrator in
+    static let decisionProjection = Projection(migrate: { migrator in
         migrator.registerMigration("decisions") { db in
             try db.execute(sql: """
                 CREATE TABLE decision (reminder_id TEXT NOT NULL, at_ms INTEGER NOT NULL, status TEXT NOT NULL, cause TEXT,
@@ -179,7 +179,7 @@ enum PlannerStore {
     /// decisions' file; PostgreSQL's tables as they are now, the projections' among them (written in
     /// the same transactions, never rebuilt). On PostgreSQL the instances share the decisions by
     /// partitions of users.
-    static let layout = StoreLayout(sqliteMigrations: migrate, projection: projection, behindTheLog: ("decisions", decisions),
+    static let layout = StoreLayout(sqliteMigrations: migrate, projection: projection, behindTheLog: ("decisions", decisionProjection),
                                     postgresMigrations: [PostgresMigration("planner", firstTables(.postgres)), partitionsMigration, sessionsBySeq],
                                     partitioned: true)
 
