@@ -82,6 +82,7 @@ enum PlannerBenchmark {
         var decided = 0
         // Bytes this process sent to storage (`write_bytes`): the planner's, while it decides.
         var written = ProcessStatus.bytesWritten()
+        let cpuBefore = ProcessStatus.cpuSecondsByThread()
         let burstSeconds = try time {
             decided = try client.call(Ops.clockAdvance, ClockAdvanceRequest(seconds: minutes * 60), timeoutMilliseconds: 600_000).decided ?? 0
         }
@@ -91,6 +92,7 @@ enum PlannerBenchmark {
             _ = try client.call(Ops.reminderUpcoming, UpcomingRequest(userId: UserID("u0")!, days: 1), timeoutMilliseconds: 60_000)
         }
         let burstBytes = ProcessStatus.bytesWritten() - written
+        let cpu = ProcessStatus.cpuSecondsByThread().merging(cpuBefore.mapValues { -$0 }, uniquingKeysWith: +)
         let envelopeBytes = try ScratchDatabase.meanStoredEnvelopeBytes(database: directory + "/reminder-planner.sqlite", last: decided)
         let floorSeconds = try time { try insertFloor(rows: decided) }
         written = ProcessStatus.bytesWritten()
@@ -108,6 +110,12 @@ enum PlannerBenchmark {
                      rate, ratio, outboxFloorSeconds / burstSeconds, eventFloorSeconds / burstSeconds, verdict(rate >= 150_000 && ratio >= 0.5)))
         print(String(format: "  the same, until their rows are read back   %9.0f decisions/s   (a reminder.upcoming after the reply waits for the rows applied behind the log)",
                      Double(decided) / appliedSeconds))
+        // By thread: the busiest is the planner's loop, the next its decisions' thread (the logger's
+        // are idle meanwhile). On two cores, what they can give is bounded by the sum of all.
+        func microseconds(_ seconds: Double) -> Double { seconds * 1e6 / Double(decided) }
+        let busiest = cpu.values.filter { $0 > 0 }.sorted(by: >), total = busiest.reduce(0, +)
+        print(String(format: "  CPU per decision, to the rows read back    busiest thread (the loop) %.1f µs, the next %.1f µs, all threads %.1f µs (two cores busy: at most %.0f decisions/s)",
+                     microseconds(busiest.first ?? 0), microseconds(busiest.dropFirst().first ?? 0), microseconds(total), 2e6 / microseconds(total)))
         print(String(format: "  bytes written per decision              %9.0f B   ratio %.2f × the bare INSERTs with outbox rows (%.0f B a row)   target ≤ 3072 B: %@",
                      burstBytes / Double(decided), burstBytes / floorBytes, floorBytes / Double(decided), verdict(burstBytes / Double(decided) <= 3072)))
 
