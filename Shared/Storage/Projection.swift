@@ -153,19 +153,19 @@ final class ProjectionFile: Sendable {
 
     /// Writes the rows of one logged event, given as its envelope was published.
     func apply(_ envelope: Data, in sql: StoreConnection) throws {
-        guard projection.replay != nil else { return }
+        guard followsLog else { return }
         let event = try WireJSON.decode(ReceivedEvent.self, from: envelope)
         if let data = event.data { try projection.replay?(event.seq, data, sql) }
     }
 
     /// Whether `event` may write rows here (`Projection.eventTypes`): one that makes none is not decoded.
     func makesRows(_ event: PendingEvent) -> Bool {
-        projection.replay != nil && projection.eventTypes.map { $0.contains(event.type) } ?? true
+        followsLog && projection.eventTypes.map { $0.contains(event.type) } ?? true
     }
 
     /// The same for a logged event, by its topic, which starts with its type.
     private func makesRows(topic: String) -> Bool {
-        projection.replay != nil && projection.eventTypes.map { $0.contains { topic.hasPrefix($0 + ".") } } ?? true
+        followsLog && projection.eventTypes.map { $0.contains { topic.hasPrefix($0 + ".") } } ?? true
     }
 
     /// Writes the rows of an event just committed: from its data where the transaction kept it
@@ -198,9 +198,9 @@ final class ProjectionFile: Sendable {
         try database.write { db in
             try db.execute(sql: "UPDATE \(Self.schema).projection_state SET log_id = ?", arguments: [log.identity.description])
             // No rows of the service's own log (cursors only): current at once, nothing to read back.
-            if projection.replay == nil { try applied(through: log.lastSeq, in: db) }
+            if !followsLog { try applied(through: log.lastSeq, in: db) }
         }
-        guard projection.replay != nil, from < log.lastSeq else { return }
+        guard followsLog, from < log.lastSeq else { return }
         let started = Date()
         var replayed = 0
         var pageRead = true

@@ -52,7 +52,7 @@ struct DecidedThrough {
 /// process decided here it knows; at its start, what an earlier one decided here only the stored
 /// decisions know.
 struct PartlyDecidedInstant {
-    private(set) var at: Instant
+    private var at: Instant
     private var decided: Set<OccurrenceKey> = []
     /// An earlier process may have decided occurrences at `at`.
     private var earlierProcess: Bool
