@@ -64,6 +64,10 @@ public final class Transaction {
         self.cursorTable = cursorTable
     }
 
+    /// Room for `count` more events at once, for a transaction about to append many (a planner's
+    /// step): grown by doubling instead, the array copied its events again and again, into new pages.
+    public func reserveCapacity(forEvents count: Int) { events.reserveCapacity(events.count + count) }
+
     /// The seq the next `append` in this transaction gets, for payloads that carry their own seq.
     public var nextSeq: Int64 { (events.last?.seq ?? baseSeq) + 1 }
 

@@ -26,14 +26,14 @@ import TestSupport
         // The same occurrence again and again (what user.put did to every reminder of the user).
         for _ in 0..<1000 { scheduler.schedule(reminder, row: 0, zone: .utc, from: Self.start) }
         #expect(scheduler.entryCount == 1)
-        #expect(scheduler.liveEntriesByReminder == [reminder.id: 1])
+        #expect(scheduler.liveEntriesByRow == [0: 1])
         // Another instant each time (a zone change back and forth): one live entry, stale ones bounded.
         for round in 0..<1000 { scheduler.schedule(reminder, row: 0, zone: Self.zones[round % Self.zones.count], from: Self.start) }
-        #expect(scheduler.liveEntriesByReminder == [reminder.id: 1])
+        #expect(scheduler.liveEntriesByRow == [0: 1])
         #expect(scheduler.entryCount <= 2 + Scheduler.compactionSlack)
         // Unscheduled (disabled, deleted): no live entry, and its stale ones go too.
         scheduler.schedule(Self.reminder(9 * 60, id: reminder.id, enabled: false), row: 0, zone: .utc, from: Self.start)
-        #expect(scheduler.liveEntriesByReminder.isEmpty)
+        #expect(scheduler.liveEntriesByRow.isEmpty)
         #expect(scheduler.scheduledCount == 0)
         #expect(scheduler.popNext(through: Self.start.adding(seconds: 400 * 86_400)) == nil)
         #expect(scheduler.entryCount == 0)
@@ -50,14 +50,68 @@ import TestSupport
         scheduler.unschedule(0)  // twice is harmless
         scheduler.schedule(next, row: 0, zone: .utc, from: Self.start)
         #expect(scheduler.scheduledCount == 2)
-        var popped: [(RecordID, Scheduler.Row, LocalTime)] = []
-        while let (id, row, occurrence) = scheduler.popNext(through: Self.start.adding(seconds: 86_400 - 1)) {
-            popped.append((id, row, occurrence.localTime))
+        var popped: [(Scheduler.Row, LocalTime)] = []
+        while let (row, occurrence) = scheduler.popNext(through: Self.start.adding(seconds: 86_400 - 1)) {
+            popped.append((row, occurrence.localTime))
         }
-        #expect(popped.map(\.0) == [neighbour.id, next.id])
-        #expect(popped.map(\.1) == [1, 0])
-        #expect(popped.map(\.2) == [LocalTime(hour: 9, minute: 0)!, LocalTime(hour: 10, minute: 0)!])
+        #expect(popped.map(\.0) == [1, 0])
+        #expect(popped.map(\.1) == [LocalTime(hour: 9, minute: 0)!, LocalTime(hour: 10, minute: 0)!])
         #expect(scheduler.scheduledCount == 0)
+    }
+
+    /// Entries keep a ticket's low 32 bits: a stale entry whose bits match the ticket its row holds now
+    /// (2^32 pushes later) still does not come out, since its instant is not the row's.
+    @Test func aStaleEntryWithTheLiveTicketsLowBitsNeverComesOut() {
+        var scheduler = Scheduler()
+        scheduler.schedule(Self.reminder(7 * 60), row: 1, zone: .utc, from: Self.start)  // ticket 1, on top
+        scheduler.schedule(Self.reminder(8 * 60), row: 0, zone: .utc, from: Self.start)  // ticket 2
+        // Row 0 rescheduled to 10:00 with ticket 2 + 2^32: its 08:00 entry, stale, stays in the heap.
+        scheduler.lastTicket += 1 << 32 - 1
+        scheduler.schedule(Self.reminder(10 * 60), row: 0, zone: .utc, from: Self.start)
+        #expect(scheduler.entryCount == 3)
+        #expect(scheduler.liveEntriesByRow == [0: 1, 1: 1])
+        var popped: [(Scheduler.Row, LocalTime)] = []
+        while let (row, occurrence) = scheduler.popNext(through: Self.start.adding(seconds: 9 * 3600)) { popped.append((row, occurrence.localTime)) }
+        #expect(popped.map(\.0) == [1])
+        while let (row, occurrence) = scheduler.popNext(through: Self.start.adding(seconds: 86_400 - 1)) { popped.append((row, occurrence.localTime)) }
+        #expect(popped.map(\.0) == [1, 0])
+        #expect(popped.map(\.1) == [LocalTime(hour: 7, minute: 0)!, LocalTime(hour: 10, minute: 0)!])
+    }
+
+    /// The scheduler's queue against a model: elements put before, into and after the minute being
+    /// taken, and queues built at once, always come out smallest first.
+    @Test func theMinuteQueueGivesBackItsElementsInOrder() {
+        var random = SplitMix64(seed: 0x4EA9_2026)
+        for size in [0, 1, 2, 5, 17, 1000] {
+            let elements = (0..<size).map { _ in Tenths(Int64(random.next() % 500)) }
+            var built = MinuteQueue(elements), drained: [Tenths] = []
+            while let smallest = built.removeMin() { drained.append(smallest) }
+            #expect(drained == elements.sorted())
+        }
+        var queue = MinuteQueue<Tenths>(), model: [Tenths] = []
+        for _ in 0..<20_000 {
+            switch random.next() % 3 {
+            case 0, 1:
+                // Around the smallest so far: the same minute, earlier ones and later ones.
+                let element = Tenths(Int64(model.min()?.value ?? 500) + Int64(random.next() % 60) - 20)
+                queue.insert(element)
+                model.append(element)
+            default:
+                #expect(queue.removeMin() == model.min())
+                if let smallest = model.min() { model.remove(at: model.firstIndex(of: smallest)!) }
+            }
+            #expect(queue.min == model.min())
+            #expect(queue.count == model.count)
+        }
+        #expect(queue.unordered.sorted() == model.sorted())
+    }
+
+    /// Ten to a minute.
+    struct Tenths: MinuteOrdered {
+        let value: Int64
+        init(_ value: Int64) { self.value = value }
+        var minute: Int64 { value >= 0 ? value / 10 : (value - 9) / 10 }
+        static func < (lhs: Tenths, rhs: Tenths) -> Bool { lhs.value < rhs.value }
     }
 
     /// Many reminders rescheduled at random, then everything popped: each reminder's occurrences come
@@ -80,14 +134,14 @@ import TestSupport
             largest = max(largest, scheduler.entryCount)
         }
         #expect(largest <= 2 * reminders.count + Scheduler.compactionSlack)
-        #expect(scheduler.liveEntriesByReminder.count == Set(zones.keys).count)
-        #expect(scheduler.liveEntriesByReminder.values.allSatisfy { $0 == 1 })
+        #expect(scheduler.liveEntriesByRow.count == Set(zones.keys).count)
+        #expect(scheduler.liveEntriesByRow.values.allSatisfy { $0 == 1 })
 
         // Decide three days, rescheduling after each pop as the planner does.
         let through = Self.start.adding(seconds: 3 * 86_400)
         var popped: [(RecordID, Instant)] = []
-        while let (id, row, occurrence) = scheduler.popNext(through: through) {
-            #expect(reminders[Int(row)].id == id)
+        while let (row, occurrence) = scheduler.popNext(through: through) {
+            let id = reminders[Int(row)].id
             popped.append((id, occurrence.at))
             scheduler.schedule(reminders[Int(row)], row: row, zone: zones[id]!, from: occurrence.at.adding(milliseconds: 1))
         }
@@ -147,8 +201,8 @@ import TestSupport
         print(String(format: "planner memory: %d user.put of a user with 1000 reminders: resident memory %+.1f MB (%.1f KB per put), %.1f ms per put; %d heap entries",
                      puts, grown, grown * 1024 / Double(puts), seconds * 1000 / Double(puts), planner.scheduler.entryCount))
         #expect(planner.scheduler.entryCount <= 2 * 1000 + Scheduler.compactionSlack)
-        #expect(planner.scheduler.liveEntriesByReminder.count == 1000)
-        #expect(planner.scheduler.liveEntriesByReminder.values.allSatisfy { $0 == 1 })
+        #expect(planner.scheduler.liveEntriesByRow.count == 1000)
+        #expect(planner.scheduler.liveEntriesByRow.values.allSatisfy { $0 == 1 })
         withExtendedLifetime(rig) {}
     }
 }
@@ -189,18 +243,20 @@ import TestSupport
         let restarted = try PlannerMemoryTests.planner(rig)
         #expect(restarted.reminders.count == count)
         for user in users { #expect(Set(restarted.reminders.owned(by: user)) == Set(first.reminders.owned(by: user))) }
-        // Each scheduled reminder's next occurrence, popped from copies of both schedules.
-        func nextOccurrences(_ scheduler: Scheduler) -> [String] {
-            var scheduler = scheduler
-            var popped: [String] = []
-            while let (id, _, next) = scheduler.popNext(through: PlannerSchedulerTests.start.adding(seconds: 8 * 86_400)) {
-                popped.append("\(id) \(next.at) \(next.day) \(next.localTime)")
+        // Each scheduled reminder's next occurrence, popped from copies of both schedules (in time
+        // order; reminders at one instant come out by row, which loading may give out in another order).
+        func nextOccurrences(_ planner: ReminderPlanner) -> [String] {
+            var scheduler = planner.scheduler
+            var popped: [(at: Instant, text: String)] = []
+            while let (row, next) = scheduler.popNext(through: PlannerSchedulerTests.start.adding(seconds: 8 * 86_400)) {
+                #expect(popped.last.map { $0.at <= next.at } ?? true)
+                popped.append((next.at, "\(planner.reminders[row: row].id) \(next.at) \(next.day) \(next.localTime)"))
             }
-            return popped
+            return popped.map(\.text).sorted()
         }
-        let expected = nextOccurrences(first.scheduler)
+        let expected = nextOccurrences(first)
         #expect(expected.count == (0..<count).count { $0 % 7 != 0 })
-        #expect(nextOccurrences(restarted.scheduler) == expected)
+        #expect(nextOccurrences(restarted) == expected)
         if backend == .sqlite {
             // Loading read through a small page cache and gave the connection its own back.
             #expect(try restarted.host.read { try Int.fetchOne($0, sql: "PRAGMA cache_size") } == -SQLiteStore.cacheKilobytes)

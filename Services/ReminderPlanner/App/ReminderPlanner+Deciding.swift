@@ -51,8 +51,8 @@ extension ReminderPlanner {
     /// Pops the earliest occurrence due by `bound`, decides it if its user's partition is this
     /// instance's, and schedules its reminder's next one; false when nothing is due.
     private func decideNext(through bound: Instant, _ tx: Transaction, _ tally: inout DecisionTally) throws -> Bool {
-        guard let (id, row, planned) = scheduler.popNext(through: bound) else { return false }
-        guard let reminder = reminders[id] else { return true }
+        guard let (row, planned) = scheduler.popNext(through: bound) else { return false }
+        let reminder = reminders[row: row]
         let settings = user(reminder.userId)
         if host.store.ownedPartitions.contains(reminder.userId), let status = try decide(planned, of: reminder, user: settings, now: bound, tx) { tally.add(status) }
         scheduler.schedule(reminder, row: row, zone: settings.timeZone, from: planned.at.adding(milliseconds: 1))
@@ -98,6 +98,7 @@ extension ReminderPlanner {
         let started = DispatchTime.now().uptimeNanoseconds
         return try host.write { tx in
             keepDecidedThroughOnRollback(tx)
+            tx.reserveCapacity(forEvents: clockStepOccurrences)
             var tally = DecisionTally(), popped = 0
             while popped < clockStepOccurrences,
                   popped == 0 || DispatchTime.now().uptimeNanoseconds - started < Self.clockStepNanoseconds,

@@ -39,6 +39,9 @@ struct ReminderTable {
         rowByID[id].map { reminder(at: $0) }
     }
 
+    /// The reminder in `row`, which must hold one (the scheduler's rows do): no lookup by id.
+    subscript(row row: Scheduler.Row) -> Reminder { reminder(at: row) }
+
     /// `user`'s reminders.
     func owned(by user: UserID) -> [Reminder] { rows(ownedBy: user).map(\.reminder) }
 

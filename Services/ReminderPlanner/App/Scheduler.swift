@@ -1,50 +1,59 @@
-import HeapModule
 import LHTSchema
 import ReminderPlanning
 
-/// The next undecided occurrence of every enabled reminder, in a min-heap by instant, so the planner
-/// wakes exactly at the next decision instead of scanning all reminders.
+/// The next undecided occurrence of every enabled reminder, in a queue by instant (`MinuteQueue`), so
+/// the planner wakes exactly at the next decision instead of scanning all reminders.
 ///
-/// Reminders are known by their row in the planner's `ReminderTable`: a row's reminder is
-/// unscheduled before the row is given to another. Each reminder has at most one *live* entry:
-/// the one carrying the ticket its row holds.
-/// Entries are never removed from the middle of the heap; rescheduling (an edit, a zone change)
+/// Reminders are known by their row in the planner's `ReminderTable` (the table gives a row's
+/// reminder back): a row's reminder is unscheduled before the row is given to another. Each
+/// reminder has at most one *live* entry: the one carrying the instant and the ticket its row holds.
+/// Entries are never removed from the middle of the queue; rescheduling (an edit, a zone change)
 /// or unscheduling makes the old entry stale, and a stale entry is dropped when it surfaces.
 /// Rescheduling to the same occurrence keeps the entry (a `user.put` that changes nothing in a
 /// reminder's timing adds nothing), and when stale entries outnumber live ones they are dropped,
-/// so the heap never holds more than `2 × live + compactionSlack` entries: memory follows the
+/// so the queue never holds more than `2 × live + compactionSlack` entries: memory follows the
 /// number of reminders, not the number of edits.
 struct Scheduler {
     /// A reminder's row in the planner's `ReminderTable`.
     typealias Row = Int32
 
-    private var heap = Heap<Entry>()
-    /// Each row's live occurrence and the ticket of its one live heap entry, packed into 16 bytes
+    private var queue = MinuteQueue<Entry>()
+    /// Each row's live occurrence and the ticket of its one live queue entry, packed into 16 bytes
     /// (`Live.unscheduled` where none). An array by row, not a dictionary by id: loading a million
     /// reminders wrote it in order instead of hashing each id into scattered memory, which had cost
     /// a quarter of a second of start-up.
     private var live: [Live] = []
     /// Rows with a scheduled occurrence.
     private(set) var scheduledCount = 0
-    /// Increases with every entry pushed: an entry is live iff its row's `Live` holds its ticket.
-    private var lastTicket: UInt64 = 0
+    /// Increases with every entry pushed: an entry is live iff its row's `Live` holds its ticket and
+    /// instant. Not private: a test moves it on by 2^32.
+    var lastTicket: UInt64 = 0
 
-    /// Stale entries tolerated beyond the live count before the heap is rebuilt.
+    /// Stale entries tolerated beyond the live count before the queue is rebuilt.
     static let compactionSlack = 64
 
-    /// Small on purpose: the heap moves entries on every push and pop.
-    struct Entry: Comparable {
+    /// 16 bytes; occurrences at one instant come out by row. Of the ticket only its low 32 bits: an
+    /// entry is live while its row holds both its instant and those bits, and popping it gives the
+    /// row's live occurrence at that instant, so a ticket that wrapped cannot let one out twice or early.
+    struct Entry: MinuteOrdered {
         let at: Int64
-        let reminder: RecordID
-        let ticket: UInt64
         let row: Row
+        let ticket: UInt32
 
-        static func < (lhs: Entry, rhs: Entry) -> Bool { (lhs.at, lhs.reminder, lhs.ticket) < (rhs.at, rhs.reminder, rhs.ticket) }
+        init(_ live: Live, row: Row) {
+            at = live.at
+            self.row = row
+            ticket = UInt32(truncatingIfNeeded: live.ticket)
+        }
+
+        var minute: Int64 { floorDivide(at, 60_000) }
+
+        static func < (lhs: Entry, rhs: Entry) -> Bool { lhs.at != rhs.at ? lhs.at < rhs.at : lhs.row < rhs.row }
     }
 
     /// An occurrence and a ticket in two words: the instant, then the ticket (48 bits, never
     /// exhausted), the rule day as an offset from the instant's UTC day (within ±2) and the local minute.
-    private struct Live: Equatable {
+    struct Live: Equatable {
         let at: Int64
         /// 0 only for `unscheduled`: tickets start at 1.
         let packed: UInt64
@@ -82,7 +91,7 @@ struct Scheduler {
     var nextInstant: Instant? {
         mutating get {
             dropStale()
-            return heap.min.map { Instant(millisecondsSince1970: $0.at) }
+            return queue.min.map { Instant(millisecondsSince1970: $0.at) }
         }
     }
 
@@ -117,15 +126,15 @@ struct Scheduler {
         if Int(row) < live.count, live[Int(row)].isSameOccurrence(as: candidate) { return }
         lastTicket += 1
         setLive(candidate, at: row)
-        push(Entry(at: candidate.at, reminder: rule.id, ticket: lastTicket, row: row))
+        queue.insert(Entry(candidate, row: row))
         compactIfMostlyStale()
     }
 
-    /// Start-up: schedules every reminder `forEachRule` hands over (with its row) into an empty scheduler, the heap
-    /// built in one linear pass instead of a push each. Reminders with the same zone, time, weekdays
+    /// Start-up: schedules every reminder `forEachRule` hands over (with its row) into an empty
+    /// scheduler, the queue built in one pass instead of an insertion each. Reminders with the same zone, time, weekdays
     /// and start (most of them, after a restart) share one occurrence computation.
     mutating func scheduleAll(expecting count: Int, _ forEachRule: (_ schedule: (Rule, Row, ZoneID, Instant) -> Void) throws -> Void) rethrows {
-        precondition(live.isEmpty && heap.isEmpty, "scheduleAll fills an empty scheduler")
+        precondition(live.isEmpty && queue.isEmpty, "scheduleAll fills an empty scheduler")
         // Occurrences computed so far, by zone and start, then by time and weekdays. Rules mostly
         // come user by user, so consecutive ones share a zone and a start: the group in hand is
         // kept aside, and a rule costs one lookup by a single integer.
@@ -155,9 +164,9 @@ struct Scheduler {
             lastTicket += 1
             let occurrence = Live(next, ticket: lastTicket)
             setLive(occurrence, at: row)
-            entries.append(Entry(at: occurrence.at, reminder: rule.id, ticket: lastTicket, row: row))
+            entries.append(Entry(occurrence, row: row))
         }
-        heap = Heap(entries)
+        queue = MinuteQueue(entries)
     }
 
     mutating func unschedule(_ row: Row) {
@@ -166,22 +175,15 @@ struct Scheduler {
         compactIfMostlyStale()
     }
 
-    /// Removes and returns the earliest live entry if it is due at or before `now`. The caller
-    /// reschedules the reminder after deciding it. The entry stays on top, stale, for that push to
-    /// take its place (`push`).
-    mutating func popNext(through now: Instant) -> (reminder: RecordID, row: Row, occurrence: PlannedOccurrence)? {
+    /// Removes and returns the earliest live occurrence, with its reminder's row, if it is due at or
+    /// before `now`. The caller reschedules the reminder after deciding it. The entry stays first,
+    /// stale, until the next look at the queue drops it.
+    mutating func popNext(through now: Instant) -> (row: Row, occurrence: PlannedOccurrence)? {
         dropStale()
-        guard let top = heap.min, top.at <= now.millisecondsSince1970 else { return nil }
+        guard let top = queue.min, top.at <= now.millisecondsSince1970 else { return nil }
         let occurrence = live[Int(top.row)].occurrence
         setLive(.unscheduled, at: top.row)
-        return (top.reminder, top.row, occurrence)
-    }
-
-    /// Pushes `entry`; in place of a stale entry on top, where there is one (the one `popNext` just
-    /// gave out): one pass down the heap instead of one down and one up. With a million reminders
-    /// the passes were a tenth of deciding (`bench planner`).
-    private mutating func push(_ entry: Entry) {
-        if let top = heap.min, !isLive(top) { heap.replaceMin(with: entry) } else { heap.insert(entry) }
+        return (top.row, occurrence)
     }
 
     /// Puts `new` in `row`, growing the array to it, and keeps `scheduledCount`.
@@ -191,28 +193,33 @@ struct Scheduler {
         live[Int(row)] = new
     }
 
-    /// Tickets are never reused, so an entry whose row now holds another ticket (or none) is stale.
-    private func isLive(_ entry: Entry) -> Bool { Int(entry.row) < live.count && live[Int(entry.row)].ticket == entry.ticket }
-
-    private mutating func dropStale() {
-        while let top = heap.min, !isLive(top) { heap.removeMin() }
+    /// Tickets are never reused, so an entry whose row now holds another ticket or instant (or none)
+    /// is stale; the instant also tells the one whose low bits a ticket 2^32 on has again.
+    private func isLive(_ entry: Entry) -> Bool {
+        guard Int(entry.row) < live.count else { return false }
+        let current = live[Int(entry.row)]
+        return current.at == entry.at && UInt32(truncatingIfNeeded: current.ticket) == entry.ticket
     }
 
-    /// Rebuilds the heap from the live occurrences (linear time) once stale entries outnumber live
+    private mutating func dropStale() {
+        while let top = queue.min, !isLive(top) { queue.removeMin() }
+    }
+
+    /// Rebuilds the queue from the live occurrences (linear time) once stale entries outnumber live
     /// ones by the slack; amortised over the pushes that made them stale, a constant cost per push.
     private mutating func compactIfMostlyStale() {
-        guard heap.count > 2 * scheduledCount + Self.compactionSlack else { return }
-        heap = Heap(heap.unordered.filter(isLive))
+        guard queue.count > 2 * scheduledCount + Self.compactionSlack else { return }
+        queue = MinuteQueue(queue.unordered.filter(isLive))
     }
 
     // MARK: For tests
 
-    /// Entries in the heap, live and stale.
-    var entryCount: Int { heap.count }
-    /// Heap entries that are some reminder's live entry, by reminder (each should be 1).
-    var liveEntriesByReminder: [RecordID: Int] {
-        var counts: [RecordID: Int] = [:]
-        for entry in heap.unordered where isLive(entry) { counts[entry.reminder, default: 0] += 1 }
+    /// Entries in the queue, live and stale.
+    var entryCount: Int { queue.count }
+    /// Queue entries that are some reminder's live entry, by row (each should be 1).
+    var liveEntriesByRow: [Row: Int] {
+        var counts: [Row: Int] = [:]
+        for entry in queue.unordered where isLive(entry) { counts[entry.row, default: 0] += 1 }
         return counts
     }
 }
