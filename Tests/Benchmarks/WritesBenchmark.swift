@@ -72,7 +72,7 @@ enum WritesBenchmark {
                 compareWithReads(load.rate, endpoint: entry.endpoint, measure: measure)
             }
         }
-        if only == nil || only == "python" { try python(echo: echo.endpoint, logger: logger.api, clients: clients, window: window, perClient: perClient) }
+        if only == nil || only == "python" { try python(echo: echo.endpoint, logger: logger.api, context: context, clients: clients, window: window, perClient: perClient) }
     }
 
     /// The session.log rate beside storing what it stores in SQLite alone: each request's session row
@@ -173,8 +173,10 @@ enum WritesBenchmark {
     }
 
     /// The same pipelined load from Python clients (pyzmq, one process each: `python/load.py`), against
-    /// the echo and `session.log`, alternating. Skipped when python3 has no pyzmq.
-    static func python(echo: String, logger: String, clients: Int, window: Int, perClient: Int) throws {
+    /// the echo and `session.log`, alternating; and against the floor of the design, the durable echo with
+    /// its projection applied behind it (`compareWithDurableEcho`), where the Python processes share the
+    /// cores with that floor instead of the logger. Skipped when python3 has no pyzmq.
+    static func python(echo: String, logger: String, context: Context, clients: Int, window: Int, perClient: Int) throws {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("python/load.py").path
         guard (try? ZeroMQPubSub.execute("/usr/bin/env", ["python3", "-c", "import zmq"]).0) == 0 else {
             return print("python clients: skipped (python3 with pyzmq not found; deploy/install-prerequisites --python installs it)")
@@ -187,14 +189,28 @@ enum WritesBenchmark {
             }
             return value
         }
-        var echoRates: [Double] = [], logRates: [Double] = []
+        /// The floor's rate: the lower of its acks and its rows applied, each round with a log and projection of its own.
+        func floorRate(salt: Int) throws -> Double {
+            let directory = temporaryDirectory("lht-python-floor")
+            let projection = try EchoProjection(path: directory.appendingPathComponent("projection.sqlite").path)
+            let floor = LoadClients.startEcho(context: context, log: directory.appendingPathComponent("log").path, projection: projection)
+            let acks = try rate(floor.endpoint, salt: salt)
+            floor.stop()
+            projection.finish()
+            return min(acks, projection.appliedRate)
+        }
+        var echoRates: [Double] = [], logRates: [Double] = [], floorRates: [Double] = []
         for round in 0..<2 {
             echoRates.append(try rate(echo, salt: round))
             logRates.append(try rate(logger, salt: round))
+            floorRates.append(try floorRate(salt: round))
         }
-        let ratio = logRates.reduce(0, +) / echoRates.reduce(0, +)
+        func mean(_ rates: [Double]) -> Double { rates.reduce(0, +) / Double(rates.count) }
+        let ratio = mean(logRates) / mean(echoRates), floorRatio = mean(floorRates) / mean(echoRates)
         print(String(format: "python clients (%d processes × %d in flight): echo %.0f/s, session.log %.0f/s = %.3f × echo   target ≥ 0.6: %@",
-                     clients, window, echoRates.reduce(0, +) / 2, logRates.reduce(0, +) / 2, ratio, ratio >= 0.6 ? "met" : "NOT met"))
+                     clients, window, mean(echoRates), mean(logRates), ratio, ratio >= 0.6 ? "met" : "NOT met"))
+        print(String(format: "  the floor, durable echo + projection, from the same clients: %.0f/s = %.3f × echo; session.log / this = %.3f",
+                     mean(floorRates), floorRatio, mean(logRates) / mean(floorRates)))
     }
 
     /// The session.log rate beside the same load with one request in 33 a `session.list` of a few
