@@ -214,21 +214,20 @@ public enum EventData: Sendable, Hashable {
     case streakUpdated(StreakState)
 }
 
-extension EventData {
-    /// The case a payload of one of the catalog's types is; nil for another type.
-    public init?(_ payload: some Sendable) {
-        switch payload {
-        case let value as StoredSession: self = .sessionLogged(value)
-        case let value as StoredNoAlcEntry: self = .noalcLogged(value)
-        case let value as ReminderChange: self = .reminderChanged(value)
-        case let value as Occurrence: self = .occurrence(value)
-        case let value as DueOccurrence: self = .reminderDue(value)
-        case let value as Notification: self = .notify(value)
-        case let value as StreakState: self = .streakUpdated(value)
-        default: return nil
-        }
-    }
+/// A payload of one of the catalog's types, which knows its `EventData` case: a transaction keeps an
+/// event's data for a projection behind the log (`Transaction.append`) without casting it to each
+/// type in turn (the planner's `reminder.due` had gone through five failed dynamic casts).
+public protocol CatalogPayload: Sendable {
+    var eventData: EventData { get }
 }
+
+extension StoredSession: CatalogPayload { public var eventData: EventData { .sessionLogged(self) } }
+extension StoredNoAlcEntry: CatalogPayload { public var eventData: EventData { .noalcLogged(self) } }
+extension ReminderChange: CatalogPayload { public var eventData: EventData { .reminderChanged(self) } }
+extension Occurrence: CatalogPayload { public var eventData: EventData { .occurrence(self) } }
+extension DueOccurrence: CatalogPayload { public var eventData: EventData { .reminderDue(self) } }
+extension Notification: CatalogPayload { public var eventData: EventData { .notify(self) } }
+extension StreakState: CatalogPayload { public var eventData: EventData { .streakUpdated(self) } }
 
 /// An envelope as a reader of every event type receives it, its data already typed. An event
 /// type this reader does not know (a newer publisher) decodes with `data == nil`.

@@ -80,11 +80,12 @@ public final class Transaction {
     /// As `append(data:)`, for payloads that write their own JSON (every event the hot paths store),
     /// written straight into the envelope.
     @discardableResult
-    public func append<Payload: WireJSONWritable>(_ type: EventType<Payload>, userId: UserID, activity: Activity, data: Payload) throws -> Int64 {
+    public func append<Payload: WireJSONWritable & CatalogPayload>(_ type: EventType<Payload>, userId: UserID, activity: Activity,
+                                                                  data: Payload) throws -> Int64 {
         let seq = store(type.name, topic: type.topic(userId: userId, activity: activity).description) { seq, topic in
             EventEnvelope<Payload>.frame(type: type.name, seq: seq, time: now, source: source, topic: topic, data: data)
         }
-        if projectionLags { events[events.count - 1].data = EventData(data) }
+        if projectionLags { events[events.count - 1].data = data.eventData }
         return seq
     }
 
