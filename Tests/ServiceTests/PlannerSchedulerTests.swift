@@ -40,7 +40,7 @@ import TestSupport
     }
 
     /// A row the table gives to another reminder after unscheduling the one before: only the new
-    /// reminder comes out, and the old one's entry (earlier, still in the heap) never does.
+    /// reminder comes out, and the old one's entry (earlier, still in the queue) never does.
     @Test func aReusedRowSchedulesOnlyItsNewReminder() {
         var scheduler = Scheduler()
         let deleted = Self.reminder(8 * 60), next = Self.reminder(10 * 60), neighbour = Self.reminder(9 * 60)
@@ -65,7 +65,7 @@ import TestSupport
         var scheduler = Scheduler()
         scheduler.schedule(Self.reminder(7 * 60), row: 1, zone: .utc, from: Self.start)  // ticket 1, on top
         scheduler.schedule(Self.reminder(8 * 60), row: 0, zone: .utc, from: Self.start)  // ticket 2
-        // Row 0 rescheduled to 10:00 with ticket 2 + 2^32: its 08:00 entry, stale, stays in the heap.
+        // Row 0 rescheduled to 10:00 with ticket 2 + 2^32: its 08:00 entry, stale, stays in the queue.
         scheduler.lastTicket += 1 << 32 - 1
         scheduler.schedule(Self.reminder(10 * 60), row: 0, zone: .utc, from: Self.start)
         #expect(scheduler.entryCount == 3)
@@ -115,7 +115,7 @@ import TestSupport
     }
 
     /// Many reminders rescheduled at random, then everything popped: each reminder's occurrences come
-    /// out once each, in time order, and the heap never outgrows twice the live entries (plus slack).
+    /// out once each, in time order, and the queue never outgrows twice the live entries (plus slack).
     @Test func randomReschedulingKeepsDecisionsOnceAndInTimeOrder() {
         var random = SplitMix64(seed: 0x5EED_2026)
         var scheduler = Scheduler()
@@ -198,7 +198,7 @@ import TestSupport
         for _ in 0..<puts { _ = planner.host.process([put]) }
         let seconds = Date().timeIntervalSince(started)
         let grown = Self.residentMegabytes() - before
-        print(String(format: "planner memory: %d user.put of a user with 1000 reminders: resident memory %+.1f MB (%.1f KB per put), %.1f ms per put; %d heap entries",
+        print(String(format: "planner memory: %d user.put of a user with 1000 reminders: resident memory %+.1f MB (%.1f KB per put), %.1f ms per put; %d queue entries",
                      puts, grown, grown * 1024 / Double(puts), seconds * 1000 / Double(puts), planner.scheduler.entryCount))
         #expect(planner.scheduler.entryCount <= 2 * 1000 + Scheduler.compactionSlack)
         #expect(planner.scheduler.liveEntriesByRow.count == 1000)
