@@ -36,6 +36,9 @@ let package = Package(
         .systemLibrary(
             name: "CZstd", path: "Shared/CZstd", pkgConfig: "libzstd",
             providers: [.apt(["libzstd-dev"])]),
+        .systemLibrary(
+            name: "CSQLite", path: "Shared/CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
         .target(name: "LHTSchema", path: "Shared/Schema", exclude: ["PROTOCOL.md", "SEMANTICS.md"]),
         .target(name: "LHTClient", dependencies: ["ZeroMQ", "LHTSchema"], path: "Shared/Client"),
         // Child processes by posix_spawn and waitpid, for `lht subscribe --exec` and the tests.
@@ -49,7 +52,7 @@ let package = Package(
         .target(
             name: "Storage",
             dependencies: [
-                "ZeroMQ", "LHTSchema", "PostgresStorage", "CZstd",
+                "ZeroMQ", "LHTSchema", "PostgresStorage", "CZstd", "CSQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "DequeModule", package: "swift-collections"),

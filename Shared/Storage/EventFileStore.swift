@@ -38,6 +38,7 @@ public final class EventFileStore: Store {
 
     public init(directory: URL, name: String, sqliteMigrations: (inout DatabaseMigrator) -> Void, projection: Projection,
                 logger: Logger, bootID: String = BootID.current) throws {
+        _ = SQLiteProcess.configured
         path = directory.appendingPathComponent("\(name).events").path
         let sqlitePath = directory.appendingPathComponent("\(name).sqlite").path
         if !FileManager.default.fileExists(atPath: path) {

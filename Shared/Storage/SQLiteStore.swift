@@ -37,6 +37,7 @@ public final class SQLiteStore: Store {
     public init(directory: URL, name: String, migrations: (inout DatabaseMigrator) -> Void, projection: Projection? = nil,
                 behindTheLog: (file: String, projection: Projection)? = nil,
                 logger: Logger, walLimit: Int64 = WALCheckpointer.defaultLimit, bootID: String = BootID.current) throws {
+        _ = SQLiteProcess.configured
         path = directory.appendingPathComponent("\(name).sqlite").path
         let projection = try projection.map {
             try ProjectionFile(path: directory.appendingPathComponent("\(name).projection.sqlite").path, projection: $0, bootID: bootID, logger: logger)

@@ -1,5 +1,6 @@
 import Foundation
 import Spawn
+import Storage
 import TestSupport
 
 // `bench <name> [arguments]`: one entry per benchmark; each parses its own arguments.
@@ -35,6 +36,8 @@ let longRunning: Set = ["soak", "advance"]
 
 // A `kill` or ^C ends the services, redis-server and benchmarks this started, not only bench.
 ChildProcess.endChildrenOnTerminationSignals()
+// As the services' stores do, before the seeding opens a database of its own (it would be too late then).
+_ = SQLiteProcess.configured
 let arguments = CommandLine.arguments.dropFirst()
 guard let name = arguments.first, name == "all" || benchmarks[name] != nil else {
     let names = (benchmarks.keys.sorted() + ["all"]).joined(separator: ", ")
