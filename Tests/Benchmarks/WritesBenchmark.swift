@@ -158,15 +158,13 @@ enum WritesBenchmark {
         // The design whole: the same, with the session rows applied behind it. It sustains the lower
         // of the two rates: acks, and rows applied.
         do {
-            let projection = try EchoProjection(path: directory.appendingPathComponent("projection.sqlite").path)
-            let echo = LoadClients.startEcho(context: context, log: directory.appendingPathComponent("log2").path, projection: projection)
-            let load = measure(echo.endpoint) { SessionLogBenchmark.sessionLog(n: $0, client: 600 + $1) }
-            echo.stop()
-            projection.finish()
-            let sustained = min(load.rate, projection.appliedRate)
+            let (load, appliedRate) = try underEchoWithProjection(context: context, in: directory.appendingPathComponent("with-projection")) { endpoint in
+                measure(endpoint) { SessionLogBenchmark.sessionLog(n: $0, client: 600 + $1) }
+            }
+            let sustained = min(load.rate, appliedRate)
             print(row("  + projection", String(format: "%.0f", sustained), "", String(format: "%.3f", load.p50), String(format: "%.3f", load.p99),
                       ratios(sustained) + String(format: " (acks %.0f/s, rows applied %.0f/s on a thread of their own: the floor of a file log with its projection applied behind it)",
-                                                 load.rate, projection.appliedRate)))
+                                                 load.rate, appliedRate)))
         } catch {
             print("  + projection: \(error)")
         }
@@ -191,13 +189,8 @@ enum WritesBenchmark {
         }
         /// The floor's rate: the lower of its acks and its rows applied, each round with a log and projection of its own.
         func floorRate(salt: Int) throws -> Double {
-            let directory = temporaryDirectory("lht-python-floor")
-            let projection = try EchoProjection(path: directory.appendingPathComponent("projection.sqlite").path)
-            let floor = LoadClients.startEcho(context: context, log: directory.appendingPathComponent("log").path, projection: projection)
-            let acks = try rate(floor.endpoint, salt: salt)
-            floor.stop()
-            projection.finish()
-            return min(acks, projection.appliedRate)
+            let (acks, appliedRate) = try underEchoWithProjection(context: context, in: temporaryDirectory("lht-python-floor")) { try rate($0, salt: salt) }
+            return min(acks, appliedRate)
         }
         var echoRates: [Double] = [], logRates: [Double] = [], floorRates: [Double] = []
         for round in 0..<2 {
@@ -211,6 +204,19 @@ enum WritesBenchmark {
                      clients, window, mean(echoRates), mean(logRates), ratio, ratio >= 0.6 ? "met" : "NOT met"))
         print(String(format: "  the floor, durable echo + projection, from the same clients: %.0f/s = %.3f × echo; session.log / this = %.3f",
                      mean(floorRates), floorRatio, mean(logRates) / mean(floorRates)))
+    }
+
+    /// `load` against the durable echo with the session rows applied behind it (`EchoProjection`),
+    /// its log and projection in `directory`: what `load` returns, and the rate the rows were applied at.
+    static func underEchoWithProjection<Result>(context: Context, in directory: URL, _ load: (_ endpoint: String) throws -> Result) throws
+        -> (result: Result, appliedRate: Double) {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let projection = try EchoProjection(path: directory.appendingPathComponent("projection.sqlite").path)
+        let echo = LoadClients.startEcho(context: context, log: directory.appendingPathComponent("log").path, projection: projection)
+        let result = try load(echo.endpoint)
+        echo.stop()
+        projection.finish()
+        return (result, projection.appliedRate)
     }
 
     /// The session.log rate beside the same load with one request in 33 a `session.list` of a few
