@@ -356,9 +356,8 @@ public final class UpstreamFeed {
     /// Each partition's stored seq.
     private func storedPartitionCursors(_ sql: StoreConnection) throws -> [Int64] {
         var floors = Array(repeating: appliedSeq, count: Ownership.partitionCount)
-        _ = try sql.rows("SELECT partition_index, seq FROM partition_cursor WHERE upstream = ?", [.text(upstream.rawValue)]) { row -> Never? in
+        try sql.forEachRow("SELECT partition_index, seq FROM partition_cursor WHERE upstream = ?", [.text(upstream.rawValue)]) { row in
             if let partition = row.integer(0), let seq = row.integer(1), floors.indices.contains(Int(partition)) { floors[Int(partition)] = seq }
-            return nil
         }
         return floors
     }

@@ -94,10 +94,9 @@ public final class EventLog {
                  _ body: (_ seq: Int64, _ topic: String, _ envelope: Data) throws -> Void) throws {
         switch records {
         case .table(let table, let compression):
-            _ = try sql.rows("SELECT seq, topic, envelope FROM \(table) WHERE seq > ? ORDER BY seq LIMIT ?",
-                             [.integer(seq), .integer(Int64(limit))]) { row -> Never? in
+            try sql.forEachRow("SELECT seq, topic, envelope FROM \(table) WHERE seq > ? ORDER BY seq LIMIT ?",
+                               [.integer(seq), .integer(Int64(limit))]) { row in
                 try row.withBytes(2) { try body(row.integer(0) ?? 0, row.text(1) ?? "", compression?.expand($0) ?? Data($0)) }
-                return nil
             }
         case .file(let file):
             var left = limit

@@ -21,12 +21,26 @@ public protocol StoreConnection: AnyObject {
     var dialect: SQLDialect { get }
     /// Runs `sql`, which returns no rows, and returns how many rows it changed.
     @discardableResult func execute(_ sql: String, _ arguments: [SQLValue]) throws -> Int
-    /// Runs `sql` and returns what `read` makes of each row (nil rows are skipped).
-    func rows<Element>(_ sql: String, _ arguments: [SQLValue], _ read: (SQLRow) throws -> Element?) throws -> [Element]
+    /// Runs `sql` and gives `body` each row, valid only inside it. Not generic: a generic requirement
+    /// is called unspecialized through the protocol, and asked the runtime for its element type's
+    /// metadata at each query (a twentieth of the planner's deciding loop, in its coverage query).
+    func forEachRow(_ sql: String, _ arguments: [SQLValue], _ body: (SQLRow) throws -> Void) throws
 }
 
 extension StoreConnection {
+    /// Runs `sql` and returns what `read` makes of each row (nil rows are skipped). Inlinable, so
+    /// that each caller's `Element` is specialized.
+    @inlinable
+    public func rows<Element>(_ sql: String, _ arguments: [SQLValue], _ read: (SQLRow) throws -> Element?) throws -> [Element] {
+        var result: [Element] = []
+        try forEachRow(sql, arguments) { row in
+            if let element = try read(row) { result.append(element) }
+        }
+        return result
+    }
+
     /// The first row's value, if there is a row.
+    @inlinable
     public func first<Element>(_ sql: String, _ arguments: [SQLValue], _ read: (SQLRow) throws -> Element?) throws -> Element? {
         try rows(sql, arguments, read).first
     }
@@ -40,7 +54,7 @@ extension StoreConnection {
     /// As above, for envelopes of a log that `compression` stored.
     func appendJSONArrayElements(_ sql: String, _ arguments: [SQLValue], to json: inout Data, storedBy compression: EnvelopeCompression?) throws {
         var first = true
-        _ = try rows(sql, arguments) { row -> Never? in
+        try forEachRow(sql, arguments) { row in
             if !first { json.append(UInt8(ascii: ",")) }
             first = false
             if let compression {
@@ -48,15 +62,14 @@ extension StoreConnection {
             } else {
                 row.withBytes(0) { json.append(contentsOf: $0) }
             }
-            return nil
         }
     }
 }
 
 /// The current row of a query, valid only inside the `rows` body. Each reader answers nil for
 /// NULL and for a value of another type, and never traps: a damaged row is reported, not fatal.
-/// Inlinable, as `SQLiteStoreConnection.rows` is: a caller holding the SQLite connection itself (a
-/// loop over a million rows) gets its row type specialized and each read inlined.
+/// Inlinable, as `StoreConnection.rows` is: each caller (a loop over a million rows) gets its row
+/// type specialized and each read inlined.
 public struct SQLRow {
     @usableFromInline enum Source {
         case sqlite(RawStatement.Row)
@@ -139,12 +152,14 @@ public final class SQLiteStoreConnection: StoreConnection {
         return try RawStatement.execute(sql, db, arguments)
     }
 
-    /// Inlinable: called on this type (not through `StoreConnection`), `Element` is specialized, and
-    /// a row costs no runtime lookup of `Optional<Element>` (see `RawStatement.run`).
+    /// Inlinable: a caller holding this type (loading a million rows) gets each row's body inlined.
     @inlinable
-    public func rows<Element>(_ sql: String, _ arguments: [SQLValue], _ read: (SQLRow) throws -> Element?) throws -> [Element] {
+    public func forEachRow(_ sql: String, _ arguments: [SQLValue], _ body: (SQLRow) throws -> Void) throws {
         try checkNotAborted()
-        return try RawStatement.run(sql, db, arguments) { try read(SQLRow(source: .sqlite($0))) }
+        try RawStatement.run(sql, db, arguments) { row -> Never? in
+            try body(SQLRow(source: .sqlite(row)))
+            return nil
+        }
     }
 
     @inlinable func checkNotAborted() throws {
@@ -167,8 +182,8 @@ public final class PostgresStoreConnection: StoreConnection {
         try connection.command(postgresText(sql), arguments.map(Self.value))
     }
 
-    public func rows<Element>(_ sql: String, _ arguments: [SQLValue], _ read: (SQLRow) throws -> Element?) throws -> [Element] {
-        try connection.execute(postgresText(sql), arguments.map(Self.value)).compactMap { try read(SQLRow(source: .postgres($0))) }
+    public func forEachRow(_ sql: String, _ arguments: [SQLValue], _ body: (SQLRow) throws -> Void) throws {
+        for row in try connection.execute(postgresText(sql), arguments.map(Self.value)) { try body(SQLRow(source: .postgres(row))) }
     }
 
     private func postgresText(_ sql: String) -> String {

@@ -232,5 +232,5 @@ final class NoTables: StoreConnection {
 
     var dialect: SQLDialect { .sqlite }
     func execute(_ sql: String, _ arguments: [SQLValue]) throws -> Int { throw Misuse() }
-    func rows<Element>(_ sql: String, _ arguments: [SQLValue], _ read: (SQLRow) throws -> Element?) throws -> [Element] { throw Misuse() }
+    func forEachRow(_ sql: String, _ arguments: [SQLValue], _ body: (SQLRow) throws -> Void) throws { throw Misuse() }
 }

@@ -158,7 +158,7 @@ enum StreakStore {
         // Rows come grouped by user: one history is built at a time, without hashing per row.
         var current: (user: UserID, history: History)?
         host.count(unreadableRows, by: 0)
-        _ = try sql.rows("SELECT user_id, day, level FROM noalc_level ORDER BY user_id, day", []) { row -> Never? in
+        try sql.forEachRow("SELECT user_id, day, level FROM noalc_level ORDER BY user_id, day", []) { row in
             let user = row.text(0), dayText = row.text(1), levelText = row.text(2)
             guard let userId = user.flatMap(UserID.init), let day = dayText.flatMap(LocalDay.init),
                   let level = levelText.flatMap(NoAlcLevel.init(rawValue:)) else {
@@ -167,14 +167,13 @@ enum StreakStore {
                     "table": "noalc_level", "user_id": "\(user?.debugDescription.prefix(80) ?? "?")",
                     "day": "\(dayText?.debugDescription.prefix(40) ?? "?")", "level": "\(levelText?.debugDescription.prefix(40) ?? "?")",
                 ])
-                return nil
+                return
             }
             if current?.user != userId {
                 if let (user, history) = current { histories[user] = history }
                 current = (userId, histories[userId] ?? History(policy: policy))
             }
             current?.history.record(level, on: day)
-            return nil
         }
         if let (user, history) = current { histories[user] = history }
         return histories

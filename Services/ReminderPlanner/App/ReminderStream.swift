@@ -50,14 +50,13 @@ extension PlannerStore {
                     var batch: [StoredReminder] = []
                     batch.reserveCapacity(batchSize)
                     var lastUser: UserID?
-                    _ = try SQLiteStoreConnection(db).rows(selectReminders, []) { row -> Never? in
-                        guard let reminder = storedReminder(row, lastUser: &lastUser) else { return nil }
+                    try SQLiteStoreConnection(db).forEachRow(selectReminders, []) { row in
+                        guard let reminder = storedReminder(row, lastUser: &lastUser) else { return }
                         batch.append(reminder)
                         if batch.count == batchSize {
                             pipe.put(batch)
                             batch.removeAll(keepingCapacity: true)
                         }
-                        return nil
                     }
                     if !batch.isEmpty { pipe.put(batch) }
                 }
@@ -85,12 +84,11 @@ extension PlannerStore {
         while true {
             var batch: [StoredReminder] = [], read = 0
             try store.query { sql in
-                _ = try sql.rows(selectReminders + (after == nil ? "" : " WHERE id > ?") + " ORDER BY id LIMIT \(pageSize)",
-                                 after.map { [.blob($0)] } ?? []) { row -> Never? in
+                try sql.forEachRow(selectReminders + (after == nil ? "" : " WHERE id > ?") + " ORDER BY id LIMIT \(pageSize)",
+                                   after.map { [.blob($0)] } ?? []) { row in
                     read += 1
                     after = row.withBytes(0) { Data($0) }
                     if let reminder = storedReminder(row, lastUser: &lastUser) { batch.append(reminder) }
-                    return nil
                 }
             }
             if !batch.isEmpty { body(batch) }

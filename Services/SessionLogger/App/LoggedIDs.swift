@@ -34,9 +34,8 @@ final class LoggedIDs {
         self.init(expected: count)
         for table in ["session", "noalc_entry"] {
             // The ids alone: read from their index, parsed in place.
-            _ = try sql.rows("SELECT id FROM \(table)", []) { [self] row -> Never? in
+            try sql.forEachRow("SELECT id FROM \(table)", []) { [self] row in
                 if let id = row.withBytes(0, { RecordID(utf8: $0) }) ?? nil { insert(id) }
-                return nil
             }
         }
     }
