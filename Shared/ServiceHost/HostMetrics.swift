@@ -36,8 +36,9 @@ final class HostMetrics {
         }
     }
 
-    func published(type: String, seq: Int64) {
-        published.value(for: type) { Counter(label: "lht_events_published_total", dimensions: [("type", type)]) }.increment()
+    /// `count` events of `type` published, the last of them `lastSeq`.
+    func published(type: String, count: Int64, lastSeq seq: Int64) {
+        published.value(for: type) { Counter(label: "lht_events_published_total", dimensions: [("type", type)]) }.increment(by: count)
         lastSeq.record(seq)
     }
 

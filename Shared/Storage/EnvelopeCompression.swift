@@ -25,8 +25,10 @@ final class EnvelopeCompression {
 
     private let compressor: OpaquePointer
     private let expander: OpaquePointer
-    /// The other core's compressor (zstd's contexts are one thread's at a time).
+    /// The other core's compressor (zstd's contexts are one thread's at a time), and the serial
+    /// queue it works on: whatever is given it, a transaction's half or chunks ahead (`Ahead`).
     private lazy var helper = EnvelopeCompression()
+    private lazy var helperQueue = DispatchQueue(label: "envelope-compression", qos: .userInitiated)
 
     init() {
         compressor = ZSTD_createCCtx()
@@ -57,20 +59,61 @@ final class EnvelopeCompression {
     func compact(_ envelopes: [Data]) -> [Data] {
         guard envelopes.count >= Self.sharedFrom else { return envelopes.map(compact) }
         let half = envelopes.count / 2
-        let secondHalf = OtherThread(helper, envelopes[half...])
+        let secondHalf = onOtherThread(envelopes[half...])
         let firstHalf = envelopes[..<half].map(compact)
         return firstHalf + secondHalf.stored()
     }
 
-    /// Envelopes compressed on a global queue's thread, with a compressor only it uses meanwhile.
+    private func onOtherThread(_ envelopes: ArraySlice<Data>) -> OtherThread { OtherThread(helper, envelopes, on: helperQueue) }
+
+    /// A transaction's envelopes compressed on the other core while it still appends them, a chunk
+    /// at a time: the planner's step of 2,000 decisions compressed half of them on its own thread
+    /// once they were all made, a seventh of its loop (`bench planner`). A transaction of fewer
+    /// than a chunk (every request batch but the largest) gives nothing ahead, and `finish` is `compact`.
+    final class Ahead {
+        static let chunk = 256
+        private let compression: EnvelopeCompression
+        private var chunks: [OtherThread] = []
+        private var pending: [Data] = []
+        /// Envelopes in `chunks`: the first of the transaction's.
+        private var given = 0
+        /// False once a savepoint took back envelopes already given: `finish` compresses all anew.
+        private var valid = true
+
+        init(_ compression: EnvelopeCompression) { self.compression = compression }
+
+        func append(_ envelope: Data) {
+            guard valid else { return }
+            pending.append(envelope)
+            if pending.count == Self.chunk {
+                chunks.append(compression.onOtherThread(pending[...]))
+                given += pending.count
+                pending.removeAll(keepingCapacity: true)
+            }
+        }
+
+        /// The transaction's envelopes from `count` on were taken back.
+        func truncate(to count: Int) {
+            if count >= given { pending.removeSubrange((count - given)...) } else { valid = false }
+        }
+
+        /// The bytes to store for each of `envelopes`, the transaction's, in order.
+        func finish(_ envelopes: [Data]) -> [Data] {
+            let ahead = chunks.flatMap { $0.stored() }
+            guard valid, ahead.count == given, given <= envelopes.count else { return compression.compact(envelopes) }
+            return ahead + compression.compact(Array(envelopes[given...]))
+        }
+    }
+
+    /// Envelopes compressed on the helper's queue, with the compressor only it uses.
     private final class OtherThread: @unchecked Sendable {
         private let compression: EnvelopeCompression
         private let done = DispatchSemaphore(value: 0)
         private var result: [Data] = []
 
-        init(_ compression: EnvelopeCompression, _ envelopes: ArraySlice<Data>) {
+        init(_ compression: EnvelopeCompression, _ envelopes: ArraySlice<Data>, on queue: DispatchQueue) {
             self.compression = compression
-            DispatchQueue.global(qos: .userInitiated).async { [self] in
+            queue.async { [self] in
                 result = envelopes.map(self.compression.compact)
                 done.signal()
             }

@@ -29,6 +29,8 @@ public final class SQLiteStore: Store {
     private let projection: ProjectionFile?
     /// Tables applied from each commit's events on a thread of their own (`StoreLayout.behindTheLog`).
     private let behindTheLog: ProjectionBehindTheLog?
+    /// The last seq whose rows are in the tables behind the log; nil where there are none.
+    var appliedBehindTheLog: Int64? { behindTheLog?.applier.appliedSeq }
     /// The transaction in progress, so a nested `write` joins it instead of deadlocking.
     private var current: Transaction?
     /// The checkpointer copies the log back before it rewinds, and the writer waits meanwhile.

@@ -36,11 +36,12 @@ public final class Transaction {
     private let source: String
     /// The newest seq committed before this transaction: its events get the seqs after it.
     private let baseSeq: Int64
-    /// Stores one record: (seq, topic, envelope), for `storeRecords`; nil where the store writes the
-    /// events itself once the body ran (`EventFileStore`).
+    /// Stores one record: (seq, topic, envelope), for `storeRecords`, as `INSERT … VALUES (?, ?, ?)`
+    /// (SQLite's, which `storeRecords` extends by more rows) or PostgreSQL's own; nil where the store
+    /// writes the events itself once the body ran (`EventFileStore`).
     private let insertRecord: String?
-    /// How the log stores an envelope, where not as it is.
-    private let compression: EnvelopeCompression?
+    /// How the log stores an envelope, where not as it is: compressed ahead while the body appends.
+    private let compression: EnvelopeCompression.Ahead?
     public private(set) var events: [PendingEvent] = []
     /// Reads asked for behind the log, each at its point among `events`: handed over with them when
     /// this commits, dropped when it does not.
@@ -59,7 +60,7 @@ public final class Transaction {
         self.source = source
         self.baseSeq = baseSeq
         self.insertRecord = insertRecord
-        self.compression = compression
+        self.compression = insertRecord == nil ? nil : compression.map(EnvelopeCompression.Ahead.init)
         self.now = now
         self.cursorTable = cursorTable
     }
@@ -102,20 +103,44 @@ public final class Transaction {
     /// published once this commits.
     private func store(_ type: String, topic: String, frame: (_ seq: Int64, _ topic: String) -> Data) -> Int64 {
         let seq = nextSeq
-        events.append(PendingEvent(type: type, seq: seq, topic: topic, envelope: frame(seq, topic)))
+        let envelope = frame(seq, topic)
+        events.append(PendingEvent(type: type, seq: seq, topic: topic, envelope: envelope))
+        compression?.append(envelope)
         return seq
     }
 
     /// Writes the events appended into the log's table, for the store to call once the body ran: all
     /// at the end, so that a transaction of many (a planner's step of decisions) compresses them on
-    /// two cores (`EnvelopeCompression.compact`), a fifth of its loop when done one by one at each
+    /// two cores (`EnvelopeCompression.Ahead`), a fifth of its loop when done one by one at each
     /// append. A savepoint that rolled back took its events out of `events` before they got here.
+    ///
+    /// SQLite stores up to `recordsPerInsert` rows a statement, by powers of two (a few statements
+    /// to cache): a statement a row cost as much in setting it up (the statement cache's lookup,
+    /// binding, reset) as in its insert. PostgreSQL's statement numbers its parameters, a row each.
     func storeRecords() throws {
         guard let insertRecord, !events.isEmpty else { return }
         let envelopes = events.map(\.envelope)
-        for (event, stored) in zip(events, compression?.compact(envelopes) ?? envelopes) {
-            try sql.execute(insertRecord, [.integer(event.seq), .text(event.topic), .blob(stored)])
+        let stored = compression?.finish(envelopes) ?? envelopes
+        var start = 0
+        while start < events.count {
+            let rows = sql.dialect == .sqlite ? Self.rowsPerStatement(events.count - start) : 1
+            var arguments: [SQLValue] = []
+            arguments.reserveCapacity(3 * rows)
+            for index in start..<(start + rows) {
+                arguments += [.integer(events[index].seq), .text(events[index].topic), .blob(stored[index])]
+            }
+            try sql.execute(rows == 1 ? insertRecord : insertRecord + String(repeating: ", (?, ?, ?)", count: rows - 1), arguments)
+            start += rows
         }
+    }
+
+    /// The most log rows one statement stores (192 parameters, well within SQLite's 32,766).
+    static let recordsPerInsert = 64
+
+    /// The largest power of two up to `recordsPerInsert` and `remaining`.
+    static func rowsPerStatement(_ remaining: Int) -> Int {
+        let rows = min(remaining, recordsPerInsert)
+        return 1 << (Int.bitWidth - 1 - rows.leadingZeroBitCount)
     }
 
     /// Runs `body` on the tables a projection applies behind the log, where one does (`projectionLags`):
@@ -165,6 +190,7 @@ public final class Transaction {
                 try? sql.execute("RELEASE SAVEPOINT request", [])
             }
             events.removeSubrange(eventCount...)
+            compression?.truncate(to: eventCount)
             pointReads.removeSubrange(readCount...)
             commitActions.removeSubrange(actionCount...)
             rollBack(from: undoCount)

@@ -45,6 +45,28 @@ import TestSupport
         }
     }
 
+    /// A transaction's envelopes compressed ahead, a chunk at a time on the other thread, give each
+    /// envelope's own frame in order, also after a savepoint took some back: from those still
+    /// waiting for a chunk, or from those a chunk already had.
+    @Test func envelopesCompressedAheadAreEachEnvelopeInOrderAfterASavepointTookSomeBack() throws {
+        let compression = EnvelopeCompression(), chunk = EnvelopeCompression.Ahead.chunk
+        func envelope(_ n: Int) -> Data { Self.envelopes[n % Self.envelopes.count] + Data(" \(n)".utf8) }
+        // (appended, kept, appended again): within what waits, past a chunk given, and back to a chunk's length.
+        for (count, keep, more) in [(chunk - 1, chunk / 2, chunk + 7), (2 * chunk + 10, 2 * chunk + 5, chunk + 7),
+                                    (3 * chunk, chunk + 3, chunk + 7), (3 * chunk, 3 * chunk, chunk + 7), (chunk, chunk - 6, 6)] {
+            let ahead = EnvelopeCompression.Ahead(compression)
+            var appended = (0..<count).map(envelope)
+            appended.forEach(ahead.append)
+            ahead.truncate(to: keep)
+            let again = (10_000..<(10_000 + more)).map(envelope)
+            again.forEach(ahead.append)
+            appended = Array(appended[..<keep]) + again
+            let stored = ahead.finish(appended)
+            #expect(stored.elementsEqual(appended.map(compression.compact)), "\(count) appended, \(keep) kept, \(more) more")
+            #expect(try stored.map(compression.expand).elementsEqual(appended))
+        }
+    }
+
     /// Rows from before, and a compressor that failed, hold the JSON itself.
     @Test func jsonStoredAsItIsReadsBackAsItIs() throws {
         for envelope in Self.envelopes { #expect(try EnvelopeCompression().expand(envelope) == envelope) }

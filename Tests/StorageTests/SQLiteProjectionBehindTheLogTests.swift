@@ -56,4 +56,21 @@ import TestSupport
         #expect(try write(store) { try logged($0) } == [1, 2, 3, 5], "rebuilt from the log")
         store.close()
     }
+
+    /// A transaction of more events than a chunk has them compressed ahead, while it still appends
+    /// (`EnvelopeCompression.Ahead`). Its rows are applied without a read asking for them, and,
+    /// rebuilt from the log, every row comes back.
+    @Test func aLargeTransactionsRowsAreAppliedUnaskedAndComeBackFromTheLog() throws {
+        var store = try open()
+        let count = 3 * EnvelopeCompression.Ahead.chunk + 5
+        try write(store) { tx in for _ in 0..<count { try logSession(tx) } }
+        let deadline = Date(timeIntervalSinceNow: 10)
+        while store.appliedBehindTheLog ?? 0 < Int64(count), Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
+        #expect(store.appliedBehindTheLog == Int64(count))
+        store.close()
+        for suffix in ["", "-journal"] { try? FileManager.default.removeItem(at: directory.appendingPathComponent("store.logged.sqlite" + suffix)) }
+        store = try open()
+        #expect(try write(store) { try logged($0) } == Array(1...Int64(count)), "rebuilt from the log")
+        store.close()
+    }
 }

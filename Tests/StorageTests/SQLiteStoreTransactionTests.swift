@@ -40,6 +40,30 @@ import TestSupport
         #expect(try Self.notes(store) == ["next"])
     }
 
+    /// A transaction's records are stored many rows a statement, by powers of two up to
+    /// `Transaction.recordsPerInsert`: every one lands, in order, with its topic and envelope.
+    @Test func aTransactionsRecordsAreStoredManyAStatementEachAsAppended() throws {
+        #expect((1...130).map(Transaction.rowsPerStatement).prefix(9) == [1, 2, 2, 4, 4, 4, 4, 8, 8])
+        #expect(Transaction.rowsPerStatement(63) == 32 && Transaction.rowsPerStatement(64) == 64 && Transaction.rowsPerStatement(130) == 64)
+        let store = try Self.store()
+        defer { store.close() }
+        let count = 64 + 32 + 4 + 1
+        let appended = try store.write(now: Self.now, { tx in
+            try (0..<count).map { n -> PendingEvent in
+                let session = StoredSession(id: RecordID(), userId: UserID("u\(n)")!, activity: .mindfulness, start: Self.now,
+                                            end: Self.now.adding(seconds: 600), source: nil, loggedAt: Self.now)
+                try tx.append(Events.sessionLogged, userId: session.userId, activity: .mindfulness, data: session)
+                return tx.events.last!
+            }
+        }, committed: { _ in })
+        var stored: [(seq: Int64, topic: String, envelope: Data)] = []
+        try store.read { db in
+            try store.eventLog.forEach(after: 0, limit: 1000, in: SQLiteStoreConnection(db)) { stored.append(($0, $1, $2)) }
+        }
+        #expect(stored.map(\.seq) == Array(1...Int64(count)))
+        #expect(stored.map(\.topic) == appended.map(\.topic) && stored.map(\.envelope).elementsEqual(appended.map(\.envelope)))
+    }
+
     /// SQLite rolls a transaction back by itself on some errors (an I/O error, memory). A statement
     /// after that would run, and commit, on its own: it fails instead, and so does the write.
     @Test func aTransactionSQLiteRolledBackRunsNoFurtherStatement() throws {
