@@ -39,6 +39,7 @@ let package = Package(
         .systemLibrary(
             name: "CSQLite", path: "Shared/CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CPrefetch", path: "Shared/CPrefetch"),
         .target(name: "LHTSchema", path: "Shared/Schema", exclude: ["PROTOCOL.md", "SEMANTICS.md"]),
         .target(name: "LHTClient", dependencies: ["ZeroMQ", "LHTSchema"], path: "Shared/Client"),
         // Child processes by posix_spawn and waitpid, for `lht subscribe --exec` and the tests.
@@ -87,7 +88,7 @@ let package = Package(
         .executableTarget(name: "SessionLoggerMain", dependencies: ["SessionLogger"], path: "Services/SessionLogger/Main"),
         .target(
             name: "ReminderPlanner",
-            dependencies: ["ServiceHost", "Storage", "ReminderPlanning", .product(name: "HeapModule", package: "swift-collections")],
+            dependencies: ["ServiceHost", "Storage", "ReminderPlanning", "CPrefetch", .product(name: "HeapModule", package: "swift-collections")],
             path: "Services/ReminderPlanner/App"),
         .executableTarget(name: "ReminderPlannerMain", dependencies: ["ReminderPlanner"], path: "Services/ReminderPlanner/Main"),
         .target(name: "Notifier", dependencies: ["ServiceHost", "Storage", "NotificationRendering"], path: "Services/Notifier/App"),

@@ -20,6 +20,42 @@ import TestSupport
                  weekdays: Weekday.allCases, lookbackHours: 12, enabled: enabled, title: nil, body: nil, createdAt: start)
     }
 
+    /// The deciding loop takes a popped row's reminder with its user's settings by the row (no
+    /// lookup by user id), and the scheduler names the two rows it pops next, which the table
+    /// prefetches. A user keeps settings without reminders, and forgets them.
+    @Test func aPoppedRowGivesItsReminderWithItsUsersSettingsAndNamesTheNextTwo() {
+        var table = ReminderTable(), scheduler = Scheduler()
+        let users = ["ada", "bo", "cy"].map { UserID($0)! }
+        let berlin = UserSettings(userId: users[0], timeZone: ZoneID("Europe/Berlin")!, locale: .de, paused: true)
+        table.setSettings(UserSettings(userId: users[2], timeZone: .utc, locale: .en, paused: false), of: users[2])
+        table.setSettings(nil, of: UserID("never")!)
+        for n in 0..<5 {
+            let reminder = Reminder(id: RecordID(), userId: users[n % 2], activity: .workout, time: LocalTime(hour: 9, minute: 0)!,
+                                    weekdays: Weekday.allCases, lookbackHours: 12, enabled: true, title: nil, body: nil, createdAt: Self.start)
+            scheduler.schedule(reminder, row: table.insert(reminder), zone: .utc, from: Self.start)
+        }
+        table.setSettings(berlin, of: users[0])
+        #expect(table.users == [users[2], users[0], users[1]], "in the order first met; never one who set nothing")
+
+        var popped: [Scheduler.Row] = [], named: [(next: Scheduler.Row?, after: Scheduler.Row?)] = []
+        while let (row, _) = scheduler.popNext(through: Self.start.adding(seconds: 10 * 3600)) {
+            named.append(scheduler.upcomingRows)
+            let (reminder, settings) = table.deciding(row, next: named.last!.next, after: named.last!.after)
+            #expect(reminder.userId == users[Int(row) % 2])
+            #expect(settings == (row % 2 == 0 ? berlin : nil))
+            popped.append(row)
+        }
+        #expect(popped == [0, 1, 2, 3, 4])
+        for (index, rows) in named.enumerated() {
+            #expect(rows.next == popped.dropFirst(index + 1).first && rows.after == popped.dropFirst(index + 2).first)
+        }
+
+        table.setSettings(nil, of: users[0])
+        table.setSettings(nil, of: users[2])
+        #expect(table.settings(of: users[0]) == nil && table.deciding(0, next: nil, after: nil).settings == nil)
+        #expect(table.users == [users[0], users[1]], "a user with reminders stays; one with nothing goes")
+    }
+
     @Test func reschedulingOneReminderManyTimesLeavesOneLiveEntry() {
         var scheduler = Scheduler()
         let reminder = Self.reminder(9 * 60)

@@ -173,4 +173,29 @@ import TestSupport
             #expect(try PlannerStore.decisions(of: reminder, from: at, through: next.at, sql).count == 2)
         }
     }
+
+    /// The decisions' file keys a decision by the reminder id's 16 bytes; a file from before, keyed by
+    /// its text, is migrated with every row (a row whose id is not one cannot be asked for, and goes).
+    @Test func decisionsKeyedByTheReminderIdsTextAreKeyedByItsBytesAfterTheMigration() throws {
+        let database = try DatabaseQueue()
+        var migrator = DatabaseMigrator()
+        PlannerStore.decisionProjection.migrate(&migrator)
+        try migrator.migrate(database, upTo: "decisions")
+        let reminder = RecordID(), at = Instant(secondsSince1970: 1_780_000_000), cause = RecordID()
+        try database.write { db in
+            try db.execute(sql: "INSERT INTO decision VALUES (?, ?, 'suppressed', ?, 20602, 1346)",
+                           arguments: [reminder.description, at.millisecondsSince1970, cause.description])
+            try db.execute(sql: "INSERT INTO decision VALUES ('not-an-id', 1, 'fired', NULL, NULL, NULL)")
+        }
+        try migrator.migrate(database)
+        try database.write { db throws in
+            let sql = SQLiteStoreConnection(db)
+            #expect(try String.fetchAll(db, sql: "SELECT typeof(reminder_id) FROM decision") == ["blob"])
+            let recorded = try #require(try PlannerStore.decisions(of: reminder, from: at, through: at, sql)[at.millisecondsSince1970])
+            #expect(recorded.status == .suppressed && recorded.cause == cause)
+            #expect(recorded.occurrence?.day.ordinal == 20602 && recorded.occurrence?.localTime == LocalTime(hour: 22, minute: 26))
+            let planned = try #require(recorded.occurrence)
+            #expect(try !PlannerStore.decide(reminder, planned, status: .fired, cause: nil, sql), "decided before the migration")
+        }
+    }
 }

@@ -54,6 +54,13 @@ struct MinuteQueue<Element: MinuteOrdered> {
         }
     }
 
+    /// The two elements after the smallest, where they are in its minute (nearly always): what
+    /// comes next, for a caller to prefetch.
+    var following: (Element?, Element?) {
+        let count = current.count
+        return (count >= 2 ? current[count - 2] : nil, count >= 3 ? current[count - 3] : nil)
+    }
+
     @discardableResult
     mutating func removeMin() -> Element? {
         if current.isEmpty { takeNextMinute() }

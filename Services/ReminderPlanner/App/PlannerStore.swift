@@ -39,11 +39,8 @@ enum PlannerStore {
         // midnight, the weekdays as a mask (bit n: `Weekday.index` n). Parsing the text forms was a
         // sixth of reading a million rows, and the table and its id index take half the space.
         migrator.registerMigration("reminder-compact-rows") { db in
-            let idBytes = DatabaseFunction("lht_record_id_bytes", argumentCount: 1, pure: true) { values in
-                String.fromDatabaseValue(values[0]).flatMap(RecordID.init)?.bytes
-            }
-            db.add(function: idBytes)
-            defer { db.remove(function: idBytes) }
+            db.add(function: recordIDBytes)
+            defer { db.remove(function: recordIDBytes) }
             let weekdayBits = Weekday.allCases.map { "((instr(weekdays, '\($0.rawValue)') > 0) << \($0.index))" }.joined(separator: " | ")
             // A row whose id does not parse was never loaded either: it is not carried over.
             try db.execute(sql: """
@@ -153,6 +150,9 @@ enum PlannerStore {
     /// The decisions, one row per decision event, keyed by occurrence: applied from the log on a
     /// thread of their own after each commit (`StoreLayout.behindTheLog`), so deciding writes the
     /// event alone; replayed from the log into a file that is new, rebuilt or behind.
+    ///
+    /// The reminder's id is its 16 bytes (on PostgreSQL too: `decisionsByBytes`): as 36 characters of
+    /// text it made the row half as long again, and the thread's b-tree writes and key comparisons with it.
     static let decisionProjection = Projection(migrate: { migrator in
         migrator.registerMigration("decisions") { db in
             try db.execute(sql: """
@@ -160,10 +160,29 @@ enum PlannerStore {
                     day INTEGER, local_minute INTEGER, PRIMARY KEY (reminder_id, at_ms)) WITHOUT ROWID
                 """)
         }
+        migrator.registerMigration("decisions by the reminder id's bytes") { db in
+            db.add(function: recordIDBytes)
+            defer { db.remove(function: recordIDBytes) }
+            try db.execute(sql: """
+                CREATE TABLE decision_by_bytes (reminder_id BLOB NOT NULL, at_ms INTEGER NOT NULL, status TEXT NOT NULL, cause TEXT,
+                    day INTEGER, local_minute INTEGER, PRIMARY KEY (reminder_id, at_ms)) WITHOUT ROWID;
+                INSERT INTO decision_by_bytes
+                    SELECT lht_record_id_bytes(reminder_id), at_ms, status, cause, day, local_minute FROM decision
+                    WHERE lht_record_id_bytes(reminder_id) IS NOT NULL;
+                DROP TABLE decision;
+                ALTER TABLE decision_by_bytes RENAME TO decision;
+                """)
+        }
     }, eventTypes: [Events.reminderDue.name, Events.reminderSuppressed.name, Events.reminderSkipped.name, Events.reminderMissed.name], replay: { _, data, sql in
         guard let decided = decision(in: data) else { return }
         _ = try decide(decided.reminderId, PlannedOccurrence(decided), status: decided.status, cause: decided.cause, sql)
     })
+
+    /// `lht_record_id_bytes(text)`: a record id's 16 bytes, NULL for text that is not one; for migrations.
+    private static let recordIDBytes = DatabaseFunction("lht_record_id_bytes", argumentCount: 1, pure: true) { values in
+        String.fromDatabaseValue(values[0]).flatMap(RecordID.init)?.bytes
+    }
+
 
     /// The occurrence an event decided; nil for any other event: a cancellation, a restore, a test
     /// notification, a reminder's change.
@@ -180,7 +199,8 @@ enum PlannerStore {
     /// the same transactions, never rebuilt). On PostgreSQL the instances share the decisions by
     /// partitions of users.
     static let layout = StoreLayout(sqliteMigrations: migrate, projection: projection, behindTheLog: ("decisions", decisionProjection),
-                                    postgresMigrations: [PostgresMigration("planner", firstTables(.postgres)), partitionsMigration, sessionsBySeq],
+                                    postgresMigrations: [PostgresMigration("planner", firstTables(.postgres)), partitionsMigration, sessionsBySeq,
+                                                         decisionsByBytes],
                                     partitioned: true)
 
     /// The copies of the logger's sessions keyed by its seq, not by their ids: a session's copy is
@@ -194,6 +214,13 @@ enum PlannerStore {
         "ALTER TABLE session ADD PRIMARY KEY (seq)",
     ])
 
+    /// PostgreSQL's decisions keyed by the reminder id's 16 bytes, as SQLite's (`decisionProjection`).
+    /// Every id there was written from a `RecordID`; a row whose id is not one could not be asked for.
+    static let decisionsByBytes = PostgresMigration("decisions by the reminder id's bytes", [
+        "DELETE FROM decision WHERE reminder_id !~ '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'",
+        "ALTER TABLE decision ALTER COLUMN reminder_id TYPE BYTEA USING decode(replace(reminder_id, '-', ''), 'hex')",
+    ])
+
     /// The tables as SQLite's migrations and projection leave them, in SQL both backends take
     /// (`BIGINT` is an integer column to SQLite). PostgreSQL creates them from here; SQLite's come
     /// from its migration history, and a test checks that they agree (`PlannerStoreLayoutTests`).
@@ -201,11 +228,12 @@ enum PlannerStore {
     /// `rowid`, the order the planner stored the days in (`noalcCandidates`): PostgreSQL gets an
     /// identity column of that name.
     static func tables(_ dialect: SQLDialect) -> [String] {
-        firstTables(dialect, sessionsBySeq: true) + partitionsMigration.statements.filter { $0.hasPrefix("CREATE") }
+        firstTables(dialect, sessionsBySeq: true, decisionsByBytes: true) + partitionsMigration.statements.filter { $0.hasPrefix("CREATE") }
     }
 
-    /// The tables of PostgreSQL's first migration; with `sessionsBySeq`, as that migration leaves them.
-    private static func firstTables(_ dialect: SQLDialect, sessionsBySeq: Bool = false) -> [String] {
+    /// The tables of PostgreSQL's first migration; with `sessionsBySeq` and `decisionsByBytes`, as
+    /// those migrations leave them.
+    private static func firstTables(_ dialect: SQLDialect, sessionsBySeq: Bool = false, decisionsByBytes: Bool = false) -> [String] {
         let storedOrder = dialect == .postgres ? "rowid BIGINT GENERATED ALWAYS AS IDENTITY, " : ""
         return [
             """
@@ -226,8 +254,8 @@ enum PlannerStore {
             "CREATE TABLE moved_decided_day (reminder_id TEXT PRIMARY KEY NOT NULL, day INTEGER NOT NULL, until_ms BIGINT NOT NULL)",
             // SQLite's projection file.
             """
-            CREATE TABLE decision (reminder_id TEXT NOT NULL, at_ms BIGINT NOT NULL, status TEXT NOT NULL, cause TEXT,
-                day INTEGER, local_minute INTEGER, PRIMARY KEY (reminder_id, at_ms))
+            CREATE TABLE decision (reminder_id \(decisionsByBytes ? dialect.bytesType : "TEXT") NOT NULL, at_ms BIGINT NOT NULL, status TEXT NOT NULL,
+                cause TEXT, day INTEGER, local_minute INTEGER, PRIMARY KEY (reminder_id, at_ms))
             """,
             """
             CREATE TABLE session (id TEXT \(sessionsBySeq ? "" : "PRIMARY KEY ")NOT NULL, user_id TEXT NOT NULL, activity TEXT NOT NULL,
@@ -354,7 +382,7 @@ enum PlannerStore {
         try sql.execute("""
             INSERT INTO decision (reminder_id, at_ms, status, cause, day, local_minute) VALUES (?, ?, ?, ?, ?, ?)
             ON CONFLICT (reminder_id, at_ms) DO NOTHING
-            """, [.text(reminder.description), .integer(planned.at.millisecondsSince1970), .text(status.rawValue),
+            """, [.blob(reminder.bytes), .integer(planned.at.millisecondsSince1970), .text(status.rawValue),
                   .text(cause?.description), .integer(Int64(planned.day.ordinal)), .integer(Int64(planned.localTime.minutesSinceMidnight))]) > 0
     }
 
@@ -362,9 +390,9 @@ enum PlannerStore {
     /// not read back is skipped; a day or time that does not is as if not stored (decisions before days were).
     static func decisions(of reminder: RecordID, from: Instant, through: Instant, _ sql: StoreConnection) throws -> [Int64: Recorded] {
         var result: [Int64: Recorded] = [:]
-        _ = try sql.rows("SELECT at_ms, status, cause, day, local_minute FROM decision WHERE reminder_id = ? AND at_ms BETWEEN ? AND ?",
-                         [.text(reminder.description), .integer(from.millisecondsSince1970), .integer(through.millisecondsSince1970)]) { row -> Never? in
-            guard let at = row.integer(0), let status = row.text(1).flatMap(OccurrenceStatus.init(rawValue:)) else { return nil }
+        try sql.forEachRow("SELECT at_ms, status, cause, day, local_minute FROM decision WHERE reminder_id = ? AND at_ms BETWEEN ? AND ?",
+                           [.blob(reminder.bytes), .integer(from.millisecondsSince1970), .integer(through.millisecondsSince1970)]) { row in
+            guard let at = row.integer(0), let status = row.text(1).flatMap(OccurrenceStatus.init(rawValue:)) else { return }
             let occurrence = row.integer(3).flatMap { ordinal in
                 row.integer(4).flatMap { LocalTime(hour: Int($0) / 60, minute: Int($0) % 60) }.map { localTime in
                     PlannedOccurrence(day: LocalDay(ordinal: Int(ordinal)), weekday: LocalDay(ordinal: Int(ordinal)).weekday,
@@ -372,7 +400,6 @@ enum PlannerStore {
                 }
             }
             result[at] = Recorded(status: status, cause: row.text(2).flatMap(RecordID.init), occurrence: occurrence)
-            return nil
         }
         return result
     }
@@ -393,9 +420,8 @@ enum PlannerStore {
     /// Occurrences announced as cancelled and not decided yet, with their cause.
     static func announced(of reminder: RecordID, _ sql: StoreConnection) throws -> [Int64: RecordID] {
         var result: [Int64: RecordID] = [:]
-        _ = try sql.rows("SELECT at_ms, cause FROM announced WHERE reminder_id = ?", [.text(reminder.description)]) { row -> Never? in
+        try sql.forEachRow("SELECT at_ms, cause FROM announced WHERE reminder_id = ?", [.text(reminder.description)]) { row in
             if let at = row.integer(0), let cause = row.text(1).flatMap(RecordID.init) { result[at] = cause }
-            return nil
         }
         return result
     }
@@ -415,11 +441,10 @@ enum PlannerStore {
     /// A few rows at most (none but after a tzdata update), read once at start.
     static func movedDecidedDays(_ sql: StoreConnection) throws -> [RecordID: MovedDecidedDay] {
         var result: [RecordID: MovedDecidedDay] = [:]
-        _ = try sql.rows("SELECT reminder_id, day, until_ms FROM moved_decided_day", []) { row -> Never? in
+        try sql.forEachRow("SELECT reminder_id, day, until_ms FROM moved_decided_day", []) { row in
             if let id = row.text(0).flatMap(RecordID.init), let day = row.integer(1), let until = row.integer(2) {
                 result[id] = MovedDecidedDay(day: LocalDay(ordinal: Int(day)), until: Instant(millisecondsSince1970: until))
             }
-            return nil
         }
         return result
     }

@@ -69,7 +69,7 @@ extension ReminderPlanner {
 
     /// Every user with settings or reminders, by zone name.
     private func usersByZone() -> [String: [UserID]] {
-        Dictionary(grouping: Set(reminders.owners).union(users.keys)) { user($0).timeZone.identifier }
+        Dictionary(grouping: reminders.users) { user($0).timeZone.identifier }
     }
 
     private func queueUsers(after refresh: TZData.Refresh) {

@@ -20,7 +20,7 @@ public final class ReminderPlanner: Service {
     let manualClock: ManualTime?
     private(set) var feed: UpstreamFeed!
     var scheduler = Scheduler()
-    var users: [UserID: UserSettings] = [:]
+    /// The reminders, and their users' settings.
     private(set) var reminders = ReminderTable()
     /// How far each partition's occurrences are decided.
     var decidedThrough: DecidedThrough
@@ -84,9 +84,7 @@ public final class ReminderPlanner: Service {
         instances.memoryVersion = stored.memoryVersion ?? 0
         restored = stored.restored
         movedDecidedDays = stored.moved
-        users.reserveCapacity(stored.users.count)
-        for user in stored.users { users[user.userId] = user }
-        try loadReminders(expecting: stored.reminderCount)
+        try loadReminders(expecting: stored.reminderCount, users: stored.users)
 
         feed = try UpstreamFeed(upstream: .sessionLogger, host: host, eventsEndpoints: settings.sessionLoggerEvents,
                                 apiEndpoints: settings.sessionLoggerAPI) { [unowned self] event, tx in
@@ -122,10 +120,18 @@ public final class ReminderPlanner: Service {
     }
 
     /// The user's settings; a user never set has the default zone, English and no pause.
-    func user(_ id: UserID) -> UserSettings { Self.user(id, in: users, defaultZone: settings.defaultZone) }
+    func user(_ id: UserID) -> UserSettings { reminders.settings(of: id) ?? Self.defaultSettings(id, zone: settings.defaultZone) }
 
-    static func user(_ id: UserID, in users: [UserID: UserSettings], defaultZone: ZoneID) -> UserSettings {
-        users[id] ?? UserSettings(userId: id, timeZone: defaultZone, locale: .en, paused: false)
+    /// The reminder in `row` with its user's settings, found by the row, for the deciding loop
+    /// (which prefetches what the next decisions read: `ReminderTable.deciding`).
+    func reminderAndUser(inRow row: Scheduler.Row) -> (reminder: Reminder, user: UserSettings) {
+        let upcoming = scheduler.upcomingRows
+        let (reminder, stored) = reminders.deciding(row, next: upcoming.next, after: upcoming.after)
+        return (reminder, stored ?? Self.defaultSettings(reminder.userId, zone: settings.defaultZone))
+    }
+
+    static func defaultSettings(_ id: UserID, zone: ZoneID) -> UserSettings {
+        UserSettings(userId: id, timeZone: zone, locale: .en, paused: false)
     }
 
     // MARK: Memory
@@ -159,14 +165,14 @@ public final class ReminderPlanner: Service {
 
     /// Makes `settings` the user's, rescheduling its reminders in its zone, at once; undone if `tx` rolls back.
     func replaceUser(_ settings: UserSettings, in tx: Transaction) throws {
-        let old = users[settings.userId]
+        let old = reminders.settings(of: settings.userId)
         try noteChanged(settings.userId, tx)
         setUser(settings.userId, settings)
         tx.onRollback { [unowned self] in setUser(settings.userId, old) }
     }
 
     func setUser(_ id: UserID, _ settings: UserSettings?) {
-        users[id] = settings
+        reminders.setSettings(settings, of: id)
         scheduleReminders(of: id)
     }
 
@@ -182,11 +188,12 @@ public final class ReminderPlanner: Service {
     /// schedule on one of its own, as they are read: filling either took as long as reading the rows,
     /// so the three overlap, and a million reminders never exist as one intermediate array. Both are
     /// filled as local values, which spares a million checks of exclusive access to the planner's properties.
-    private func loadReminders(expecting count: Int) throws {
+    private func loadReminders(expecting count: Int, users: [UserSettings]) throws {
         var table = ReminderTable()
         table.reserveCapacity(count)
         let batches = HandOff<[StoredReminder]>(waitingLimit: 8)
-        let schedule = Self.schedule(batches, expecting: count, users: users, defaultZone: settings.defaultZone, decidedThrough: decidedThrough)
+        let schedule = Self.schedule(batches, expecting: count, users: Dictionary(users.map { ($0.userId, $0) }) { $1 },
+                                     defaultZone: settings.defaultZone, decidedThrough: decidedThrough)
         do {
             try PlannerStore.streamReminders(from: host.store) { batch in
                 batches.put(batch)
@@ -203,6 +210,8 @@ public final class ReminderPlanner: Service {
             _ = try? schedule.take()
             throw error
         }
+        // After the reminders: loading interns their users in order, one after another, without hashing.
+        for user in users { table.setSettings(user, of: user.userId) }
         reminders = table
         scheduler = try schedule.take()!.scheduler
     }
@@ -224,7 +233,7 @@ public final class ReminderPlanner: Service {
                         for index in batch.indices {
                             let fields = batch[index].fields
                             if zone?.user != fields.userId {
-                                zone = (fields.userId, user(fields.userId, in: users, defaultZone: defaultZone).timeZone, decidedThrough[fields.userId])
+                                zone = (fields.userId, users[fields.userId]?.timeZone ?? defaultZone, decidedThrough[fields.userId])
                             }
                             add(Scheduler.Rule(id: fields.id, time: fields.rule.time, weekdays: fields.rule.weekdays, enabled: fields.rule.enabled), row, zone!.zone,
                                 firstPending(createdAt: Instant(millisecondsSince1970: fields.createdAt), decidedThrough: zone!.decidedThrough))

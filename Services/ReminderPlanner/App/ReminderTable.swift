@@ -1,12 +1,15 @@
+import CPrefetch
 import LHTSchema
 import ReminderPlanning
 
-/// The planner's reminders in memory, compact: a million of them are loaded at start-up, and a
-/// `Reminder` in a dictionary (strings, a weekday array of its own, padding) cost about 250 bytes each.
+/// The planner's reminders in memory, compact, with their users' settings: a million of them are
+/// loaded at start-up, and a `Reminder` in a dictionary (strings, a weekday array of its own,
+/// padding) cost about 250 bytes each.
 ///
 /// A row is 40 bytes: the id, the creation instant, the user as an index into the interned user
 /// ids, and the rule's small fields. Titles and bodies, which few reminders have, are kept apart.
-/// `Reminder` values are rebuilt on lookup.
+/// `Reminder` values are rebuilt on lookup. A user's settings are kept by the same index, so the
+/// reminder in a row gives its user's without hashing the user id (a tenth of the deciding loop did).
 struct ReminderTable {
     private struct Row {
         let id: RecordID
@@ -27,6 +30,8 @@ struct ReminderTable {
     private var userIDs: [UserID] = []
     private var userIndex: [UserID: Int32] = [:]
     private var rowsByUser: [[Int32]] = []
+    /// By user index: nil for a user who never set any.
+    private var userSettings: [UserSettings?] = []
 
     var count: Int { rowByID.count }
 
@@ -42,8 +47,36 @@ struct ReminderTable {
     /// The reminder in `row`, which must hold one (the scheduler's rows do): no lookup by id.
     subscript(row row: Scheduler.Row) -> Reminder { reminder(at: row) }
 
+    /// For the deciding loop: the reminder in `row` (which must hold one) with its user's settings,
+    /// prefetching what the next two decisions read: `after`'s row, and the user of `next`, whose
+    /// row the call before prefetched. Mutating only so that the planner lends the table to the call:
+    /// a call that does not mutate got a copy (a retain and a release of each of its arrays).
+    mutating func deciding(_ row: Scheduler.Row, next: Scheduler.Row?, after: Scheduler.Row?) -> (reminder: Reminder, settings: UserSettings?) {
+        rows.withUnsafeBufferPointer { rows in
+            if let after { lht_prefetch(rows.baseAddress! + Int(after)) }
+            if let next {
+                let user = Int(rows[Int(next)].user)
+                userSettings.withUnsafeBufferPointer { lht_prefetch($0.baseAddress! + user) }
+                userIDs.withUnsafeBufferPointer { lht_prefetch($0.baseAddress! + user) }
+            }
+        }
+        return (reminder(at: row), settings(ofRow: row))
+    }
+
     /// `user`'s reminders.
     func owned(by user: UserID) -> [Reminder] { rows(ownedBy: user).map(\.reminder) }
+
+    /// The settings `user` set; nil if it never did.
+    func settings(of user: UserID) -> UserSettings? { userIndex[user].flatMap { userSettings[Int($0)] } }
+
+    /// The settings of the user whose reminder is in `row`, which must hold one.
+    func settings(ofRow row: Scheduler.Row) -> UserSettings? { userSettings[Int(rows[Int(row)].user)] }
+
+    /// Makes `settings` the user's (nil: as if never set).
+    mutating func setSettings(_ settings: UserSettings?, of user: UserID) {
+        if settings == nil && userIndex[user] == nil { return }
+        userSettings[Int(intern(user))] = settings
+    }
 
     /// Adds `reminder`, whose id is not in the table (the planner removes a reminder it replaces
     /// first: a replaced reminder gets its row back, since the row freed last is taken first); returns its row.
@@ -93,6 +126,9 @@ struct ReminderTable {
     /// Every user with reminders.
     var owners: [UserID] { zip(userIDs, rowsByUser).compactMap { $1.isEmpty ? nil : $0 } }
 
+    /// Every user with settings or reminders.
+    var users: [UserID] { userIDs.indices.compactMap { rowsByUser[$0].isEmpty && userSettings[$0] == nil ? nil : userIDs[$0] } }
+
     /// Every reminder's scheduling rule, row and creation instant, user by user, without building `Reminder`s.
     func forEachUser(_ body: (UserID, _ rules: [(rule: Scheduler.Rule, row: Scheduler.Row, createdAt: Instant)]) -> Void) {
         for (user, indices) in rowsByUser.enumerated() where !indices.isEmpty {
@@ -132,6 +168,7 @@ struct ReminderTable {
         userIDs.append(user)
         userIndex[user] = index
         rowsByUser.append([])
+        userSettings.append(nil)
         return index
     }
 
