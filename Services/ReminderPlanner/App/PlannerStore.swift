@@ -183,7 +183,6 @@ enum PlannerStore {
         String.fromDatabaseValue(values[0]).flatMap(RecordID.init)?.bytes
     }
 
-
     /// The occurrence an event decided; nil for any other event: a cancellation, a restore, a test
     /// notification, a reminder's change.
     static func decision(in data: EventData) -> Occurrence? {

@@ -11,7 +11,7 @@ extension ReminderPlanner {
         // batch's transaction with every other request: group commit, one fsync per batch.
         host.handle(Ops.userPut) { [unowned self] input, tx in
             let user = UserSettings(userId: input.userId, timeZone: input.timeZone, locale: input.locale,
-                                    paused: input.paused ?? user(input.userId).paused)
+                                    paused: input.paused ?? self.user(input.userId).paused)
             try PlannerStore.save(user, tx.sql)
             for reminder in reminders.owned(by: user.userId) { try reevaluate(reminder, zone: user.timeZone, in: tx) }
             try persistDecidedThrough(tx)
