@@ -120,18 +120,18 @@ public final class ReminderPlanner: Service {
     }
 
     /// The user's settings; a user never set has the default zone, English and no pause.
-    func user(_ id: UserID) -> UserSettings { reminders.settings(of: id) ?? Self.defaultSettings(id, zone: settings.defaultZone) }
+    func user(_ id: UserID) -> UserSettings { settingsOrDefault(reminders.settings(of: id), id) }
 
     /// The reminder in `row` with its user's settings, found by the row, for the deciding loop
     /// (which prefetches what the next decisions read: `ReminderTable.deciding`).
     func reminderAndUser(inRow row: Scheduler.Row) -> (reminder: Reminder, user: UserSettings) {
         let upcoming = scheduler.upcomingRows
         let (reminder, stored) = reminders.deciding(row, next: upcoming.next, after: upcoming.after)
-        return (reminder, stored ?? Self.defaultSettings(reminder.userId, zone: settings.defaultZone))
+        return (reminder, settingsOrDefault(stored, reminder.userId))
     }
 
-    static func defaultSettings(_ id: UserID, zone: ZoneID) -> UserSettings {
-        UserSettings(userId: id, timeZone: zone, locale: .en, paused: false)
+    private func settingsOrDefault(_ stored: UserSettings?, _ id: UserID) -> UserSettings {
+        stored ?? UserSettings(userId: id, timeZone: settings.defaultZone, locale: .en, paused: false)
     }
 
     // MARK: Memory
