@@ -11,7 +11,7 @@ import SessionLogger
 import TestSupport
 import ZeroMQ
 
-/// `bench planner [--quick] [--users 100000] [--reminders 10] [--burst 100000] [--sessions 300]`
+/// `bench planner [--quick] [--users 100000] [--reminders 10] [--burst 100000] [--sessions 300] [--active 0]`
 ///
 /// 1. Start-up: users × reminders stored in the planner's database, loaded by a fresh planner three
 ///    times; the median time beside the median of a bare SQL scan of the same rows before each, and
@@ -22,6 +22,11 @@ import ZeroMQ
 ///    `reminder.cancelled` arrives from the planner, beside the logger's own ack round trip and a
 ///    bare one-row commit that waits for the disk: the planner's commit of the cancellation, which
 ///    is synced before it is published, costs at least that.
+///
+/// `--active P`: P percent of the users logged a session of each activity shortly before the burst,
+/// which covers their occurrences in it: each of their decisions asks the store what covers it,
+/// reads a row back and is suppressed, where an occurrence nothing stored can cover is decided
+/// without asking (`LatestLogged`). 0 by default, as the figures of earlier stops were taken; 100 is the worst case.
 ///
 /// `--quick` (about 15 s) uses 10,000 users and a 20,000-occurrence burst; the start-up targets
 /// scale with the number of reminders (1 s and 250 MB per million).
@@ -37,6 +42,7 @@ enum PlannerBenchmark {
         let perUser = Options.int(arguments, "--reminders", 10)
         let burst = Options.int(arguments, "--burst", quick ? 20_000 : 100_000)
         let sessions = Options.int(arguments, "--sessions", quick ? 50 : 300)
+        let activePercent = Options.int(arguments, "--active", 0)
         // Metrics on, as the executables run them, so the scrape below is a real one.
         let prometheus = PrometheusMetrics()
         prometheus.bootstrap()
@@ -50,7 +56,7 @@ enum PlannerBenchmark {
         print("seeding \(users) users × \(perUser) reminders …")
         func startPlanner() throws -> InProcessService { try Self.startPlanner(context: context, directory: directory, logger: logger) }
         try startPlanner().stop()  // creates the schema through the planner's own migrations
-        try seed(directory: directory, users: users, perUser: perUser)
+        try seed(directory: directory, users: users, perUser: perUser, activePercent: activePercent)
         let databaseMegabytes = Double(fileSize(directory + "/reminder-planner.sqlite")) / 1_048_576
 
         // The box is noisy (one run's scan took 0.30 s, another's 0.47): three starts, each after a
@@ -100,7 +106,7 @@ enum PlannerBenchmark {
         let floorBytes = ProcessStatus.bytesWritten() - written
         let eventFloorSeconds = try time { try insertFloor(rows: decided, decisionRows: false, envelopeBytes: envelopeBytes) }
         let rate = Double(decided) / burstSeconds, ratio = floorSeconds / burstSeconds
-        print("burst: one clock.advance over \(minutes) minutes")
+        print("burst: one clock.advance over \(minutes) minutes, \(activePercent) % of the users with covering sessions (--active)")
         print(String(format: "  bare INSERT of %d rows, one transaction  %9.0f rows/s", decided, Double(decided) / floorSeconds))
         print(String(format: "  the same, each with an outbox row of %d B %9.0f rows/s   ratio %.3f of bare INSERTs (the most a decision stored with its event can reach)",
                      envelopeBytes, Double(decided) / outboxFloorSeconds, floorSeconds / outboxFloorSeconds))
@@ -180,8 +186,11 @@ enum PlannerBenchmark {
 
     static let seededCreatedMs = clockStart.adding(seconds: -86_400).millisecondsSince1970
 
-    /// Users in Europe/Berlin, each with `perUser` reminders (`seededRule`).
-    static func seed(directory: String, users: Int, perUser: Int) throws {
+    /// Users in Europe/Berlin, each with `perUser` reminders (`seededRule`); `activePercent` of
+    /// them with a session of each activity two hours before `clockStart`, 20 minutes long, in the
+    /// 12-hour windows of the burst's occurrences. Stored as the planner stores what it follows (the
+    /// copy, and its user's latest session end), at seqs below any the logger gives.
+    static func seed(directory: String, users: Int, perUser: Int, activePercent: Int = 0) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
         let database = try DatabaseQueue(path: directory + "/reminder-planner.sqlite", configuration: configuration)
@@ -204,6 +213,20 @@ enum PlannerBenchmark {
         // Copied into the file, as a running planner's checkpointer would have: the scan below and
         // the start both read the file, not a log of the whole seed.
         try database.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+        guard activePercent > 0 else { return }
+        // The copies of the logger's sessions are in the projection file (closed cleanly by the planner that made it).
+        try DatabaseQueue(path: directory + "/reminder-planner.projection.sqlite", configuration: configuration).write { db in
+            for user in 0..<users where user % 100 < activePercent {
+                for (n, activity) in [Activity.mindfulness, .workout].enumerated() {
+                    let start = clockStart.adding(seconds: Int64(-2 * 3600 + n * 1800))
+                    let end = start.adding(seconds: 1200).millisecondsSince1970
+                    try db.run("INSERT INTO session (id, user_id, activity, start_ms, end_ms, seq) VALUES (?, ?, ?, ?, ?, ?)",
+                               arguments: [RecordID().description, "u\(user)", activity.rawValue, start.millisecondsSince1970, end, -(2 * user + n + 1)])
+                    try db.run("INSERT INTO latest_session_end (user_id, activity, end_ms) VALUES (?, ?, ?)",
+                               arguments: ["u\(user)", activity.rawValue, end])
+                }
+            }
+        }
     }
 
     /// SQLite stepping through the planner's query and reading every column in place, each text's

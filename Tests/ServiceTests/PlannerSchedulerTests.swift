@@ -22,7 +22,7 @@ import TestSupport
 
     /// The deciding loop takes a popped row's reminder with its user's settings by the row (no
     /// lookup by user id), and the scheduler names the two rows it pops next, which the table
-    /// prefetches. A user keeps settings without reminders, and forgets them.
+    /// prefetches, with its user's latest session ends. A user keeps settings without reminders, and forgets them.
     @Test func aPoppedRowGivesItsReminderWithItsUsersSettingsAndNamesTheNextTwo() {
         var table = ReminderTable(), scheduler = Scheduler()
         let users = ["ada", "bo", "cy"].map { UserID($0)! }
@@ -35,14 +35,18 @@ import TestSupport
             scheduler.schedule(reminder, row: table.insert(reminder), zone: .utc, from: Self.start)
         }
         table.setSettings(berlin, of: users[0])
-        #expect(table.users == [users[2], users[0], users[1]], "in the order first met; never one who set nothing")
+        table.noteLogged(by: users[1]) { $0.logged(sessionOf: .workout, endingAt: 5) }
+        table.noteLogged(by: UserID("dee")!) { $0.logged(sessionOf: .mindfulness, endingAt: 3) }
+        #expect(table.users == [users[2], users[0], users[1]], "in the order first met; never one who set nothing or only logged")
+        #expect(table.latestLogged(by: UserID("dee")!).maySessionEnd(.mindfulness, atOrAfter: 3))
 
         var popped: [Scheduler.Row] = [], named: [(next: Scheduler.Row?, after: Scheduler.Row?)] = []
         while let (row, _) = scheduler.popNext(through: Self.start.adding(seconds: 10 * 3600)) {
             named.append(scheduler.upcomingRows)
-            let (reminder, settings) = table.deciding(row, next: named.last!.next, after: named.last!.after)
+            let (reminder, settings, latest) = table.deciding(row, next: named.last!.next, after: named.last!.after)
             #expect(reminder.userId == users[Int(row) % 2])
             #expect(settings == (row % 2 == 0 ? berlin : nil))
+            #expect(latest.maySessionEnd(.workout, atOrAfter: 5) == (row % 2 == 1))
             popped.append(row)
         }
         #expect(popped == [0, 1, 2, 3, 4])

@@ -62,7 +62,7 @@ import TestSupport
             for statement in PlannerStore.tables(.sqlite) { try db.execute(sql: statement) }
             return try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
         }
-        let projected: Set = ["decision", "session", "noalc_day"]
+        let projected: Set = ["decision", "session", "noalc_day", "latest_session_end"]
         #expect(Set(names) == projected.union(["user", "reminder", "restored", "announced", "planner_state", "moved_decided_day",
                                                            "decided_through", "changed_user"]))
 
@@ -138,6 +138,46 @@ import TestSupport
             #expect(try PlannerStore.insert(session: other, seq: 2, sql))
             #expect(try candidates() == [1, 2, 3])
             #expect(try String.fetchOne(db, sql: "SELECT id FROM session WHERE seq = 2") == other.id.description)
+        }
+    }
+
+    /// What the start reads for `LatestLogged`: each user's latest session end by activity, filled
+    /// from the copies by the migration and raised, never lowered, by every copy stored after it.
+    @Test func latestSessionEndsAreFilledOnceAndRaisedWithEachCopy() throws {
+        let database = try DatabaseQueue()
+        var migrator = DatabaseMigrator()
+        PlannerStore.projection.migrate(&migrator)
+        try migrator.migrate(database, upTo: "decisions behind the log")
+        try database.write { db in
+            try db.execute(sql: """
+                INSERT INTO session (id, user_id, activity, start_ms, end_ms, seq) VALUES
+                    ('\(RecordID())', 'ada', 'mindfulness', 5000, 6000, 1), ('\(RecordID())', 'ada', 'mindfulness', 9000, 9500, 2),
+                    ('\(RecordID())', 'ada', 'workout', 7000, 8000, 3), ('\(RecordID())', 'bo', 'workout', 100, 200, 4)
+                """)
+        }
+        try migrator.migrate(database)
+        try database.write { db throws in
+            let sql = SQLiteStoreConnection(db)
+            func latest(_ user: String) throws -> LatestLogged? { try PlannerStore.latestLogged(sql)[UserID(user)!] }
+            func ended(_ user: String, _ activity: Activity, _ end: Int64) throws -> Bool {
+                guard let latest = try latest(user) else { return false }
+                return latest.maySessionEnd(activity, atOrAfter: end) && !latest.maySessionEnd(activity, atOrAfter: end + 1)
+            }
+            #expect(try PlannerStore.latestLogged(sql).count == 2)
+            #expect(try ended("ada", .mindfulness, 9500) && ended("ada", .workout, 8000) && ended("bo", .workout, 200))
+            #expect(try latest("bo")?.maySessionEnd(.mindfulness, atOrAfter: .min + 1) == false)
+
+            func session(_ user: String, ending end: Int64) -> StoredSession {
+                StoredSession(id: RecordID(), userId: UserID(user)!, activity: .mindfulness, start: Instant(millisecondsSince1970: end - 600),
+                              end: Instant(millisecondsSince1970: end), source: nil, loggedAt: Instant(millisecondsSince1970: end))
+            }
+            let later = session("ada", ending: 12_000)
+            #expect(try PlannerStore.insert(session: later, seq: 5, sql) && ended("ada", .mindfulness, 12_000))
+            #expect(try PlannerStore.insert(session: session("ada", ending: 3000), seq: 6, sql) && ended("ada", .mindfulness, 12_000),
+                    "a session that ended earlier leaves it")
+            // Another history's session 5 replaces the copy, and the bound stays above what is stored.
+            #expect(try PlannerStore.insert(session: session("ada", ending: 4000), seq: 5, sql) && ended("ada", .mindfulness, 12_000))
+            #expect(try PlannerStore.insert(session: session("cy", ending: 50), seq: 7, sql) && ended("cy", .mindfulness, 50))
         }
     }
 

@@ -145,6 +145,9 @@ enum PlannerStore {
         }
         // To `decisionProjection`, a file a thread applies from the decision events behind the log (#30).
         migrator.registerMigration("decisions behind the log") { db in try db.execute(sql: "DROP TABLE decision") }
+        migrator.registerMigration(latestSessionEnds.name) { db in
+            for statement in latestSessionEnds.statements { try db.execute(sql: statement) }
+        }
     }, replay: nil)
 
     /// The decisions, one row per decision event, keyed by occurrence: applied from the log on a
@@ -199,7 +202,7 @@ enum PlannerStore {
     /// partitions of users.
     static let layout = StoreLayout(sqliteMigrations: migrate, projection: projection, behindTheLog: ("decisions", decisionProjection),
                                     postgresMigrations: [PostgresMigration("planner", firstTables(.postgres)), partitionsMigration, sessionsBySeq,
-                                                         decisionsByBytes],
+                                                         decisionsByBytes, latestSessionEnds],
                                     partitioned: true)
 
     /// The copies of the logger's sessions keyed by its seq, not by their ids: a session's copy is
@@ -220,6 +223,13 @@ enum PlannerStore {
         "ALTER TABLE decision ALTER COLUMN reminder_id TYPE BYTEA USING decode(replace(reminder_id, '-', ''), 'hex')",
     ])
 
+    /// Each user's latest session end by activity, kept with the copies (`insert(session:)`) and
+    /// filled from them once: what the start reads for `LatestLogged`, a row per user and activity.
+    static let latestSessionEnds = PostgresMigration("latest session ends", [
+        "CREATE TABLE latest_session_end (user_id TEXT NOT NULL, activity TEXT NOT NULL, end_ms BIGINT NOT NULL, PRIMARY KEY (user_id, activity))",
+        "INSERT INTO latest_session_end (user_id, activity, end_ms) SELECT user_id, activity, MAX(end_ms) FROM session GROUP BY user_id, activity",
+    ])
+
     /// The tables as SQLite's migrations and projection leave them, in SQL both backends take
     /// (`BIGINT` is an integer column to SQLite). PostgreSQL creates them from here; SQLite's come
     /// from its migration history, and a test checks that they agree (`PlannerStoreLayoutTests`).
@@ -227,7 +237,8 @@ enum PlannerStore {
     /// `rowid`, the order the planner stored the days in (`noalcCandidates`): PostgreSQL gets an
     /// identity column of that name.
     static func tables(_ dialect: SQLDialect) -> [String] {
-        firstTables(dialect, sessionsBySeq: true, decisionsByBytes: true) + partitionsMigration.statements.filter { $0.hasPrefix("CREATE") }
+        firstTables(dialect, sessionsBySeq: true, decisionsByBytes: true)
+            + (partitionsMigration.statements + latestSessionEnds.statements).filter { $0.hasPrefix("CREATE") }
     }
 
     /// The tables of PostgreSQL's first migration; with `sessionsBySeq` and `decisionsByBytes`, as
@@ -307,13 +318,33 @@ enum PlannerStore {
 
     /// Returns false when the session was known already (a repeated event). One of an earlier
     /// history at the same seq is replaced (`sessionsBySeq`).
+    /// With it, its user's latest session end for the activity is raised (`latest_session_end`).
     static func insert(session: StoredSession, seq: Int64, _ sql: StoreConnection) throws -> Bool {
-        try sql.execute("""
+        let user = SQLValue.text(session.userId.rawValue), activity = SQLValue.text(session.activity.rawValue)
+        let end = SQLValue.integer(session.end.millisecondsSince1970)
+        guard try sql.execute("""
             INSERT INTO session (id, user_id, activity, start_ms, end_ms, seq) VALUES (?, ?, ?, ?, ?, ?)
             ON CONFLICT (seq) DO UPDATE SET id = excluded.id, user_id = excluded.user_id, activity = excluded.activity,
                 start_ms = excluded.start_ms, end_ms = excluded.end_ms WHERE session.id <> excluded.id
-            """, [.text(session.id.description), .text(session.userId.rawValue), .text(session.activity.rawValue),
-                  .integer(session.start.millisecondsSince1970), .integer(session.end.millisecondsSince1970), .integer(seq)]) > 0
+            """, [.text(session.id.description), user, activity, .integer(session.start.millisecondsSince1970), end, .integer(seq)]) > 0
+        else { return false }
+        try sql.execute("""
+            INSERT INTO latest_session_end (user_id, activity, end_ms) VALUES (?, ?, ?)
+            ON CONFLICT (user_id, activity) DO UPDATE SET end_ms = excluded.end_ms WHERE excluded.end_ms > latest_session_end.end_ms
+            """, [user, activity, end])
+        return true
+    }
+
+    /// Every user's latest session ends, for `LatestLogged` at the start. A row that does not read
+    /// back is skipped: its user or activity is not one a query could ask for.
+    static func latestLogged(_ sql: StoreConnection) throws -> [UserID: LatestLogged] {
+        var latest: [UserID: LatestLogged] = [:]
+        try sql.forEachRow("SELECT user_id, activity, end_ms FROM latest_session_end", []) { row in
+            guard let user = row.text(0).flatMap(UserID.init), let activity = row.text(1).flatMap(Activity.init(rawValue:)),
+                  let end = row.integer(2) else { return }
+            latest[user, default: LatestLogged()].logged(sessionOf: activity, endingAt: end)
+        }
+        return latest
     }
 
     /// Records that the day has an entry; the first entry stays the day's cause. False if known.
@@ -325,13 +356,23 @@ enum PlannerStore {
     /// What could cover the occurrences of `reminder` from `first` through `last` (one, or several
     /// in time order), for `Coverage.cause` to decide: it takes any superset, so one query serves
     /// them all. A few rows narrowed on an index, never all of a user's sessions or days.
+    /// `latest`, where known, spares the sessions' query when every session of the activity ended
+    /// before the first window opened: none can cover.
     static func coverageCandidates(of reminder: Reminder, from first: PlannedOccurrence, through last: PlannedOccurrence,
-                                   _ sql: StoreConnection) throws -> [CoverageCandidate] {
-        reminder.activity == .noalc
-            ? try noalcCandidates(user: reminder.userId, ruleDays: first.day...last.day, sql)
-            : try sessionCandidates(user: reminder.userId, activity: reminder.activity, from: first.at, through: last.at,
-                                    lookbackHours: reminder.lookbackHours, sql)
+                                   latest: LatestLogged? = nil, _ sql: StoreConnection) throws -> [CoverageCandidate] {
+        if reminder.activity == .noalc { return try noalcCandidates(user: reminder.userId, ruleDays: first.day...last.day, sql) }
+        let windowStart = Coverage.windowStart(of: first.at, lookbackHours: reminder.lookbackHours)
+        func query() throws -> [CoverageCandidate] {
+            try sessionCandidates(user: reminder.userId, activity: reminder.activity, from: first.at, through: last.at,
+                                  lookbackHours: reminder.lookbackHours, sql)
+        }
+        guard let latest, !latest.maySessionEnd(reminder.activity, atOrAfter: windowStart.millisecondsSince1970) else { return try query() }
+        // Debug builds (the tests) ask all the same: every test checks `LatestLogged` too.
+        assert((try? query())?.allSatisfy { if case .session(_, let end) = $0.record { end < windowStart } else { false } } ?? true,
+               "LatestLogged said every session ended before the window, but a stored one did not")
+        return []
     }
+
 
     /// The user's sessions of the activity that start no later than the last T and no earlier than a
     /// day before the first window opens — sessions last at most 24 h, so one starting earlier ends

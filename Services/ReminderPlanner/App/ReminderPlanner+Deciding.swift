@@ -64,8 +64,9 @@ extension ReminderPlanner {
     /// instance's, and schedules its reminder's next one; false when nothing is due.
     private func decideNext(through bound: Instant, _ tx: Transaction, _ tally: inout DecisionTally) throws -> Bool {
         guard let (row, planned) = scheduler.popNext(through: bound) else { return false }
-        let (reminder, settings) = reminderAndUser(inRow: row)
-        if host.store.ownedPartitions.contains(reminder.userId), let status = try decide(planned, of: reminder, user: settings, now: bound, tx) { tally.add(status) }
+        let (reminder, settings, latest) = reminderAndUser(inRow: row)
+        if host.store.ownedPartitions.contains(reminder.userId),
+           let status = try decide(planned, of: reminder, user: settings, latest: latest, now: bound, tx) { tally.add(status) }
         scheduler.schedule(reminder, row: row, zone: settings.timeZone, from: planned.at.adding(milliseconds: 1))
         return true
     }
@@ -149,7 +150,7 @@ extension ReminderPlanner {
     /// Decides one occurrence and stores its decision event; nil if it was decided before. One the
     /// planner reached running (its loop, or a manual clock moved over it) is on time; one that fell
     /// due while nobody decided it (`backlogThrough`) is late within the grace window, missed beyond.
-    private func decide(_ planned: PlannedOccurrence, of reminder: Reminder, user: UserSettings, now: Instant,
+    private func decide(_ planned: PlannedOccurrence, of reminder: Reminder, user: UserSettings, latest: LatestLogged?, now: Instant,
                         _ tx: Transaction) throws -> OccurrenceStatus? {
         if !movedDecidedDays.isEmpty, let moved = movedDecidedDays[reminder.id], planned.day <= moved.day { return nil }
         let timeliness = planned.at <= backlogThrough
@@ -158,7 +159,7 @@ extension ReminderPlanner {
         var cause: RecordID?
         if timeliness != .missed {
             let restored = !restored.isEmpty && restored.contains(OccurrenceKey(reminder: reminder.id, at: planned.at))
-            let covering = restored ? nil : try self.cause(covering: planned, of: reminder, tx.sql)
+            let covering = restored ? nil : try self.cause(covering: planned, of: reminder, latest: latest, tx.sql)
             switch Decision.decide(paused: user.paused, coveringCause: covering?.description, restored: restored) {
             case .skipped: status = .skipped
             case .suppressed: status = .suppressed; cause = covering

@@ -18,8 +18,9 @@ extension ReminderPlanner {
 
     /// What covers the occurrence, if anything: a session overlapping its window, or an entry for its
     /// target day. The store only narrows the candidates; `Coverage.cause` decides (SEMANTICS §2).
-    func cause(covering planned: PlannedOccurrence, of reminder: Reminder, _ sql: StoreConnection) throws -> RecordID? {
-        Coverage.cause(of: planned, of: reminder, candidates: try PlannerStore.coverageCandidates(of: reminder, from: planned, through: planned, sql))
+    func cause(covering planned: PlannedOccurrence, of reminder: Reminder, latest: LatestLogged? = nil, _ sql: StoreConnection) throws -> RecordID? {
+        Coverage.cause(of: planned, of: reminder,
+                       candidates: try PlannerStore.coverageCandidates(of: reminder, from: planned, through: planned, latest: latest, sql))
     }
 
     /// Undecided occurrences of `reminder` that something already logged could cover: sessions
@@ -54,7 +55,7 @@ extension ReminderPlanner {
         }
         guard let first = undecided.min(by: { $0.at < $1.at }), let last = undecided.max(by: { $0.at < $1.at }) else { return }
         // One query for them all (a NoAlc reminder has a month of them): `Coverage.cause` takes any superset.
-        let covering = try PlannerStore.coverageCandidates(of: reminder, from: first, through: last, tx.sql)
+        let covering = try PlannerStore.coverageCandidates(of: reminder, from: first, through: last, latest: latestLogged(by: reminder.userId), tx.sql)
         for planned in undecided {
             guard let cause = Coverage.cause(of: planned, of: reminder, candidates: covering),
                   try PlannerStore.announce(reminder.id, at: planned.at, cause: cause, tx.sql) else { continue }

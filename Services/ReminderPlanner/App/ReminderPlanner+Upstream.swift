@@ -10,6 +10,7 @@ extension ReminderPlanner {
     func apply(_ event: ReceivedEvent, _ tx: Transaction) throws {
         switch event.data {
         case .sessionLogged(let session):
+            noteLogged(by: session.userId) { $0.logged(sessionOf: session.activity, endingAt: session.end.millisecondsSince1970) }
             guard try PlannerStore.insert(session: session, seq: event.seq, tx.sql) else { return }
             tx.afterCommit { [unowned self] in host.count("sessionsApplied") }
             let zone = user(session.userId).timeZone

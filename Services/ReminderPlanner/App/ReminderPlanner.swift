@@ -70,10 +70,12 @@ public final class ReminderPlanner: Service {
         // A fresh planner has nothing to catch up on: occurrences exist from now on.
         let now = time.now()
         try host.write { tx in try PlannerStore.startDecidedThrough(at: now, tx.sql) }
+        let latestLoggedIsKnown = !host.store.isShared  // as the property below says, before `self` is whole
         let stored = try host.query { sql in
             (users: try PlannerStore.users(sql), reminderCount: try PlannerStore.reminderCount(sql),
              decidedThrough: try PlannerStore.decidedThrough(sql), memoryVersion: try PlannerStore.value("memoryVersion", sql),
-             restored: try PlannerStore.restoredOccurrences(sql), moved: try PlannerStore.movedDecidedDays(sql))
+             restored: try PlannerStore.restoredOccurrences(sql), moved: try PlannerStore.movedDecidedDays(sql),
+             latestLogged: latestLoggedIsKnown ? try PlannerStore.latestLogged(sql) : [:])
         }
         // The partitions owned from the start (all, unless other instances share the store) are
         // scheduled from where they are decided; the others from now, until this one takes them.
@@ -85,6 +87,7 @@ public final class ReminderPlanner: Service {
         restored = stored.restored
         movedDecidedDays = stored.moved
         try loadReminders(expecting: stored.reminderCount, users: stored.users)
+        for (user, latest) in stored.latestLogged { reminders.noteLogged(by: user) { $0 = latest } }
 
         feed = try UpstreamFeed(upstream: .sessionLogger, host: host, eventsEndpoints: settings.sessionLoggerEvents,
                                 apiEndpoints: settings.sessionLoggerAPI) { [unowned self] event, tx in
@@ -122,12 +125,23 @@ public final class ReminderPlanner: Service {
     /// The user's settings; a user never set has the default zone, English and no pause.
     func user(_ id: UserID) -> UserSettings { settingsOrDefault(reminders.settings(of: id), id) }
 
-    /// The reminder in `row` with its user's settings, found by the row, for the deciding loop
-    /// (which prefetches what the next decisions read: `ReminderTable.deciding`).
-    func reminderAndUser(inRow row: Scheduler.Row) -> (reminder: Reminder, user: UserSettings) {
+    /// The reminder in `row` with its user's settings and latest session ends (where known),
+    /// found by the row, for the deciding loop (which prefetches what the next decisions read: `ReminderTable.deciding`).
+    func reminderAndUser(inRow row: Scheduler.Row) -> (reminder: Reminder, user: UserSettings, latest: LatestLogged?) {
         let upcoming = scheduler.upcomingRows
-        let (reminder, stored) = reminders.deciding(row, next: upcoming.next, after: upcoming.after)
-        return (reminder, settingsOrDefault(stored, reminder.userId))
+        let (reminder, stored, latest) = reminders.deciding(row, next: upcoming.next, after: upcoming.after)
+        return (reminder, settingsOrDefault(stored, reminder.userId), latestLoggedIsKnown ? latest : nil)
+    }
+
+    /// `user`'s latest session ends, where this process knows them.
+    func latestLogged(by user: UserID) -> LatestLogged? { latestLoggedIsKnown ? reminders.latestLogged(by: user) : nil }
+
+    /// `LatestLogged` holds only while this process alone writes the copies of sessions: not on a shared store.
+    var latestLoggedIsKnown: Bool { !host.store.isShared }
+
+    /// Raises `user`'s latest session ends: with every session stored, before coverage is asked.
+    func noteLogged(by user: UserID, _ update: (inout LatestLogged) -> Void) {
+        if latestLoggedIsKnown { reminders.noteLogged(by: user, update) }
     }
 
     private func settingsOrDefault(_ stored: UserSettings?, _ id: UserID) -> UserSettings {

@@ -9,7 +9,8 @@ import ReminderPlanning
 /// A row is 40 bytes: the id, the creation instant, the user as an index into the interned user
 /// ids, and the rule's small fields. Titles and bodies, which few reminders have, are kept apart.
 /// `Reminder` values are rebuilt on lookup. A user's settings are kept by the same index, so the
-/// reminder in a row gives its user's without hashing the user id (a tenth of the deciding loop did).
+/// reminder in a row gives its user's without hashing the user id (a tenth of the deciding loop did),
+/// and so are the user's latest session ends (`LatestLogged`), for users with reminders or without.
 struct ReminderTable {
     private struct Row {
         let id: RecordID
@@ -32,6 +33,8 @@ struct ReminderTable {
     private var rowsByUser: [[Int32]] = []
     /// By user index: nil for a user who never set any.
     private var userSettings: [UserSettings?] = []
+    /// By user index: a user the table never met has no session stored (loading meets every one who has).
+    private var latestLogged: [LatestLogged] = []
 
     var count: Int { rowByID.count }
 
@@ -47,20 +50,23 @@ struct ReminderTable {
     /// The reminder in `row`, which must hold one (the scheduler's rows do): no lookup by id.
     subscript(row row: Scheduler.Row) -> Reminder { reminder(at: row) }
 
-    /// For the deciding loop: the reminder in `row` (which must hold one) with its user's settings,
-    /// prefetching what the next two decisions read: `after`'s row, and the user of `next`, whose
+    /// For the deciding loop: the reminder in `row` (which must hold one) with its user's settings and
+    /// latest session ends, prefetching what the next two decisions read: `after`'s row, and the user of `next`, whose
     /// row the call before prefetched. Mutating only so that the planner lends the table to the call:
     /// a call that does not mutate got a copy (a retain and a release of each of its arrays).
-    mutating func deciding(_ row: Scheduler.Row, next: Scheduler.Row?, after: Scheduler.Row?) -> (reminder: Reminder, settings: UserSettings?) {
+    mutating func deciding(_ row: Scheduler.Row, next: Scheduler.Row?, after: Scheduler.Row?)
+        -> (reminder: Reminder, settings: UserSettings?, latest: LatestLogged) {
         rows.withUnsafeBufferPointer { rows in
             if let after { lht_prefetch(rows.baseAddress! + Int(after)) }
             if let next {
                 let user = Int(rows[Int(next)].user)
                 userSettings.withUnsafeBufferPointer { lht_prefetch($0.baseAddress! + user) }
                 userIDs.withUnsafeBufferPointer { lht_prefetch($0.baseAddress! + user) }
+                latestLogged.withUnsafeBufferPointer { lht_prefetch($0.baseAddress! + user) }
             }
         }
-        return (reminder(at: row), settings(ofRow: row))
+        let user = Int(rows[Int(row)].user)
+        return (reminder(at: row), userSettings[user], latestLogged[user])
     }
 
     /// `user`'s reminders.
@@ -69,8 +75,11 @@ struct ReminderTable {
     /// The settings `user` set; nil if it never did.
     func settings(of user: UserID) -> UserSettings? { userIndex[user].flatMap { userSettings[Int($0)] } }
 
-    /// The settings of the user whose reminder is in `row`, which must hold one.
-    func settings(ofRow row: Scheduler.Row) -> UserSettings? { userSettings[Int(rows[Int(row)].user)] }
+    /// `user`'s latest session ends.
+    func latestLogged(by user: UserID) -> LatestLogged { userIndex[user].map { latestLogged[Int($0)] } ?? LatestLogged() }
+
+    /// Raises `user`'s latest session ends.
+    mutating func noteLogged(by user: UserID, _ update: (inout LatestLogged) -> Void) { update(&latestLogged[Int(intern(user))]) }
 
     /// Makes `settings` the user's (nil: as if never set).
     mutating func setSettings(_ settings: UserSettings?, of user: UserID) {
@@ -169,6 +178,7 @@ struct ReminderTable {
         userIndex[user] = index
         rowsByUser.append([])
         userSettings.append(nil)
+        latestLogged.append(LatestLogged())
         return index
     }
 
