@@ -105,20 +105,24 @@ import TestSupport
         try files.close()
     }
 
+    /// A projection file in memory, migrated up to `migration`, with the copies `sessions` (SQL rows
+    /// of id, user, activity, start, end and seq); and the migrator, for the rest.
+    static func projection(upTo migration: String, sessions: String) throws -> (DatabaseQueue, DatabaseMigrator) {
+        let database = try DatabaseQueue()
+        var migrator = DatabaseMigrator()
+        PlannerStore.projection.migrate(&migrator)
+        try migrator.migrate(database, upTo: migration)
+        try database.write { db in try db.execute(sql: "INSERT INTO session (id, user_id, activity, start_ms, end_ms, seq) VALUES \(sessions)") }
+        return (database, migrator)
+    }
+
     /// The copies of the logger's sessions are keyed by its seq (`PlannerStore.sessionsBySeq`): a
     /// projection file from before keeps its copies through the migration; a repeated event changes
     /// nothing; a session of another history at a seq the copies hold takes its place.
     @Test func sessionCopiesAreKeyedByTheLoggersSeq() throws {
-        let database = try DatabaseQueue()
-        var migrator = DatabaseMigrator()
-        PlannerStore.projection.migrate(&migrator)
-        try migrator.migrate(database, upTo: "decisions and copies")
-        try database.write { db in
-            try db.execute(sql: """
-                INSERT INTO session (id, user_id, activity, start_ms, end_ms, seq) VALUES
-                    ('\(RecordID())', 'ada', 'mindfulness', 0, 600000, 1), ('\(RecordID())', 'ada', 'mindfulness', 3600000, 4200000, 2)
-                """)
-        }
+        let (database, migrator) = try Self.projection(upTo: "decisions and copies", sessions: """
+            ('\(RecordID())', 'ada', 'mindfulness', 0, 600000, 1), ('\(RecordID())', 'ada', 'mindfulness', 3600000, 4200000, 2)
+            """)
         try migrator.migrate(database)
         try database.write { db throws in
             #expect(try Self.sqliteColumns(db, "main", "session").filter(\.key).map(\.name) == ["seq"])
@@ -144,17 +148,10 @@ import TestSupport
     /// What the start reads for `LatestLogged`: each user's latest session end by activity, filled
     /// from the copies by the migration and raised, never lowered, by every copy stored after it.
     @Test func latestSessionEndsAreFilledOnceAndRaisedWithEachCopy() throws {
-        let database = try DatabaseQueue()
-        var migrator = DatabaseMigrator()
-        PlannerStore.projection.migrate(&migrator)
-        try migrator.migrate(database, upTo: "decisions behind the log")
-        try database.write { db in
-            try db.execute(sql: """
-                INSERT INTO session (id, user_id, activity, start_ms, end_ms, seq) VALUES
-                    ('\(RecordID())', 'ada', 'mindfulness', 5000, 6000, 1), ('\(RecordID())', 'ada', 'mindfulness', 9000, 9500, 2),
-                    ('\(RecordID())', 'ada', 'workout', 7000, 8000, 3), ('\(RecordID())', 'bo', 'workout', 100, 200, 4)
-                """)
-        }
+        let (database, migrator) = try Self.projection(upTo: "decisions behind the log", sessions: """
+            ('\(RecordID())', 'ada', 'mindfulness', 5000, 6000, 1), ('\(RecordID())', 'ada', 'mindfulness', 9000, 9500, 2),
+            ('\(RecordID())', 'ada', 'workout', 7000, 8000, 3), ('\(RecordID())', 'bo', 'workout', 100, 200, 4)
+            """)
         try migrator.migrate(database)
         try database.write { db throws in
             let sql = SQLiteStoreConnection(db)
