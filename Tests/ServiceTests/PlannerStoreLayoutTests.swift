@@ -155,12 +155,17 @@ import TestSupport
         try migrator.migrate(database)
         try database.write { db throws in
             let sql = SQLiteStoreConnection(db)
-            func latest(_ user: String) throws -> LatestLogged? { try PlannerStore.latestLogged(sql)[UserID(user)!] }
+            func latestLogged() throws -> [UserID: LatestLogged] {
+                var latest: [UserID: LatestLogged] = [:]
+                try PlannerStore.forEachLatestSessionEnd(sql) { latest[$0, default: LatestLogged()].logged(sessionOf: $1, endingAt: $2) }
+                return latest
+            }
+            func latest(_ user: String) throws -> LatestLogged? { try latestLogged()[UserID(user)!] }
             func ended(_ user: String, _ activity: Activity, _ end: Int64) throws -> Bool {
                 guard let latest = try latest(user) else { return false }
                 return latest.maySessionEnd(activity, atOrAfter: end) && !latest.maySessionEnd(activity, atOrAfter: end + 1)
             }
-            #expect(try PlannerStore.latestLogged(sql).count == 2)
+            #expect(try latestLogged().count == 2)
             #expect(try ended("ada", .mindfulness, 9500) && ended("ada", .workout, 8000) && ended("bo", .workout, 200))
             #expect(try latest("bo")?.maySessionEnd(.mindfulness, atOrAfter: .min + 1) == false)
 

@@ -335,16 +335,14 @@ enum PlannerStore {
         return true
     }
 
-    /// Every user's latest session ends, for `LatestLogged` at the start. A row that does not read
-    /// back is skipped: its user or activity is not one a query could ask for.
-    static func latestLogged(_ sql: StoreConnection) throws -> [UserID: LatestLogged] {
-        var latest: [UserID: LatestLogged] = [:]
+    /// Every user's latest session end by activity, for `LatestLogged` at the start. A row that does
+    /// not read back is skipped: its user or activity is not one a query could ask for.
+    static func forEachLatestSessionEnd(_ sql: StoreConnection, _ body: (UserID, Activity, _ endMs: Int64) -> Void) throws {
         try sql.forEachRow("SELECT user_id, activity, end_ms FROM latest_session_end", []) { row in
             guard let user = row.text(0).flatMap(UserID.init), let activity = row.text(1).flatMap(Activity.init(rawValue:)),
                   let end = row.integer(2) else { return }
-            latest[user, default: LatestLogged()].logged(sessionOf: activity, endingAt: end)
+            body(user, activity, end)
         }
-        return latest
     }
 
     /// Records that the day has an entry; the first entry stays the day's cause. False if known.

@@ -70,12 +70,10 @@ public final class ReminderPlanner: Service {
         // A fresh planner has nothing to catch up on: occurrences exist from now on.
         let now = time.now()
         try host.write { tx in try PlannerStore.startDecidedThrough(at: now, tx.sql) }
-        let latestLoggedIsKnown = !host.store.isShared  // as the property below says, before `self` is whole
         let stored = try host.query { sql in
             (users: try PlannerStore.users(sql), reminderCount: try PlannerStore.reminderCount(sql),
              decidedThrough: try PlannerStore.decidedThrough(sql), memoryVersion: try PlannerStore.value("memoryVersion", sql),
-             restored: try PlannerStore.restoredOccurrences(sql), moved: try PlannerStore.movedDecidedDays(sql),
-             latestLogged: latestLoggedIsKnown ? try PlannerStore.latestLogged(sql) : [:])
+             restored: try PlannerStore.restoredOccurrences(sql), moved: try PlannerStore.movedDecidedDays(sql))
         }
         // The partitions owned from the start (all, unless other instances share the store) are
         // scheduled from where they are decided; the others from now, until this one takes them.
@@ -87,7 +85,13 @@ public final class ReminderPlanner: Service {
         restored = stored.restored
         movedDecidedDays = stored.moved
         try loadReminders(expecting: stored.reminderCount, users: stored.users)
-        for (user, latest) in stored.latestLogged { reminders.noteLogged(by: user) { $0 = latest } }
+        if latestLoggedIsKnown {
+            try host.query { sql in
+                try PlannerStore.forEachLatestSessionEnd(sql) { user, activity, end in
+                    reminders.noteLogged(by: user) { $0.logged(sessionOf: activity, endingAt: end) }
+                }
+            }
+        }
 
         feed = try UpstreamFeed(upstream: .sessionLogger, host: host, eventsEndpoints: settings.sessionLoggerEvents,
                                 apiEndpoints: settings.sessionLoggerAPI) { [unowned self] event, tx in
