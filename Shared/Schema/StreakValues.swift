@@ -19,6 +19,14 @@ public struct StreakGetRequest: Codable, Sendable, Hashable {
     }
 }
 
+/// Read by hand: `streak.get` is answered from memory, and decoding through `Decodable` was a fifth
+/// of the loop's time from reading the request to sending the reply (#30).
+extension StreakGetRequest: WireJSONReadable {
+    init(members: JSONMembers) throws {
+        self.init(userId: try members.required("userId"), asOf: try members.optional("asOf"), timeZone: try members.optional("timeZone"))
+    }
+}
+
 /// A user's streak as `streak.get` returns it and `streak.updated` carries it (SEMANTICS §5), and
 /// as StreakRules' `Streak.compute` returns it.
 ///

@@ -127,6 +127,24 @@ public func decodeRequestData<Payload: Decodable>(_ type: Payload.Type, from fra
     }
 }
 
+/// `decodeRequestData` for one payload type, chosen once, where an op is registered: a type that
+/// reads its members itself (`WireJSONReadable`) is read that way first, and without a cast per request.
+public func requestDataDecoder<Payload: Decodable>(for type: Payload.Type) -> @Sendable (Data, RequestHead) throws(WireError) -> Payload {
+    guard let readable = type as? any WireJSONReadable.Type else {
+        return { frame, head throws(WireError) in try decodeRequestData(Payload.self, from: frame, head: head) }
+    }
+    return { frame, head throws(WireError) in try readRequestData(readable, from: frame, head: head) as! Payload }
+}
+
+/// As `decodeRequestData`, through the type's `init(members:)` when that takes the data.
+func readRequestData<Payload: WireJSONReadable>(_ type: Payload.Type, from frame: Data, head: RequestHead) throws(WireError) -> Payload {
+    if head.hasData, let range = head.dataRange,
+       let value = WireJSON.leanRead(Payload.self, from: frame[(frame.startIndex + range.lowerBound)..<(frame.startIndex + range.upperBound)]) {
+        return value
+    }
+    return try decodeRequestData(Payload.self, from: frame, head: head)
+}
+
 /// The encoder for everything this system writes on the wire: compact, slashes unescaped, keys
 /// in the order each type encodes them (see `WireJSON`).
 public struct WireEncoder: Sendable {

@@ -27,12 +27,52 @@ extension WireJSON {
     }
 
     static func leanDecode<Value: Decodable>(_ type: Value.Type, from bytes: UnsafeRawBufferPointer) -> Value? {
+        withRoot(of: bytes) { try? Value(from: NodeDecoder(node: $0)) }
+    }
+
+    /// The lean pass of a `WireJSONReadable` type: its `init(members:)`; nil when it leaves the bytes to `decode`.
+    static func leanRead<Value: WireJSONReadable>(_ type: Value.Type, from data: Data) -> Value? {
+        data.withUnsafeBytes { bytes in
+            withRoot(of: bytes) { root in root.token.kind == .object ? try? Value(members: JSONMembers(object: root)) : nil }
+        }
+    }
+
+    /// `read` of the parsed document's root; nil when the lean parser does not take the bytes.
+    private static func withRoot<Value>(of bytes: UnsafeRawBufferPointer, _ read: (Node) -> Value?) -> Value? {
         let text = bytes.bindMemory(to: UInt8.self)
         guard let tokens = JSONDocument.parse(text) else { return nil }
         return tokens.withUnsafeBufferPointer { tokens in
             let document = JSONDocument(bytes: text, tokens: tokens)
-            return withExtendedLifetime(document) { try? Value(from: NodeDecoder(node: Node(document: document, index: 0))) }
+            return withExtendedLifetime(document) { read(Node(document: document, index: 0)) }
         }
+    }
+}
+
+/// A request payload that reads its members itself, without `Decodable`'s containers, whose code
+/// runs cold in a loop that sleeps between requests (`StreakGetRequest`, #30). `init(members:)`
+/// must take exactly what the type's `init(from:)` takes, and throw on anything else (a member
+/// missing, null where it must not be, of another type, not valid): `decode` then reads the bytes
+/// through `init(from:)`, which gives the value or the error. A schema test holds the two to the
+/// same results.
+protocol WireJSONReadable: Decodable {
+    init(members: JSONMembers) throws
+}
+
+/// The members of a JSON object, as a `WireJSONReadable` type reads them: by name, the first of a
+/// name as Foundation reads duplicates, unknown ones ignored.
+struct JSONMembers {
+    fileprivate let object: Node
+
+    /// A member that must be there, a string `Value` takes (`WireString`).
+    func required<Value: WireString>(_ name: String) throws -> Value {
+        guard let node = object.member(named: name) else { throw NotLean() }
+        return try node.wireString()
+    }
+
+    /// A member that may be left out or null (`decodeIfPresent`).
+    func optional<Value: WireString>(_ name: String) throws -> Value? {
+        guard let node = object.member(named: name), !node.isNull else { return nil }
+        return try node.wireString() as Value
     }
 }
 
@@ -95,6 +135,27 @@ private struct Node {
     }
 
     var isNull: Bool { token.kind == .null }
+
+    /// The string as the `WireString` it names, as its `init(from:)` reads it.
+    func wireString<Value: WireString>() throws -> Value {
+        guard let value = Value(wireText: try string()) else { throw NotLean() }
+        return value
+    }
+
+    /// An object's member of that name, the first if there are several; nil when there is none.
+    func member(named name: String) -> Node? {
+        func search(_ name: UnsafeBufferPointer<UInt8>) -> Node? {
+            for keyIndex in children() {
+                let key = document.tokens[keyIndex]
+                if Int(key.count) == name.count,
+                   name.isEmpty || memcmp(document.bytes.baseAddress! + Int(key.start), name.baseAddress!, name.count) == 0 {
+                    return Node(document: document, index: keyIndex + 1)
+                }
+            }
+            return nil
+        }
+        return name.utf8.withContiguousStorageIfAvailable(search) ?? Array(name.utf8).withUnsafeBufferPointer(search)
+    }
 
     /// What `parse` makes of the string's bytes.
     func parsed<Value>(_ parse: (UnsafeBufferPointer<UInt8>) -> Value?) throws -> Value {
@@ -165,21 +226,7 @@ private struct KeyedNodes<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     /// The value of the first member of that name, as Foundation reads duplicates; nil when there is none.
-    func find(_ key: Key) -> Node? {
-        let name = key.stringValue
-        let document = object.document
-        func search(_ name: UnsafeBufferPointer<UInt8>) -> Node? {
-            for keyIndex in object.children() {
-                let key = document.tokens[keyIndex]
-                if Int(key.count) == name.count,
-                   name.isEmpty || memcmp(document.bytes.baseAddress! + Int(key.start), name.baseAddress!, name.count) == 0 {
-                    return Node(document: document, index: keyIndex + 1)
-                }
-            }
-            return nil
-        }
-        return name.utf8.withContiguousStorageIfAvailable(search) ?? Array(name.utf8).withUnsafeBufferPointer(search)
-    }
+    func find(_ key: Key) -> Node? { object.member(named: key.stringValue) }
 
     func member(_ key: Key) throws -> Node {
         guard let found = find(key) else { throw NotLean() }

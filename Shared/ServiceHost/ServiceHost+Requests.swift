@@ -109,6 +109,12 @@ extension ServiceHost {
         register(op, .outside, owner: owner) { input, _, _ in try wireEncoder().encode(handler(input)) }
     }
 
+    /// As `handleOutside`, for replies that write their own JSON, without a cast per reply to find that out.
+    public func handleOutside<Input, Output: WireJSONWritable>(_ op: Op<Input, Output>, owner: ((Input) throws -> UserID?)? = nil,
+                                                               _ handler: @escaping (Input) throws -> Output) {
+        register(op, .outside, owner: owner) { input, _, _ in try WireJSON.encode(writable: handler(input)) }
+    }
+
     /// Registers a read of the service's tables: placed `.reading` where they are applied behind the
     /// log (`Store.readsBehindTheLog`), else `.batched`, reading in the write transaction. Either way
     /// it sees exactly the writes before it in its batch. `handler` may run on another thread: it
@@ -135,8 +141,9 @@ extension ServiceHost {
         precondition(op.info.service == nil || op.info.service == service, "\(op.name) is not an op of \(name)")
         precondition((op.info.access == .ownRecord) == (owner != nil), "\(op.name): an owner exactly for .ownRecord ops")
         // Decoded first: a malformed request gets invalid_argument whoever sends it.
+        let decodeData = requestDataDecoder(for: Input.self)
         operations[op.name] = Operation(info: op.info, placement: placement, decode: { frame, head in
-            try decodeRequestData(Input.self, from: frame, head: head)
+            try decodeData(frame, head)
         }, apply: { input, tx, caller in
             let input = input as! Input
             try Self.authorize(op.info, input, caller, owner: owner)

@@ -29,6 +29,36 @@ struct WireDecodingTests {
         #expect(same([Int64].self, "[0,-0,9223372036854775807,-9223372036854775808]"))
     }
 
+    /// A payload that reads its own members (`WireJSONReadable`), through the decoder a service
+    /// registers for it, gives what `decodeRequestData` (`init(from:)`) gives, value or error; and
+    /// it reads the usual requests itself rather than leaving them to `init(from:)`.
+    @Test func payloadsThatReadTheirMembersMatchDecodable() {
+        let decode = requestDataDecoder(for: StreakGetRequest.self)
+        /// Decodes `data` both ways; returns whether `init(members:)` took it.
+        @discardableResult
+        func same(_ data: String, sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
+            let frame = wireRequest(Ops.streakGet.name, data)
+            guard let head = try? RequestHead(frame: frame) else {
+                Issue.record("no head: \(data)", sourceLocation: sourceLocation)
+                return false
+            }
+            let read = Result { () throws(WireError) in try decode(frame, head) }
+            let decoded = Result { () throws(WireError) in try decodeRequestData(StreakGetRequest.self, from: frame, head: head) }
+            #expect(read == decoded, "\(data)", sourceLocation: sourceLocation)
+            return WireJSON.leanRead(StreakGetRequest.self, from: Data(data.utf8)) != nil
+        }
+        #expect(same(#"{"userId":"u1"}"#))
+        #expect(same(#"{"userId":"u1","asOf":"2026-11-20","timeZone":"Europe/Berlin"}"#))
+        #expect(same(#" { "timeZone" : null , "asOf":null,"userId":"u-2","extra":[1,{"userId":"u3"}]} "#))
+        #expect(same(#"{"userId":"u1","userId":"u2","asOf":"2026-01-01","asOf":"x"}"#))
+        // Everything else is left to init(from:), whose error the reply names.
+        for data in [#"{}"#, "null", "[]", #""u1""#, #"{"userId":null}"#, #"{"userId":7}"#, #"{"userId":""}"#, #"{"userId":"u 1"}"#,
+                     #"{"userId":"u1","asOf":"2026-02-30"}"#, #"{"userId":"u1","asOf":20261120}"#, #"{"userId":"u1","asOf":{}}"#,
+                     #"{"userId":"u1","timeZone":"Mars/Olympus"}"#, #"{"userId":"u1","timeZone":""}"#, #"{"userId":"u\u0031"}"#] {
+            #expect(!same(data), "\(data)")
+        }
+    }
+
     @Test func errorsAreFoundationsWithTheSameField() {
         #expect(!same(SessionLogRequest.self, #"{"userId":"u1","activity":"noalc","start":"2026-11-23T07:00:00Z","end":"2026-11-23T07:30:00Z"}"#))
         #expect(!same(SessionLogRequest.self, #"{"userId":"u1","activity":"workout","start":"2026-11-23T07:00:00Z"}"#))

@@ -30,6 +30,21 @@ import ZeroMQ
         #expect(group.nanosecondsLeft(at: 500 * Self.ms) == 0)
     }
 
+    /// A connection is kept while it waits for a reply or may send again soon, and no longer: the
+    /// map does not grow with every client ever heard from.
+    @Test func connectionsThatMayNotComeAreForgottenWhenATurnRuns() {
+        var group = GroupCommit(windowNanoseconds: 2 * Self.ms)
+        let clients = (0..<100).map { Data("c\($0)".utf8) }
+        for client in clients { group.arrived(at: 0, from: client) }
+        group.ran(at: 0)
+        #expect(group.connections.count == 100)
+        for client in clients { group.answered(client, at: Self.ms) }
+        group.ran(at: 2 * Self.ms)
+        #expect(group.connections.count == 100)
+        group.ran(at: 10 * Self.ms)
+        #expect(group.connections.count == 0)
+    }
+
     @Test func underSteadyLoadTheOldestWaitsOutTheWindowAndNoLonger() {
         var group = Self.arrivals(30, every: Self.ms)
         #expect(group.isUnderLoad)
