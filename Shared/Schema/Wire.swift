@@ -128,7 +128,8 @@ public func decodeRequestData<Payload: Decodable>(_ type: Payload.Type, from fra
 }
 
 /// `decodeRequestData` for one payload type, chosen once, where an op is registered: a type that
-/// reads its members itself (`WireJSONReadable`) is read that way first, and without a cast per request.
+/// reads its members itself (`WireJSONReadable`) is read that way first. Its conformance is looked
+/// up here, not for each request.
 public func requestDataDecoder<Payload: Decodable>(for type: Payload.Type) -> @Sendable (Data, RequestHead) throws(WireError) -> Payload {
     guard let readable = type as? any WireJSONReadable.Type else {
         return { frame, head throws(WireError) in try decodeRequestData(Payload.self, from: frame, head: head) }
