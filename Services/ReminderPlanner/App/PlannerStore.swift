@@ -371,7 +371,6 @@ enum PlannerStore {
         return []
     }
 
-
     /// The user's sessions of the activity that start no later than the last T and no earlier than a
     /// day before the first window opens — sessions last at most 24 h, so one starting earlier ends
     /// before the window: a range of `session_by_user_start`. `seq` (the session log's) is their logging order.
