@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import LHTClient
 import LHTSchema
 import Testing
@@ -302,5 +303,37 @@ import TestSupport
         // The session applied again announced nothing new.
         let logged = try rig.client(planner).call(Ops.eventsSince, EventsSinceRequest(after: 0, limit: 1000)).events
         #expect(logged.filter { $0.type == Events.reminderCancelled.name }.count == 1)
+    }
+
+    /// An announced cancellation is kept while its occurrence is undecided: the next announcement
+    /// for the reminder forgets those decided since, where before every one was kept for good.
+    @Test func announcementsOfDecidedOccurrencesAreForgottenWithTheRemindersNext() throws {
+        let rig = try ServiceRig()
+        let clock = Instant.now().minuteFloor
+        let logger = try rig.sessionLogger()
+        let planner = try rig.planner(clock: clock, following: logger)
+        let henning = user("henning")
+        let first = clock.adding(seconds: 20 * 60), second = first.adding(seconds: 86_400)
+        // A look-back of 48 hours: a session of now covers today's occurrence and tomorrow's.
+        _ = try rig.client(planner).call(Ops.reminderPut, ReminderPutRequest(userId: henning, activity: .mindfulness, time: first.utcTime,
+                                                                             lookbackHours: 48))
+        func logSession(endingSecondsAgo seconds: Int64) throws {
+            let end = Instant.now().adding(seconds: -seconds)
+            _ = try rig.client(logger).call(Ops.sessionLog, SessionLogRequest(userId: henning, activity: .mindfulness,
+                                                                               start: end.adding(seconds: -10 * 60), end: end))
+        }
+        try logSession(endingSecondsAgo: 300)
+        let cancelled = try rig.recorder(planner).wait(for: Events.reminderCancelled, count: 2)
+        #expect(cancelled.count == 2)
+        #expect(try rig.client(planner).call(Ops.clockAdvance, ClockAdvanceRequest(seconds: 30 * 60)).decided == 1)
+        // Covers tomorrow's occurrence again: nothing is announced twice, and today's, decided, is forgotten.
+        try logSession(endingSecondsAgo: 240)
+        try waitUntil("the second session applied") { try rig.client(planner).call(Ops.health, NoFields()).counters["sessionsApplied"] == 2 }
+        let logged = try rig.client(planner).call(Ops.eventsSince, EventsSinceRequest(after: 0, limit: 1000)).events
+        #expect(logged.filter { $0.type == Events.reminderCancelled.name }.count == 2)
+        #expect(planner.stop())
+        let file = try DatabaseQueue(path: rig.scratch.subdirectory(ServiceName.reminderPlanner.rawValue).path + "/reminder-planner.sqlite")
+        defer { try? file.close() }
+        #expect(try file.read { try Int64.fetchAll($0, sql: "SELECT at_ms FROM announced") } == [second.millisecondsSince1970])
     }
 }

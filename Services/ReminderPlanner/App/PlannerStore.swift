@@ -93,7 +93,40 @@ enum PlannerStore {
         migrator.registerMigration(partitionsMigration.name) { db in
             for statement in partitionsMigration.statements { try db.execute(sql: statement) }
         }
+        // `announcementsByUser`, in its key's b-tree. A row whose reminder is gone was never read again.
+        migrator.registerMigration(announcementsByUser.name) { db in
+            db.add(function: recordIDBytes)
+            defer { db.remove(function: recordIDBytes) }
+            try db.execute(sql: """
+                CREATE TABLE announced_by_user (user_id TEXT NOT NULL, reminder_id BLOB NOT NULL, at_ms INTEGER NOT NULL, cause TEXT NOT NULL,
+                    PRIMARY KEY (user_id, reminder_id, at_ms)) WITHOUT ROWID;
+                INSERT INTO announced_by_user
+                    SELECT reminder.user_id, reminder.id, announced.at_ms, announced.cause
+                    FROM announced JOIN reminder ON reminder.id = lht_record_id_bytes(announced.reminder_id);
+                DROP TABLE announced;
+                ALTER TABLE announced_by_user RENAME TO announced;
+                """)
+        }
     }
+
+    /// Announced cancellations keyed by user first: the occurrences one session covers are all its
+    /// user's, so they share a leaf, where a key by reminder id (random) took a leaf of the key's
+    /// index for each reminder covered and one of the table: 8 of a covering session's 13 pages,
+    /// 4 now (README "Announced cancellations"). The reminder id is its 16 bytes, as in `reminder`
+    /// and `decision`.
+    static let announcementsByUser = PostgresMigration("announcements by user", [
+        "CREATE TABLE announced_by_user (user_id TEXT NOT NULL, reminder_id BYTEA NOT NULL, at_ms BIGINT NOT NULL, cause TEXT NOT NULL, PRIMARY KEY (user_id, reminder_id, at_ms))",
+        """
+        INSERT INTO announced_by_user
+            SELECT reminder.user_id, reminder.id, announced.at_ms, announced.cause
+            FROM announced JOIN reminder ON reminder.id = CASE WHEN announced.reminder_id ~ '\(recordIDPattern)' THEN decode(replace(announced.reminder_id, '-', ''), 'hex') END
+        """,
+        "DROP TABLE announced",
+        "ALTER TABLE announced_by_user RENAME TO announced",
+    ])
+
+    /// A record id's text, as PostgreSQL's migrations check it before decoding it.
+    private static let recordIDPattern = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 
     /// How far each partition is decided, starting where the one `decidedThroughMs` was; and the
     /// users whose settings or reminders changed, for the other instances sharing the store
@@ -202,7 +235,7 @@ enum PlannerStore {
     /// partitions of users.
     static let layout = StoreLayout(sqliteMigrations: migrate, projection: projection, behindTheLog: ("decisions", decisionProjection),
                                     postgresMigrations: [PostgresMigration("planner", firstTables(.postgres)), partitionsMigration, sessionsBySeq,
-                                                         decisionsByBytes, latestSessionEnds],
+                                                         decisionsByBytes, latestSessionEnds, announcementsByUser],
                                     partitioned: true)
 
     /// The copies of the logger's sessions keyed by its seq, not by their ids: a session's copy is
@@ -219,7 +252,7 @@ enum PlannerStore {
     /// PostgreSQL's decisions keyed by the reminder id's 16 bytes, as SQLite's (`decisionProjection`).
     /// Every id there was written from a `RecordID`; a row whose id is not one could not be asked for.
     static let decisionsByBytes = PostgresMigration("decisions by the reminder id's bytes", [
-        "DELETE FROM decision WHERE reminder_id !~ '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'",
+        "DELETE FROM decision WHERE reminder_id !~ '\(recordIDPattern)'",
         "ALTER TABLE decision ALTER COLUMN reminder_id TYPE BYTEA USING decode(replace(reminder_id, '-', ''), 'hex')",
     ])
 
@@ -237,13 +270,14 @@ enum PlannerStore {
     /// `rowid`, the order the planner stored the days in (`noalcCandidates`): PostgreSQL gets an
     /// identity column of that name.
     static func tables(_ dialect: SQLDialect) -> [String] {
-        firstTables(dialect, sessionsBySeq: true, decisionsByBytes: true)
+        firstTables(dialect, sessionsBySeq: true, decisionsByBytes: true, announcementsByUser: true)
             + (partitionsMigration.statements + latestSessionEnds.statements).filter { $0.hasPrefix("CREATE") }
     }
 
-    /// The tables of PostgreSQL's first migration; with `sessionsBySeq` and `decisionsByBytes`, as
-    /// those migrations leave them.
-    private static func firstTables(_ dialect: SQLDialect, sessionsBySeq: Bool = false, decisionsByBytes: Bool = false) -> [String] {
+    /// The tables of PostgreSQL's first migration; with `sessionsBySeq`, `decisionsByBytes` and
+    /// `announcementsByUser`, as those migrations leave them.
+    private static func firstTables(_ dialect: SQLDialect, sessionsBySeq: Bool = false, decisionsByBytes: Bool = false,
+                                    announcementsByUser: Bool = false) -> [String] {
         let storedOrder = dialect == .postgres ? "rowid BIGINT GENERATED ALWAYS AS IDENTITY, " : ""
         return [
             """
@@ -257,7 +291,10 @@ enum PlannerStore {
             """
             CREATE TABLE restored (reminder_id TEXT NOT NULL, at_ms BIGINT NOT NULL, PRIMARY KEY (reminder_id, at_ms))
             """,
-            """
+            announcementsByUser ? """
+            CREATE TABLE announced (user_id TEXT NOT NULL, reminder_id \(dialect.bytesType) NOT NULL, at_ms BIGINT NOT NULL, cause TEXT NOT NULL,
+                PRIMARY KEY (user_id, reminder_id, at_ms))
+            """ : """
             CREATE TABLE announced (reminder_id TEXT NOT NULL, at_ms BIGINT NOT NULL, cause TEXT NOT NULL, PRIMARY KEY (reminder_id, at_ms))
             """,
             "CREATE TABLE planner_state (key TEXT PRIMARY KEY NOT NULL, value BIGINT NOT NULL)",
@@ -308,10 +345,10 @@ enum PlannerStore {
                   .text(reminder.title), .text(reminder.body), .integer(reminder.createdAt.millisecondsSince1970)])
     }
 
-    static func delete(reminder id: RecordID, _ sql: StoreConnection) throws {
-        try sql.execute("DELETE FROM reminder WHERE id = ?", [.blob(id.bytes)])
-        try sql.execute("DELETE FROM announced WHERE reminder_id = ?", [.text(id.description)])
-        try sql.execute("DELETE FROM restored WHERE reminder_id = ?", [.text(id.description)])
+    static func delete(_ reminder: Reminder, _ sql: StoreConnection) throws {
+        try sql.execute("DELETE FROM reminder WHERE id = ?", [.blob(reminder.id.bytes)])
+        try sql.execute("DELETE FROM announced WHERE user_id = ? AND reminder_id = ?", announcementKey(reminder))
+        try sql.execute("DELETE FROM restored WHERE reminder_id = ?", [.text(reminder.id.description)])
     }
 
     // MARK: What covers occurrences
@@ -448,30 +485,42 @@ enum PlannerStore {
         })
     }
 
-    static func restore(_ reminder: RecordID, at: Instant, _ sql: StoreConnection) throws {
+    static func restore(_ reminder: Reminder, at: Instant, _ sql: StoreConnection) throws {
         try sql.execute("INSERT INTO restored (reminder_id, at_ms) VALUES (?, ?) ON CONFLICT (reminder_id, at_ms) DO NOTHING",
-                        [.text(reminder.description), .integer(at.millisecondsSince1970)])
-        try sql.execute("DELETE FROM announced WHERE reminder_id = ? AND at_ms = ?", [.text(reminder.description), .integer(at.millisecondsSince1970)])
+                        [.text(reminder.id.description), .integer(at.millisecondsSince1970)])
+        try withdrawAnnouncement(reminder, at: at.millisecondsSince1970, sql)
     }
 
-    /// Occurrences announced as cancelled and not decided yet, with their cause.
-    static func announced(of reminder: RecordID, _ sql: StoreConnection) throws -> [Int64: RecordID] {
+    // MARK: Announced cancellations, keyed by user (`announcementsByUser`)
+
+    /// Occurrences of `reminder` announced as cancelled, with their cause: the undecided ones, and
+    /// decided ones that `forgetAnnouncements` has not taken yet.
+    static func announced(of reminder: Reminder, _ sql: StoreConnection) throws -> [Int64: RecordID] {
         var result: [Int64: RecordID] = [:]
-        try sql.forEachRow("SELECT at_ms, cause FROM announced WHERE reminder_id = ?", [.text(reminder.description)]) { row in
+        try sql.forEachRow("SELECT at_ms, cause FROM announced WHERE user_id = ? AND reminder_id = ?", announcementKey(reminder)) { row in
             if let at = row.integer(0), let cause = row.text(1).flatMap(RecordID.init) { result[at] = cause }
         }
         return result
     }
 
     /// Records an announcement; false if this occurrence was announced already.
-    static func announce(_ reminder: RecordID, at: Instant, cause: RecordID, _ sql: StoreConnection) throws -> Bool {
-        try sql.execute("INSERT INTO announced (reminder_id, at_ms, cause) VALUES (?, ?, ?) ON CONFLICT (reminder_id, at_ms) DO NOTHING",
-                        [.text(reminder.description), .integer(at.millisecondsSince1970), .text(cause.description)]) > 0
+    static func announce(_ reminder: Reminder, at: Instant, cause: RecordID, _ sql: StoreConnection) throws -> Bool {
+        try sql.execute("INSERT INTO announced (user_id, reminder_id, at_ms, cause) VALUES (?, ?, ?, ?) ON CONFLICT (user_id, reminder_id, at_ms) DO NOTHING",
+                        announcementKey(reminder) + [.integer(at.millisecondsSince1970), .text(cause.description)]) > 0
     }
 
-    static func withdrawAnnouncement(_ reminder: RecordID, at: Int64, _ sql: StoreConnection) throws {
-        try sql.execute("DELETE FROM announced WHERE reminder_id = ? AND at_ms = ?", [.text(reminder.description), .integer(at)])
+    static func withdrawAnnouncement(_ reminder: Reminder, at: Int64, _ sql: StoreConnection) throws {
+        try sql.execute("DELETE FROM announced WHERE user_id = ? AND reminder_id = ? AND at_ms = ?", announcementKey(reminder) + [.integer(at)])
     }
+
+    /// Forgets `reminder`'s announcements of occurrences at or before `decidedThrough`: decided,
+    /// they are never announced again nor withdrawn, and without this every one stayed for good.
+    static func forgetAnnouncements(of reminder: Reminder, through decidedThrough: Instant, _ sql: StoreConnection) throws {
+        try sql.execute("DELETE FROM announced WHERE user_id = ? AND reminder_id = ? AND at_ms <= ?",
+                        announcementKey(reminder) + [.integer(decidedThrough.millisecondsSince1970)])
+    }
+
+    private static func announcementKey(_ reminder: Reminder) -> [SQLValue] { [.text(reminder.userId.rawValue), .blob(reminder.id.bytes)] }
 
     // MARK: Rule days moved by new zone rules
 

@@ -56,9 +56,12 @@ extension ReminderPlanner {
         guard let first = undecided.min(by: { $0.at < $1.at }), let last = undecided.max(by: { $0.at < $1.at }) else { return }
         // One query for them all (a NoAlc reminder has a month of them): `Coverage.cause` takes any superset.
         let covering = try PlannerStore.coverageCandidates(of: reminder, from: first, through: last, latest: latestLogged(by: reminder.userId), tx.sql)
-        for planned in undecided {
-            guard let cause = Coverage.cause(of: planned, of: reminder, candidates: covering),
-                  try PlannerStore.announce(reminder.id, at: planned.at, cause: cause, tx.sql) else { continue }
+        let covered = undecided.compactMap { planned in Coverage.cause(of: planned, of: reminder, candidates: covering).map { (planned, $0) } }
+        guard !covered.isEmpty else { return }
+        // On the leaf the announcements below write anyway (`PlannerStore.announcementsByUser`).
+        try PlannerStore.forgetAnnouncements(of: reminder, through: decidedThrough[reminder.userId], tx.sql)
+        for (planned, cause) in covered {
+            guard try PlannerStore.announce(reminder, at: planned.at, cause: cause, tx.sql) else { continue }
             try tx.append(Events.reminderCancelled, userId: reminder.userId, activity: reminder.activity,
                           data: makeOccurrence(reminder, planned, status: .cancelled, cause: cause))
         }
@@ -72,8 +75,8 @@ extension ReminderPlanner {
             let current = Set(candidates.map(\.at.millisecondsSince1970))
             // Beyond the horizon nothing was re-examined, so what was announced there stands.
             let horizon = reminder.enabled ? coverageHorizon(of: reminder).millisecondsSince1970 : .max
-            for at in try PlannerStore.announced(of: reminder.id, tx.sql).keys where !current.contains(at) && at <= horizon {
-                try PlannerStore.withdrawAnnouncement(reminder.id, at: at, tx.sql)
+            for at in try PlannerStore.announced(of: reminder, tx.sql).keys where !current.contains(at) && at <= horizon {
+                try PlannerStore.withdrawAnnouncement(reminder, at: at, tx.sql)
             }
         }
         try announceCancellations(reminder, candidates, in: tx)

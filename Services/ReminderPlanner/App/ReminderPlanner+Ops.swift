@@ -29,7 +29,7 @@ extension ReminderPlanner {
         }
         host.handle(Ops.reminderDelete, owner: { ownerOfReminder($0.id) }) { [unowned self] query, tx in
             let reminder = try reminder(query.id, query)
-            try PlannerStore.delete(reminder: reminder.id, tx.sql)
+            try PlannerStore.delete(reminder, tx.sql)
             try forgetMovedDecidedDay(of: reminder.id, tx)
             let deleted = ReminderDeleted(id: reminder.id, userId: reminder.userId, activity: reminder.activity)
             try tx.append(Events.reminderChanged, userId: reminder.userId, activity: reminder.activity, data: .deleted(deleted))
@@ -102,7 +102,7 @@ extension ReminderPlanner {
         guard decided.isEmpty, planned.at >= firstPending(reminder) else {
             throw WireError(.conflict, "the occurrence at \(planned.at) is decided already", field: "data.at")
         }
-        try PlannerStore.restore(reminder.id, at: planned.at, tx.sql)
+        try PlannerStore.restore(reminder, at: planned.at, tx.sql)
         let occurrence = makeOccurrence(reminder, planned, status: .scheduled, cause: nil)
         try tx.append(Events.reminderRestored, userId: reminder.userId, activity: reminder.activity, data: occurrence)
         let key = OccurrenceKey(reminder: reminder.id, at: planned.at)
