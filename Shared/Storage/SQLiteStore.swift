@@ -17,8 +17,11 @@ import Logging
 public final class SQLiteStore: Store {
     /// The page size of a new database file.
     public static let pageSize = 1024
-    /// The writer's page cache, per file.
-    static let cacheKilobytes = 16 << 10
+    /// The writer's page cache, per file: SQLite's default, 2 MB. A commit after a b-tree split that
+    /// swapped two pages' numbers walks the whole cache (SQLite 3.40 parks a page at the lock-byte
+    /// page's number meanwhile, and the commit drops what lies past the file's end by visiting every
+    /// cached page): with 16 MB that walk was 15 % of the planner's loop (README "The page cache").
+    static let cacheKilobytes = 2 << 10
     public let path: String
     public let database: DatabaseQueue
     public let eventLog: EventLog
@@ -55,8 +58,6 @@ public final class SQLiteStore: Store {
             // are not this connection's job (see WALCheckpointer).
             // A commit writes every page it touched to the log: 1 KB pages (for a new file; an existing
             // one keeps its size) write a quarter of what 4 KB pages do for one logged session.
-            // The page cache holds a whole batch's pages and the indexes' hot pages: with SQLite's default
-            // 2 MB, pwrite and pread were 23 % of the logger's loop under load (14 % with this cache).
             try db.execute(sql: """
                 PRAGMA page_size = \(Self.pageSize); PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
                 PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = \(walLimit); PRAGMA cache_size = -\(Self.cacheKilobytes)
