@@ -305,35 +305,40 @@ import TestSupport
         #expect(logged.filter { $0.type == Events.reminderCancelled.name }.count == 1)
     }
 
-    /// An announced cancellation is kept while its occurrence is undecided: the next announcement
-    /// for the reminder forgets those decided since, where before every one was kept for good.
-    @Test func announcementsOfDecidedOccurrencesAreForgottenWithTheRemindersNext() throws {
+    /// An announced cancellation is kept while its occurrence is undecided: the user's next new
+    /// announcement forgets those decided since, where before every one was kept for good.
+    @Test func announcementsOfDecidedOccurrencesAreForgottenWithTheUsersNextOne() throws {
         let rig = try ServiceRig()
         let clock = Instant.now().minuteFloor
         let logger = try rig.sessionLogger()
         let planner = try rig.planner(clock: clock, following: logger)
+        let client = rig.client(planner)
         let henning = user("henning")
-        let first = clock.adding(seconds: 20 * 60), second = first.adding(seconds: 86_400)
+        let first = clock.adding(seconds: 20 * 60), second = first.adding(seconds: 86_400), workout = clock.adding(seconds: 40 * 60)
         // A look-back of 48 hours: a session of now covers today's occurrence and tomorrow's.
-        _ = try rig.client(planner).call(Ops.reminderPut, ReminderPutRequest(userId: henning, activity: .mindfulness, time: first.utcTime,
-                                                                             lookbackHours: 48))
-        func logSession(endingSecondsAgo seconds: Int64) throws {
+        _ = try client.call(Ops.reminderPut, ReminderPutRequest(userId: henning, activity: .mindfulness, time: first.utcTime, lookbackHours: 48))
+        func logSession(_ activity: Activity, endingSecondsAgo seconds: Int64) throws {
             let end = Instant.now().adding(seconds: -seconds)
-            _ = try rig.client(logger).call(Ops.sessionLog, SessionLogRequest(userId: henning, activity: .mindfulness,
+            _ = try rig.client(logger).call(Ops.sessionLog, SessionLogRequest(userId: henning, activity: activity,
                                                                                start: end.adding(seconds: -10 * 60), end: end))
         }
-        try logSession(endingSecondsAgo: 300)
-        let cancelled = try rig.recorder(planner).wait(for: Events.reminderCancelled, count: 2)
-        #expect(cancelled.count == 2)
-        #expect(try rig.client(planner).call(Ops.clockAdvance, ClockAdvanceRequest(seconds: 30 * 60)).decided == 1)
-        // Covers tomorrow's occurrence again: nothing is announced twice, and today's, decided, is forgotten.
-        try logSession(endingSecondsAgo: 240)
-        try waitUntil("the second session applied") { try rig.client(planner).call(Ops.health, NoFields()).counters["sessionsApplied"] == 2 }
-        let logged = try rig.client(planner).call(Ops.eventsSince, EventsSinceRequest(after: 0, limit: 1000)).events
-        #expect(logged.filter { $0.type == Events.reminderCancelled.name }.count == 2)
+        func announced() throws -> [Int64] {
+            try client.call(Ops.eventsSince, EventsSinceRequest(after: 0, limit: 1000)).events.filter { $0.type == Events.reminderCancelled.name }
+                .compactMap { if case .occurrence(let cancelled) = $0.data { cancelled.at.millisecondsSince1970 } else { nil } }
+        }
+        try logSession(.mindfulness, endingSecondsAgo: 300)
+        try waitUntil("today's and tomorrow's occurrences announced") { try announced().count == 2 }
+        #expect(try client.call(Ops.clockAdvance, ClockAdvanceRequest(seconds: 30 * 60)).decided == 1)
+        // The mindfulness session again announces nothing new, and forgets nothing; a workout does both.
+        try logSession(.mindfulness, endingSecondsAgo: 240)
+        _ = try client.call(Ops.reminderPut, ReminderPutRequest(userId: henning, activity: .workout, time: workout.utcTime))
+        try logSession(.workout, endingSecondsAgo: 180)
+        try waitUntil("the workout's occurrence announced") { try announced().count == 3 }
+        #expect(try announced() == [first, second, workout].map(\.millisecondsSince1970))
         #expect(planner.stop())
         let file = try DatabaseQueue(path: rig.scratch.subdirectory(ServiceName.reminderPlanner.rawValue).path + "/reminder-planner.sqlite")
         defer { try? file.close() }
-        #expect(try file.read { try Int64.fetchAll($0, sql: "SELECT at_ms FROM announced") } == [second.millisecondsSince1970])
+        #expect(try file.read { try Int64.fetchAll($0, sql: "SELECT at_ms FROM announced ORDER BY at_ms") }
+                == [workout, second].map(\.millisecondsSince1970))
     }
 }

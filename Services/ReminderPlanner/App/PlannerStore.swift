@@ -513,11 +513,10 @@ enum PlannerStore {
         try sql.execute("DELETE FROM announced WHERE user_id = ? AND reminder_id = ? AND at_ms = ?", announcementKey(reminder) + [.integer(at)])
     }
 
-    /// Forgets `reminder`'s announcements of occurrences at or before `decidedThrough`: decided,
-    /// they are never announced again nor withdrawn, and without this every one stayed for good.
-    static func forgetAnnouncements(of reminder: Reminder, through decidedThrough: Instant, _ sql: StoreConnection) throws {
-        try sql.execute("DELETE FROM announced WHERE user_id = ? AND reminder_id = ? AND at_ms <= ?",
-                        announcementKey(reminder) + [.integer(decidedThrough.millisecondsSince1970)])
+    /// Forgets `user`'s announcements of occurrences at or before `decidedThrough`: decided, they
+    /// are never announced again nor withdrawn, and without this every one stayed for good.
+    static func forgetAnnouncements(of user: UserID, through decidedThrough: Instant, _ sql: StoreConnection) throws {
+        try sql.execute("DELETE FROM announced WHERE user_id = ? AND at_ms <= ?", [.text(user.rawValue), .integer(decidedThrough.millisecondsSince1970)])
     }
 
     private static func announcementKey(_ reminder: Reminder) -> [SQLValue] { [.text(reminder.userId.rawValue), .blob(reminder.id.bytes)] }

@@ -46,25 +46,34 @@ extension ReminderPlanner {
         createdAt >= decidedThrough ? createdAt : decidedThrough.adding(milliseconds: 1)
     }
 
-    /// Announces `reminder.cancelled` once for each undecided occurrence that became covered.
-    /// Announcements come before T: one whose T has passed (the planner was down) is decided instead.
-    func announceCancellations(_ reminder: Reminder, _ candidates: [PlannedOccurrence], in tx: Transaction) throws {
+    /// Announces `reminder.cancelled` once for each undecided occurrence that became covered, among
+    /// the candidates of each of `user`'s `reminders`. Announcements come before T: one whose T has
+    /// passed (the planner was down) is decided instead.
+    func announceCancellations(of user: UserID, _ reminders: [(reminder: Reminder, candidates: [PlannedOccurrence])],
+                               in tx: Transaction) throws {
+        var announcedAny = false
+        for (reminder, planned, cause) in try reminders.flatMap({ try coveredOccurrences(of: $0.reminder, among: $0.candidates, tx.sql) }) {
+            guard try PlannerStore.announce(reminder, at: planned.at, cause: cause, tx.sql) else { continue }
+            announcedAny = true
+            try tx.append(Events.reminderCancelled, userId: reminder.userId, activity: reminder.activity,
+                          data: makeOccurrence(reminder, planned, status: .cancelled, cause: cause))
+        }
+        // The user's decided announcements go with its next new one, on the leaf that one wrote
+        // (`PlannerStore.announcementsByUser`): none is kept for good, and an event prunes once.
+        if announcedAny { try PlannerStore.forgetAnnouncements(of: user, through: decidedThrough[user], tx.sql) }
+    }
+
+    /// The undecided occurrences among `candidates` that something logged covers, with their cause.
+    private func coveredOccurrences(of reminder: Reminder, among candidates: [PlannedOccurrence],
+                                    _ sql: StoreConnection) throws -> [(Reminder, PlannedOccurrence, RecordID)] {
         let pending = firstPending(reminder), now = host.time.now()
         let undecided = candidates.filter {
             $0.at >= pending && $0.at > now && !restored.contains(OccurrenceKey(reminder: reminder.id, at: $0.at))
         }
-        guard let first = undecided.min(by: { $0.at < $1.at }), let last = undecided.max(by: { $0.at < $1.at }) else { return }
+        guard let first = undecided.min(by: { $0.at < $1.at }), let last = undecided.max(by: { $0.at < $1.at }) else { return [] }
         // One query for them all (a NoAlc reminder has a month of them): `Coverage.cause` takes any superset.
-        let covering = try PlannerStore.coverageCandidates(of: reminder, from: first, through: last, latest: latestLogged(by: reminder.userId), tx.sql)
-        let covered = undecided.compactMap { planned in Coverage.cause(of: planned, of: reminder, candidates: covering).map { (planned, $0) } }
-        guard !covered.isEmpty else { return }
-        // On the leaf the announcements below write anyway (`PlannerStore.announcementsByUser`).
-        try PlannerStore.forgetAnnouncements(of: reminder, through: decidedThrough[reminder.userId], tx.sql)
-        for (planned, cause) in covered {
-            guard try PlannerStore.announce(reminder, at: planned.at, cause: cause, tx.sql) else { continue }
-            try tx.append(Events.reminderCancelled, userId: reminder.userId, activity: reminder.activity,
-                          data: makeOccurrence(reminder, planned, status: .cancelled, cause: cause))
-        }
+        let covering = try PlannerStore.coverageCandidates(of: reminder, from: first, through: last, latest: latestLogged(by: reminder.userId), sql)
+        return undecided.compactMap { planned in Coverage.cause(of: planned, of: reminder, candidates: covering).map { (reminder, planned, $0) } }
     }
 
     /// After a put or a zone change: announce what is newly covered, withdraw what no longer is
@@ -79,7 +88,7 @@ extension ReminderPlanner {
                 try PlannerStore.withdrawAnnouncement(reminder, at: at, tx.sql)
             }
         }
-        try announceCancellations(reminder, candidates, in: tx)
+        try announceCancellations(of: reminder.userId, [(reminder, candidates)], in: tx)
     }
 
     func upcoming(_ query: UpcomingRequest, _ tx: Transaction) throws -> [Occurrence] {

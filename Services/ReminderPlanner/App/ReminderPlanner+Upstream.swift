@@ -14,22 +14,20 @@ extension ReminderPlanner {
             guard try PlannerStore.insert(session: session, seq: event.seq, tx.sql) else { return }
             tx.afterCommit { [unowned self] in host.count("sessionsApplied") }
             let zone = user(session.userId).timeZone
-            for reminder in reminders(of: session.userId, activity: session.activity) {
+            try announceCancellations(of: session.userId, reminders(of: session.userId, activity: session.activity).map { reminder in
                 let latest = session.end.adding(seconds: Int64(reminder.lookbackHours) * 3600)
-                let candidates = OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: zone.rules,
-                                                                from: max(session.start, firstPending(reminder)), through: latest)
-                try announceCancellations(reminder, candidates, in: tx)
-            }
+                return (reminder, OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: zone.rules,
+                                                                 from: max(session.start, firstPending(reminder)), through: latest))
+            }, in: tx)
         case .noalcLogged(let entry):
             guard try PlannerStore.insert(noalcDay: entry.day, user: entry.userId, entry: entry.id, tx.sql) else { return }
             tx.afterCommit { [unowned self] in host.count("noalcEntriesApplied") }
             let zone = user(entry.userId).timeZone
-            for reminder in reminders(of: entry.userId, activity: .noalc) {
+            try announceCancellations(of: entry.userId, reminders(of: entry.userId, activity: .noalc).map { reminder in
                 // The entry's day is the target day of an occurrence on that day (evening rule) or the next (morning rule).
                 let ruleDay = reminder.time >= Coverage.noalcEveningStart ? entry.day : entry.day.adding(days: 1)
-                let candidates = OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: zone.rules, days: ruleDay...ruleDay)
-                try announceCancellations(reminder, candidates, in: tx)
-            }
+                return (reminder, OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: zone.rules, days: ruleDay...ruleDay))
+            }, in: tx)
         default:
             return
         }
