@@ -306,7 +306,7 @@ import TestSupport
     }
 
     /// An announced cancellation is kept while its occurrence is undecided: the user's next new
-    /// announcement forgets those decided since, where before every one was kept for good.
+    /// announcement forgets those decided since, where before they stayed until their reminder was edited.
     @Test func announcementsOfDecidedOccurrencesAreForgottenWithTheUsersNextOne() throws {
         let rig = try ServiceRig()
         let clock = Instant.now().minuteFloor

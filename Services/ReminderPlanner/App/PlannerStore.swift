@@ -514,7 +514,7 @@ enum PlannerStore {
     }
 
     /// Forgets `user`'s announcements of occurrences at or before `decidedThrough`: decided, they
-    /// are never announced again nor withdrawn, and without this every one stayed for good.
+    /// are never announced again, and without this they stayed until their reminder was edited.
     static func forgetAnnouncements(of user: UserID, through decidedThrough: Instant, _ sql: StoreConnection) throws {
         try sql.execute("DELETE FROM announced WHERE user_id = ? AND at_ms <= ?", [.text(user.rawValue), .integer(decidedThrough.millisecondsSince1970)])
     }

@@ -59,7 +59,7 @@ extension ReminderPlanner {
                           data: makeOccurrence(reminder, planned, status: .cancelled, cause: cause))
         }
         // The user's decided announcements go with its next new one, on the leaf that one wrote
-        // (`PlannerStore.announcementsByUser`): none is kept for good, and an event prunes once.
+        // (`PlannerStore.announcementsByUser`), once an event.
         if announcedAny { try PlannerStore.forgetAnnouncements(of: user, through: decidedThrough[user], tx.sql) }
     }
 
