@@ -40,6 +40,7 @@ let package = Package(
             name: "CSQLite", path: "Shared/CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CPrefetch", path: "Shared/CPrefetch"),
+        .systemLibrary(name: "CCRC32C", path: "Shared/CCRC32C"),
         .target(name: "LHTSchema", path: "Shared/Schema", exclude: ["PROTOCOL.md", "SEMANTICS.md"]),
         .target(name: "LHTClient", dependencies: ["ZeroMQ", "LHTSchema"], path: "Shared/Client"),
         // Child processes by posix_spawn and waitpid, for `lht subscribe --exec` and the tests.
@@ -53,7 +54,7 @@ let package = Package(
         .target(
             name: "Storage",
             dependencies: [
-                "ZeroMQ", "LHTSchema", "PostgresStorage", "CZstd", "CSQLite",
+                "ZeroMQ", "LHTSchema", "PostgresStorage", "CZstd", "CSQLite", "CCRC32C",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "DequeModule", package: "swift-collections"),

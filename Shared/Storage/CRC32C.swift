@@ -1,6 +1,16 @@
+import CCRC32C
+
 /// CRC-32C (Castagnoli), as iSCSI and ext4 use it: the check on each record of an `EventFile`.
-/// Slicing by 8: about 1 GB/s here, so a start that checks a 500 MB log spends half a second on it.
+/// By the processor's crc32 instruction where it has one (`CCRC32C`), else slicing by 8 (about
+/// 1 GB/s here: a start that checked a 438 MB log spent 0.4 s on it).
 enum CRC32C {
+    static let hardware = lht_crc32c_hardware() != 0
+
+    static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        guard hardware, let base = bytes.baseAddress else { return tableChecksum(bytes) }
+        return ~lht_crc32c_update(0xFFFF_FFFF, base, bytes.count)
+    }
+
     private static let tables: [[UInt32]] = {
         var tables = [[UInt32]](repeating: [UInt32](repeating: 0, count: 256), count: 8)
         for byte in 0..<256 {
@@ -15,7 +25,8 @@ enum CRC32C {
     }()
     private static let flat: [UInt32] = tables.flatMap { $0 }
 
-    static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+    /// Without the instruction; the tests hold the two to each other.
+    static func tableChecksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
         flat.withUnsafeBufferPointer { table in
             var crc: UInt32 = 0xFFFF_FFFF
             var index = 0

@@ -30,8 +30,25 @@ import TestSupport
 
     @Test func theChecksumIsCRC32C() {
         // The check value every CRC-32C implementation gives for these nine bytes.
-        #expect(Array("123456789".utf8).withUnsafeBytes { CRC32C.checksum($0) } == 0xE306_9283)
-        #expect([UInt8]().withUnsafeBytes { CRC32C.checksum($0) } == 0)
+        for checksum in [CRC32C.checksum, CRC32C.tableChecksum] {
+            #expect(Array("123456789".utf8).withUnsafeBytes { checksum($0) } == 0xE306_9283)
+            #expect([UInt8]().withUnsafeBytes { checksum($0) } == 0)
+        }
+    }
+
+    @Test(.enabled(if: CRC32C.hardware, "the processor has no crc32 instruction"))
+    func theInstructionAndTheTablesAgree() {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<1_100).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        bytes.withUnsafeBytes { all in
+            // Every length across the 8-byte steps and the bytes after them, from every alignment.
+            for start in 0..<8 {
+                for count in 0...(all.count - start) where count < 80 || count % 97 == 0 || count == all.count - start {
+                    let slice = UnsafeRawBufferPointer(rebasing: all[start..<(start + count)])
+                    #expect(CRC32C.checksum(slice) == CRC32C.tableChecksum(slice), "from \(start), \(count) bytes")
+                }
+            }
+        }
     }
 
     @Test func recordsReadBackInOrderWithTheirIdentityAfterAReopen() throws {
