@@ -2,7 +2,8 @@ import CCRC32C
 
 /// CRC-32C (Castagnoli), as iSCSI and ext4 use it: the check on each record of an `EventFile`.
 /// By the processor's crc32 instruction where it has one (`CCRC32C`), else slicing by 8 (about
-/// 1 GB/s here: a start that checked a 438 MB log spent 0.4 s on it).
+/// 1 GB/s here). A start after a `kill -9` checks every record: with a 438 MB log it took 0.51–0.59 s
+/// by the tables, 0.32–0.34 s by the instruction.
 enum CRC32C {
     static let hardware = lht_crc32c_hardware() != 0
 
