@@ -113,6 +113,9 @@ public final class PostgresConnection {
         self.connection = connection
     }
 
+    /// The server's version as a number (`140005` for 14.5), as `server_version_num` shows it.
+    public var serverVersion: Int { connection.map { Int(PQserverVersion($0)) } ?? 0 }
+
     /// The server process behind this connection (what `pg_terminate_backend` takes).
     public var backendPID: Int32 { connection.map { PQbackendPID($0) } ?? 0 }
 

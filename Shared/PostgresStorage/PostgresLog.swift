@@ -84,6 +84,25 @@ public struct PostgresLog: Sendable {
         return last
     }
 
+    /// `lock`, and the log's identity as of the lock: the identity row is locked too, so an
+    /// identity that a batch before renewed (`renewIdentity`) is the one read here.
+    public func lockHead(in transaction: PostgresTransaction) throws(PostgresError) -> (identity: String, lastSeq: Int64) {
+        let row = try transaction.execute("""
+            SELECT h.last_seq, i.id FROM \(schema).log_head h, \(schema).log_identity i WHERE h.service = $1 FOR UPDATE OF h, i
+            """, [.text(service)]).first
+        guard let last = row?.int64(0), let identity = row?.text(1) else { throw Self.missingRow(service, schema) }
+        return (identity, last)
+    }
+
+    /// Gives the log a new identity, unless it is no longer `old` (another instance renewed it):
+    /// the seqs after the log's head then mean new events, which a reader of the old identity must
+    /// not take for the ones it had. Returns the identity now. Takes the log row's lock.
+    public func renewIdentity(replacing old: String, in transaction: PostgresTransaction) throws(PostgresError) -> String {
+        let current = try lockHead(in: transaction).identity
+        guard current == old else { return current }
+        return try transaction.execute("UPDATE \(schema).log_identity SET id = gen_random_uuid()::text RETURNING id").first?.text(0) ?? current
+    }
+
     /// The statement that stores one record (seq, topic, envelope) under the lock.
     public var insertStatement: String { "INSERT INTO \(schema).log (seq, topic, envelope) VALUES ($1, $2, $3)" }
 

@@ -42,8 +42,10 @@ public struct PartitionSet: Hashable, Sendable, Sequence {
 }
 
 /// When an instance balances its partitions next (`Store.balancePartitions`): every second. A dead
-/// instance's partitions are free at once, a cut-off one's within about 11 s (`PostgresStore`): a
-/// second more keeps takeover within 15 s.
+/// instance's partitions are free at once, a cut-off one's within about 11 s (keepalives), a paused
+/// or stuck one's once the server ends its idle session (`PostgresStore.idleSessionTimeout`): a
+/// second more keeps takeover within 15 s. The balance is also what keeps a healthy session from
+/// ever being idle that long.
 public struct BalanceCadence {
     public static let intervalNanoseconds: UInt64 = 1_000_000_000
     private var next: UInt64 = 0

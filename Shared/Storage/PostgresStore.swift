@@ -12,23 +12,28 @@ import PostgresStorage
 /// the instances' batches commit one at a time, in seq order, and each starts from the seq the
 /// last one committed. COMMIT returns once the WAL is flushed (`synchronous_commit` is set on for
 /// this session), so nothing waits after it. A lost connection fails the transaction as
-/// `StoreUnavailable`; the next one connects again.
+/// `StoreUnavailable`, and so does every one after until a thread of its own has connected again
+/// (`PostgresReconnect`): the loop never waits on a connect.
 public final class PostgresStore: Store {
-    public let eventLog: EventLog
+    /// Replaced when the log takes a new identity (`adoptIdentity`).
+    public internal(set) var eventLog: EventLog
     public let durability: Durability = DurableOnCommit()
     /// Nothing here waits for another thread.
     public var waitWhileRewinding: ((_ isFinished: @escaping () -> Bool) -> Void)?
-    private let url: String
-    private let log: PostgresLog
-    private let logger: Logger
+    let log: PostgresLog
+    let logger: Logger
     private var connection: PostgresStoreConnection?
+    /// Makes the next connection once one is lost, off the loop thread.
+    private let reconnect: PostgresReconnect
     /// Whether the instances share the service's time-driven work by partitions (`StoreLayout.partitioned`).
-    private let partitioned: Bool
-    private let leaseKeys: LeaseKeys
+    let partitioned: Bool
+    let leaseKeys: LeaseKeys
     /// This instance's membership lock's key, held on its connection from its first balance on;
     /// nil again once the connection is lost.
-    private var member: Int64?
-    public private(set) var ownedPartitions = PartitionSet.none
+    var member: Int64?
+    public internal(set) var ownedPartitions = PartitionSet.none
+    /// When the leases were last renewed (`balancePartitions` succeeded), in uptime nanoseconds.
+    public internal(set) var leaseRenewedAt: UInt64?
     public var isShared: Bool { true }
     /// The transaction in progress, so a nested `write` joins it.
     private var current: Transaction?
@@ -39,16 +44,17 @@ public final class PostgresStore: Store {
     /// `StoreConfigurationError`.
     public init(url: String, service: String, migrations: [PostgresMigration], partitioned: Bool = false,
                 logger: Logger, keepTrying: () -> Bool = { true }) throws {
-        self.url = url
         self.logger = logger
         self.partitioned = partitioned
         leaseKeys = LeaseKeys(service: service)
         log = PostgresLog(service: service)
+        let schema = log.schemaName
+        reconnect = PostgresReconnect { try PostgresStore.connect(url, schema: schema, partitioned: partitioned) }
         var delay = 0.25
         var connection: PostgresConnection
         while true {
             do {
-                connection = try Self.connect(url, schema: log.schemaName)
+                connection = try Self.connect(url, schema: log.schemaName, partitioned: nil)
                 break
             } catch let error as PostgresError where error.kind == .connection && !Self.isRefusedForGood(error) && keepTrying() {
                 logger.warning("PostgreSQL cannot be reached; trying again", metadata: ["error": "\(error)", "retryInSeconds": "\(delay)"])
@@ -72,32 +78,17 @@ public final class PostgresStore: Store {
                 try transaction.execute("INSERT INTO \(log.schemaName).migration (name) VALUES ($1)", [.text(migration.name)])
             }
         }
+        // Migrations may take long and wait on another instance's: the limits apply from here on.
+        try Self.limit(connection, partitioned: partitioned)
+        if partitioned, connection.serverVersion < Self.idleSessionTimeoutVersion {
+            logger.warning("PostgreSQL before 14 has no idle_session_timeout: a paused instance keeps its partitions until it resumes or its host is cut off",
+                           metadata: ["serverVersion": "\(connection.serverVersion)"])
+        }
         let head = try log.head(on: connection)
         guard let identity = RecordID(head.identity) else { throw StorageError("the log identity \(head.identity) is not a UUID") }
         eventLog = EventLog(source: service, identity: identity, lastSeq: head.lastSeq, records: .table("\(log.schemaName).log", compression: nil))
         self.connection = PostgresStoreConnection(connection)
         logger.info("connected to PostgreSQL", metadata: ["schema": "\(log.schemaName)", "lastSeq": "\(head.lastSeq)"])
-    }
-
-    /// A connection whose statements name the service's tables without their schema, whose COMMIT
-    /// returns only once durable, whatever the server's default.
-    private static func connect(_ url: String, schema: String) throws -> PostgresConnection {
-        let connection = try PostgresConnection(url: url)
-        try connection.execute("SET synchronous_commit = on")
-        // The server drops this session within about 11 s of its client going silent (a host cut
-        // off), and with it the log row's lock it may hold mid-batch, which every instance waits on.
-        for setting in ["tcp_keepalives_idle = 5", "tcp_keepalives_interval = 2", "tcp_keepalives_count = 3", "tcp_user_timeout = 10000"] {
-            try connection.execute("SET " + setting)
-        }
-        try connection.execute("SET search_path TO \(schema)")
-        return connection
-    }
-
-    /// A server that answered and refused: trying again changes nothing.
-    private static func isRefusedForGood(_ error: PostgresError) -> Bool {
-        ["password authentication failed", "no password supplied", "does not exist", "no pg_hba.conf entry"].contains {
-            error.message.contains($0)
-        }
     }
 
     public func write<T>(now: Instant, copyOfUpstream: Bool, _ body: (Transaction) throws -> T,
@@ -108,9 +99,11 @@ public final class PostgresStore: Store {
         let result: T
         do {
             result = try sql.connection.transaction { postgres in
-                let head = try log.lock(in: postgres)
-                eventLog.committed(through: head)
-                let started = Transaction(sql: sql, source: eventLog.source, baseSeq: head, insertRecord: log.insertStatement,
+                let head = try log.lockHead(in: postgres)
+                // Another instance found a lost tail and renewed the identity: no seq of the old one is handed out.
+                if head.identity != eventLog.identity.description { try adoptIdentity(head.identity, lastSeq: head.lastSeq) }
+                eventLog.committed(through: head.lastSeq)
+                let started = Transaction(sql: sql, source: eventLog.source, baseSeq: head.lastSeq, insertRecord: log.insertStatement,
                                           now: now, cursorTable: "cursor")
                 transaction = started
                 current = started
@@ -147,89 +140,52 @@ public final class PostgresStore: Store {
     /// the database cannot be read.
     public func newestSeq() -> Int64 {
         let head = try? query { sql in try sql.first("SELECT last_seq FROM \(log.schemaName).log_head WHERE service = ?", [.text(log.service)]) { $0.integer(0) } }
+        if let head = head ?? nil, head > eventLog.lastSeq { eventLog.committed(through: head) }
         return max(eventLog.publishedSeq, (head ?? nil) ?? 0)
     }
 
+    /// The server process of the store's connection now (what `pg_terminate_backend` takes); nil
+    /// while it has none.
+    public var backendPID: Int32? { connection?.connection.backendPID }
+
     public func close() {
+        reconnect.close()
         connection?.connection.close()
         connection = nil
         forgetLeases()
     }
 
-    // MARK: Partitions
-
-    /// Leases are session advisory locks on the store's one connection, so whatever this instance
-    /// commits comes from a session that holds them: a cut-off instance's session ends (about 11 s,
-    /// `connect`), and its leases with it, before another instance can take them (fencing). Each
-    /// instance holds a membership lock too; the members, in key order, take the shares their ranks
-    /// give, and each lets go of what is no longer its share before another takes it.
-    public func balancePartitions() throws -> PartitionSet {
-        guard partitioned else { return .none }
-        return try query { sql in
-            let member = try self.member ?? join(sql)
-            let members = try sql.rows("""
-                SELECT objid::bigint FROM pg_locks
-                WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid = \(leaseKeys.members)::oid
-                    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                ORDER BY objid
-                """, []) { $0.integer(0) }
-            guard let rank = members.firstIndex(of: member) else { throw StoreUnavailable(reason: "this instance's membership lock is gone") }
-            let share = PartitionSet.share(rank: rank, of: members.count)
-            let leaving = ownedPartitions.subtracting(share)
-            if !leaving.isEmpty {
-                _ = try sql.execute("SELECT pg_advisory_unlock(\(leaseKeys.partitions), p) FROM unnest(\(Self.array(leaving))) p", [])
-                ownedPartitions = ownedPartitions.subtracting(leaving)
-            }
-            let wanted = share.subtracting(ownedPartitions)
-            guard !wanted.isEmpty else { return .none }
-            let taken = PartitionSet(try sql.rows("""
-                SELECT p FROM unnest(\(Self.array(wanted))) p WHERE pg_try_advisory_lock(\(leaseKeys.partitions), p)
-                """, []) { $0.integer(0).map(Int.init) })
-            ownedPartitions = ownedPartitions.union(taken)
-            return taken
-        }
-    }
-
-    /// Takes a membership lock under a key no other member holds.
-    private func join(_ sql: StoreConnection) throws -> Int64 {
-        while true {
-            let key = Int64.random(in: 1...Int64(Int32.max))
-            if try sql.first("SELECT pg_try_advisory_lock(\(leaseKeys.members), \(key)::int)", [], { $0.text(0) }) == "t" {
-                member = key
-                return key
-            }
-        }
-    }
-
-    /// The session ended, and its locks with it.
-    private func forgetLeases() {
-        member = nil
-        if !ownedPartitions.isEmpty { logger.warning("the partition leases went with the connection", metadata: ["partitions": "\(ownedPartitions.count)"]) }
-        ownedPartitions = .none
-    }
-
-    private static func array(_ partitions: PartitionSet) -> String {
-        "ARRAY[\(partitions.sqlList)]::int[]"
-    }
-
-    /// The connection, made again if the last one was lost.
+    /// The connection; once it was lost, the one made since on a thread of its own (`PostgresReconnect`),
+    /// else `StoreUnavailable` at once. A new connection is taken only once its log was checked
+    /// against what this instance saw (`checkLogAfterReconnect`).
     private func connected() throws -> PostgresStoreConnection {
         if let connection { return connection }
-        let connection: PostgresConnection
-        do {
-            connection = try Self.connect(url, schema: log.schemaName)
-        } catch {
-            throw StoreUnavailable(reason: "\(error)")
+        switch reconnect.take() {
+        case .waiting(let reason):
+            throw StoreUnavailable(reason: reason)
+        case .connected(let connection):
+            do {
+                try checkLogAfterReconnect(connection)
+            } catch {
+                connection.close()
+                throw StoreUnavailable(reason: "\(error)")
+            }
+            self.connection = PostgresStoreConnection(connection)
+            logger.notice("connected to PostgreSQL again")
+            return self.connection!
         }
-        self.connection = PostgresStoreConnection(connection)
-        logger.notice("connected to PostgreSQL again")
-        return self.connection!
     }
 
     /// A lost connection (the server stopped, the network went) becomes `StoreUnavailable`, and
-    /// the next transaction connects again; any other error is the statement's own.
+    /// the next transaction connects again; so does a statement the server's limits ended (a lock
+    /// or statement timeout: the database is busy, the request may be repeated). Any other error is
+    /// the statement's own.
     private func unavailableIfDisconnected(_ error: Error) -> Error {
-        guard let error = error as? PostgresError, error.kind == .connection else { return error }
+        guard let error = error as? PostgresError else { return error }
+        if case .statement(let state) = error.kind, Self.limitStates.contains(state) {
+            return StoreUnavailable(reason: error.message)
+        }
+        guard error.kind == .connection else { return error }
         connection?.connection.close()
         connection = nil
         forgetLeases()
@@ -262,22 +218,4 @@ public struct StoreUnavailable: Error, CustomStringConvertible {
 public struct StoreConfigurationError: Error, CustomStringConvertible {
     public let description: String
     public init(description: String) { self.description = description }
-}
-
-/// The advisory-lock keys of a service's leases: one key space for its members, one for its
-/// partitions (the second key is the member's or the partition's number). Both are 31-bit, so
-/// `pg_locks` shows them as they are.
-private struct LeaseKeys {
-    let members: Int64
-    let partitions: Int64
-
-    init(service: String) {
-        func key(_ name: String) -> Int64 {
-            var hash: UInt32 = 0x811c_9dc5
-            for byte in name.utf8 { hash = (hash ^ UInt32(byte)) &* 0x0100_0193 }
-            return Int64(hash & 0x7fff_ffff)
-        }
-        members = key("lht.members." + service)
-        partitions = key("lht.partitions." + service)
-    }
 }

@@ -38,6 +38,10 @@ public protocol Store: AnyObject {
     /// Takes this instance's share of the partitions and lets go of the rest; returns those newly
     /// taken, whose work it must catch up on. Nothing changes where nothing else shares the store.
     func balancePartitions() throws -> PartitionSet
+    /// When this instance last renewed its partition leases, in uptime nanoseconds
+    /// (`DispatchTime.now().uptimeNanoseconds`): the age of its claim on its share. Nil where
+    /// nothing else shares the store.
+    var leaseRenewedAt: UInt64? { get }
     /// How long the host's group commit waits under load for requests to share a turn and its sync:
     /// the bytes a record costs decide it (README "Group commit under load").
     var groupCommitNanoseconds: UInt64 { get }
@@ -71,6 +75,7 @@ extension Store {
     public var writesHaveTables: Bool { readsBehindTheLog == nil }
     public var ownedPartitions: PartitionSet { .all }
     public func balancePartitions() throws -> PartitionSet { .none }
+    public var leaseRenewedAt: UInt64? { nil }
 }
 
 /// What a service stores, stated once for both backends.

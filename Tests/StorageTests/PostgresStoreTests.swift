@@ -104,10 +104,122 @@ import TestSupport
 
         #expect(throws: StoreUnavailable.self) { try Self.log(in: first) }  // the lost connection
         #expect(first.ownedPartitions == .none)
-        #expect(try Self.log(in: first) == 1)  // connected again: it writes, as any instance does
+        #expect(try Self.eventually { try Self.log(in: first) } == 1)  // connected again: it writes, as any instance does
         for _ in 0..<3 { _ = try first.balancePartitions(); _ = try second.balancePartitions() }
         #expect(first.ownedPartitions.count == 32 && second.ownedPartitions.count == 32)
         #expect(first.ownedPartitions.union(second.ownedPartitions) == .all)
+    }
+
+    /// An instance that stops making progress while idle (paused, stuck: its session stays open)
+    /// loses its leases when the server ends its idle session, and another takes them within 15 s
+    /// of its last renewal. Resumed, it commits nothing on the old session, then rejoins.
+    @Test func aStalledInstancesLeasesExpireAndItRejoins() throws {
+        let postgres = try TestPostgres()
+        defer { postgres.stop() }
+        let stalled = try Self.open(postgres, partitioned: true), other = try Self.open(postgres, partitioned: true)
+        #expect(try stalled.balancePartitions() == .all)
+        let renewed = try #require(stalled.leaseRenewedAt)
+        #expect(try other.balancePartitions() == .none)
+        try waitUntil(timeout: 15, interval: 0.5, "the other instance holding every partition") {
+            try other.balancePartitions()
+            return other.ownedPartitions == .all
+        }
+        let taken = Double(DispatchTime.now().uptimeNanoseconds - renewed) / 1e9
+        #expect(taken <= 15, "taken over \(taken) s after the last renewal")
+        #expect(try #require(other.leaseRenewedAt) > renewed)
+
+        #expect(throws: StoreUnavailable.self) { try Self.log(in: stalled) }
+        #expect(stalled.ownedPartitions == .none)
+        #expect(try Self.eventually { try Self.log(in: stalled) } == 1)
+        try waitUntil(timeout: 5, interval: 0.1, "two members sharing") {
+            _ = try stalled.balancePartitions(); _ = try other.balancePartitions()
+            return stalled.ownedPartitions.count == 32 && other.ownedPartitions.count == 32
+        }
+    }
+
+    /// A transaction left open (its instance paused holding the log row's lock, which every write
+    /// waits on) is ended by the server, and the others write on; its commit fails.
+    @Test func aTransactionLeftOpenIsEndedAndTheOthersWriteOn() throws {
+        let postgres = try TestPostgres()
+        defer { postgres.stop() }
+        let frozen = try Self.open(postgres)
+        // The other instance, used by the thread below only.
+        nonisolated(unsafe) let other = try Self.open(postgres)
+        let otherWrote = Mutex<Date?>(nil)
+        let started = Date()
+        #expect(throws: StoreUnavailable.self) {
+            try frozen.write(now: Self.start, copyOfUpstream: false, { _ in
+                Thread { _ = try? Self.log(in: other); otherWrote.withLock { $0 = Date() } }.start()
+                Thread.sleep(forTimeInterval: 7)
+            }, committed: { _ in })
+        }
+        let wrote = try #require(otherWrote.withLock { $0 })
+        #expect(wrote.timeIntervalSince(started) < 7, "the other instance waited for the frozen one")
+        #expect(try Self.rows(other).count == 1)
+        #expect(try Self.eventually { try Self.log(in: frozen) } == 2)
+    }
+
+    /// The store's connection goes while one host of a multi-host URL takes its connect timeout:
+    /// meanwhile every write fails at once, none waits for the connect; then the store writes again.
+    @Test func reconnectingToAMultiHostURLNeverBlocksAWrite() throws {
+        let postgres = try TestPostgres()
+        defer { postgres.stop() }
+        let silent = try SilentListener()
+        let url = "postgresql://postgres@127.0.0.1:\(silent.port),127.0.0.1:\(postgres.port)/postgres?connect_timeout=2&target_session_attrs=read-write"
+        let store = try PostgresStore(url: url, service: "session-logger", migrations: Self.migrations, logger: quietLogger("store"))
+        #expect(try Self.log(in: store) == 1)
+        try postgres.connect().execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'postgres' AND pid <> pg_backend_pid()")
+        var failures = 0, slowest = 0.0
+        var seq: Int64?
+        let deadline = Date().addingTimeInterval(20)
+        while seq == nil, Date() < deadline {
+            let started = Date()
+            do { seq = try Self.log(in: store) } catch is StoreUnavailable { failures += 1 }
+            slowest = max(slowest, Date().timeIntervalSince(started))
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        #expect(seq == 2)
+        #expect(failures >= 10, "the first host's connect timeout passed in \(failures) tries")
+        #expect(slowest < 0.5, "a write waited \(slowest) s")
+    }
+
+    /// A promotion that lost log entries this instance saw committed (here: the tail deleted
+    /// behind its back) is found at reconnect: the log takes a new identity before any new event,
+    /// and another instance, still connected, takes it on at its next write.
+    @Test func aLogThatLostItsTailTakesANewIdentity() throws {
+        let postgres = try TestPostgres()
+        defer { postgres.stop() }
+        let saw = try Self.open(postgres), other = try Self.open(postgres)
+        for _ in 0..<3 { try Self.log(in: saw) }
+        let before = saw.eventLog.identity
+        let admin = try postgres.connect()
+        try admin.execute("DELETE FROM session_logger.log WHERE seq > 1")
+        try admin.execute("DELETE FROM session_logger.logged WHERE seq > 1")
+        try admin.execute("UPDATE session_logger.log_head SET last_seq = 1")
+        try admin.execute("SELECT pg_terminate_backend(\(try #require(saw.backendPID)))")
+
+        #expect(throws: StoreUnavailable.self) { try Self.log(in: saw) }
+        #expect(try Self.eventually { try Self.log(in: saw) } == 2)
+        let renewed = saw.eventLog.identity
+        #expect(renewed != before)
+        let identity = try admin.execute("SELECT id FROM session_logger.log_identity").first?.text(0)
+        #expect(identity == renewed.description)
+        #expect(try Self.log(in: other) == 3)
+        #expect(other.eventLog.identity == renewed)
+        // Nothing lost on a reconnect that finds the log as it left it: the identity stays.
+        try admin.execute("SELECT pg_terminate_backend(\(try #require(other.backendPID)))")
+        #expect(throws: StoreUnavailable.self) { try Self.log(in: other) }
+        #expect(try Self.eventually { try Self.log(in: other) } == 4)
+        #expect(other.eventLog.identity == renewed)
+    }
+
+    /// `body`'s result once it stops throwing `StoreUnavailable` (the store connecting again on
+    /// its own thread), within 10 s.
+    static func eventually<T>(_ body: () throws -> T) throws -> T {
+        let deadline = Date().addingTimeInterval(10)
+        while true {
+            do { return try body() } catch is StoreUnavailable where Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        }
     }
 
     /// Where a service's work is not partitioned, its instances hold no leases.
@@ -118,4 +230,29 @@ import TestSupport
         #expect(try store.balancePartitions() == .none)
         #expect(store.ownedPartitions == .none)
     }
+}
+
+/// A TCP port that takes connections and never answers: a host whose PostgreSQL hangs, for
+/// libpq's connect timeout to run out on.
+private final class SilentListener {
+    let port: Int
+    private let descriptor: Int32
+
+    init() throws {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let listening = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 && listen(descriptor, 16) == 0
+            }
+        }
+        guard descriptor >= 0, listening else { throw HarnessError("a silent listener: \(String(cString: strerror(errno)))") }
+        self.descriptor = descriptor
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit { close(descriptor) }
 }
