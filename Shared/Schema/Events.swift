@@ -303,10 +303,14 @@ public struct Ownership: Codable, Sendable, Hashable {
 
     public let partitions: Int
     public let of: Int
+    /// Seconds since the instance last confirmed its partition leases with the shared database;
+    /// nil where no leases are held (one instance on SQLite) or none was confirmed yet.
+    public let leaseAgeSeconds: Double?
 
-    public init(partitions: Int, of: Int = Ownership.partitionCount) {
+    public init(partitions: Int, of: Int = Ownership.partitionCount, leaseAgeSeconds: Double? = nil) {
         self.partitions = partitions
         self.of = of
+        self.leaseAgeSeconds = leaseAgeSeconds
     }
 }
 

@@ -50,6 +50,15 @@ final class HostMetrics {
         Gauge(label: "lht_instance_info", dimensions: [("instance", name)]).record(1)
     }
 
+    private lazy var ownedPartitions = Gauge(label: "lht_owned_partitions")
+    private lazy var leaseAge = Gauge(label: "lht_lease_age_seconds")
+
+    /// `lht_owned_partitions` and, where leases are held in a shared database, `lht_lease_age_seconds`.
+    func ownership(partitions: Int, leaseAgeSeconds: Double?) {
+        ownedPartitions.record(partitions)
+        if let leaseAgeSeconds { leaseAge.record(leaseAgeSeconds) }
+    }
+
     func upstreamLag(_ upstream: String, _ lag: Int64) {
         lags.value(for: upstream) { Gauge(label: "lht_upstream_lag_events", dimensions: [("upstream", upstream)]) }.record(lag)
     }

@@ -65,6 +65,8 @@ public final class PrometheusMetrics: Sendable {
         "lht_decisions_total": "Occurrences decided by the planner, by kind (due, suppressed, skipped, missed).",
         "lht_notifications_total": "Notifications by outcome (sent, rate_limited).",
         "lht_intake_dropped_total": "Intake messages dropped, by reason (malformed or the error code).",
+        "lht_owned_partitions": "Partitions of the 64 whose time-driven work this instance does now; over the live instances of a service they add up to 64.",
+        "lht_lease_age_seconds": "Seconds since this instance last confirmed its partition leases with the database.",
     ]
 
     static func help(for name: String) -> String {

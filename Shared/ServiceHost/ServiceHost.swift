@@ -52,7 +52,11 @@ public final class ServiceHost {
     public var tzdataVersion: (() -> String)?
     /// Whether the service's time-driven work is shared by partitions (`StoreLayout.partitioned`):
     /// then `health.owns` tells this instance's share.
-    private let sharesWorkByPartitions: Bool
+    let sharesWorkByPartitions: Bool
+    /// When (uptime nanoseconds) this instance last balanced its partitions without an error,
+    /// which proves its leases are still held: `health.owns.leaseAgeSeconds` (`ServiceHost+Ownership`).
+    var leasesConfirmedAt: UInt64?
+    var ownershipMetricsSynced: UInt64 = 0
     /// Runs first in every write transaction (not in a nested one): where the store is shared, the
     /// service brings its memory up to what other instances committed, under the log row's lock.
     public var beforeWriting: ((Transaction) throws -> Void)?
@@ -364,6 +368,7 @@ public final class ServiceHost {
                 onTick?()
                 heartbeatIfQuiet()
                 syncHandshakeRefusals()
+                syncOwnershipMetrics()
             } catch let error as ZMQError where error.isTerminated {
                 break
             } catch {
@@ -399,6 +404,6 @@ public final class ServiceHost {
         return HealthReply(service: name, version: version, uptimeSeconds: Int64(Date().timeIntervalSince(startedAt)),
                            lastSeq: max(eventLog.publishedSeq, announcedSeq), counters: counters, upstreams: upstreams, lastError: lastError,
                            logId: eventLog.identity, tzdata: tzdataVersion?(), instance: instance,
-                           owns: sharesWorkByPartitions ? Ownership(partitions: store.ownedPartitions.count) : nil)
+                           owns: ownership)
     }
 }

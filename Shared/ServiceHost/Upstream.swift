@@ -89,7 +89,7 @@ public final class UpstreamFeed {
             partitionFloors = floors
             appliedSeq = floors.min()!
             balance.balancing()
-            _ = try host.store.balancePartitions()
+            _ = try host.balancePartitions()
         }
         host.watch(follower.subscriber) { [unowned self] in receiveLive() }
         host.follow(self)
@@ -368,7 +368,7 @@ public final class UpstreamFeed {
         guard partitionFloors != nil, balance.isDue else { return }
         balance.balancing()
         do {
-            let taken = try host.store.balancePartitions()
+            let taken = try host.balancePartitions()
             guard !taken.isEmpty else { return }
             let stored = try host.query(storedPartitionCursors)
             for partition in taken { partitionFloors![partition] = stored[partition] }

@@ -15,8 +15,11 @@ extension ReminderPlanner {
         }
     }
 
-    /// Decides every occurrence due up to `now`, in time order, in one transaction. Returns how many
-    /// were decided. (A manual clock moves in bounded steps instead: `decideStep`.)
+    /// Decides what is due up to `now`, in time order, in one bounded step: a transaction stops after
+    /// `clockStepOccurrences` or `clockStepNanoseconds` of work, so that the log row's lock, which
+    /// every instance's writes wait for, is held briefly however many occurrences share an instant.
+    /// What is left stays in the schedule, due: the loop answers requests and takes the next step at
+    /// once (`nextDeadline`). Returns how many were decided. (A manual clock moves in `decideStep`.)
     @discardableResult
     func decideOrThrow(through now: Instant) throws -> Int {
         let due = scheduler.nextInstant.map { $0 <= now } ?? false
@@ -26,17 +29,35 @@ extension ReminderPlanner {
         }
         // A known gap in our copy of the session log is fetched before deciding, without holding the
         // loop: see `decideRunning` and the clock ops (fail-safe after 2 s).
+        let started = DispatchTime.now().uptimeNanoseconds
         var tally = DecisionTally()
         try host.write { tx in
             keepDecidedThroughOnRollback(tx)
             // One at a time, rescheduling before the next pop: strict time order, and a reminder's
             // following occurrence is decided in this call too when the clock moved over it.
-            while try decideNext(through: now, tx, &tally) {}
-            decidedThrough.advance(to: now)
+            try decideBounded(through: now, started: started, tx, &tally)
+            // Stopped within an instant: decided through just before it (its decided rows or
+            // `partlyDecided` keep the next step from deciding one twice).
+            let undecided = scheduler.nextInstant.flatMap { $0 <= now ? $0 : nil }
+            decidedThrough.advance(to: undecided.map { $0.adding(milliseconds: -1) } ?? now)
             try persistDecidedThrough(tx)
             countAfterCommit(tally, tx)
         }
         return tally.decided
+    }
+
+    /// Decides in time order what is due by `bound`, until nothing is or the step's share of work
+    /// (`clockStepOccurrences`, `clockStepNanoseconds` since `started`) is done.
+    private func decideBounded(through bound: Instant, started: UInt64, _ tx: Transaction, _ tally: inout DecisionTally) throws {
+        var popped = 0
+        // The clock is read every 16th pop: at every pop it was 2 % of the loop (`clock_gettime`). On
+        // PostgreSQL a decision's round trips dwarf that, and 16 of them are already a long hold.
+        let every = host.store.isShared ? 1 : 16
+        while popped < clockStepOccurrences,
+              popped % every != 0 || popped == 0 || DispatchTime.now().uptimeNanoseconds - started < Self.clockStepNanoseconds,
+              try decideNext(through: bound, tx, &tally) {
+            popped += 1
+        }
     }
 
     /// Decisions taken in one transaction, by status: counted in the metrics once it commits,
@@ -79,9 +100,10 @@ extension ReminderPlanner {
 
     // MARK: Moving a manual clock in steps
 
-    /// A manual clock moves at most a day per step, and a step stops after `clockStepOccurrences` or
-    /// this much work, whichever comes first: each step is one transaction, and between steps the
-    /// planner answers other requests (`clock.advance` over months must not stall `health`). The
+    /// A manual clock moves at most a day per step, and a step (of it, or of the live loop) stops
+    /// after `clockStepOccurrences` or this much work, whichever comes first: each step is one
+    /// transaction, and between steps the planner answers other requests (`clock.advance` over
+    /// months must not stall `health`, a burst at one instant must not stall the other instances). The
     /// step's commit costs about as much again as its work (`bench advance`: 20 ms of work, 22 ms to commit).
     static let clockStepSeconds: Int64 = 86_400
     static let clockStepNanoseconds: UInt64 = 10_000_000
@@ -111,13 +133,8 @@ extension ReminderPlanner {
         return try host.write { tx in
             keepDecidedThroughOnRollback(tx)
             tx.reserveCapacity(forEvents: clockStepOccurrences)
-            var tally = DecisionTally(), popped = 0
-            // The clock is read every 16th pop: at every pop it was 2 % of the loop (`clock_gettime`).
-            while popped < clockStepOccurrences,
-                  popped % 16 != 0 || popped == 0 || DispatchTime.now().uptimeNanoseconds - started < Self.clockStepNanoseconds,
-                  try decideNext(through: bound, tx, &tally) {
-                popped += 1
-            }
+            var tally = DecisionTally()
+            try decideBounded(through: bound, started: started, tx, &tally)
             countAfterCommit(tally, tx)
             let undecided = scheduler.nextInstant.flatMap { $0 <= bound ? $0 : nil }
             let reached = undecided.map { max(previous, $0.adding(milliseconds: -1)) } ?? bound

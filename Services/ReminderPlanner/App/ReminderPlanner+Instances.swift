@@ -11,7 +11,20 @@ extension ReminderPlanner {
         /// The stored `memoryVersion` this instance's memory reflects.
         var memoryVersion: Int64 = 0
         var balance = BalanceCadence()
+        /// When this instance next looks whether others changed users or reminders (`followOtherInstancesIfDue`).
+        var nextFollowCheck: UInt64 = 0
+        /// The loop's last turn on the system clock: a turn far later means this process was paused
+        /// or stalled, and what fell due meanwhile is late (`noteStall`).
+        var lastTurn: Instant?
     }
+
+    /// How often an instance looks at the stored `memoryVersion` outside its own transactions, so
+    /// that a change committed through another instance reaches this one's schedule within a
+    /// second even when this one writes nothing itself (decision record 0030).
+    static let followCheckNanoseconds: UInt64 = 250_000_000
+    /// A gap between two loop turns longer than this is a pause (SIGSTOP, a frozen VM, a stall):
+    /// the loop turns at least every 100 ms otherwise, and each deciding step is short.
+    static let stallMilliseconds: Int64 = 2_000
 
     /// Balances the partitions when it is time to, and at once when this instance holds none (it
     /// just connected again, its leases gone): before deciding anything, so that nothing due in its
@@ -37,8 +50,11 @@ extension ReminderPlanner {
     /// it newly holds: their reminders are scheduled from where their last owner's decisions
     /// reached, and what fell due since is decided by the grace window (`backlogThrough`).
     func takeShare(now: Instant) throws {
-        let taken = try host.store.balancePartitions()
+        let taken = try host.balancePartitions()
         guard !taken.isEmpty else { return }
+        // Memory first, as the database has it: the last owner's users may have changed through
+        // instances whose changes this one has not read yet.
+        try host.query { try followOtherInstances($0) }
         let stored = try host.query { try PlannerStore.decidedThrough($0) }
         for partition in taken { decidedThrough[partition] = stored[partition] ?? now }
         backlogThrough = max(backlogThrough, now)
@@ -48,20 +64,47 @@ extension ReminderPlanner {
         try decideOrThrow(through: now)
     }
 
-    /// Brings memory up to what other instances committed (under the log row's lock, at the start
-    /// of each transaction): the users they changed are read again, with their reminders, and the
-    /// few restored occurrences and moved days all of them.
-    func followOtherInstances(_ tx: Transaction) throws {
-        guard let version = try PlannerStore.value("memoryVersion", tx.sql), version != instances.memoryVersion else { return }
-        for userId in try PlannerStore.changedUsers(since: instances.memoryVersion, tx.sql) {
-            setUser(userId, try PlannerStore.user(userId, tx.sql))
-            let stored = try PlannerStore.reminders(of: userId, tx.sql)
+    /// Looks, every `followCheckNanoseconds` and outside any transaction, whether other instances
+    /// changed users or reminders, and if so brings memory and the schedule up to them: the owner
+    /// of a user then decides a reminder put, moved or deleted through any instance at its instant.
+    func followOtherInstancesIfDue() {
+        let now = DispatchTime.now().uptimeNanoseconds
+        guard host.store.isShared, now >= instances.nextFollowCheck, storeRetry.isDue else { return }
+        instances.nextFollowCheck = now + Self.followCheckNanoseconds
+        do {
+            try host.query { try followOtherInstances($0) }
+        } catch {
+            host.recordError("reading other instances' changes failed; will retry", ["error": "\(error)"])
+            storeRetry.failed()
+        }
+    }
+
+    /// On the system clock: after a loop turn that came far later than the one before (this process
+    /// was paused or stalled), what fell due meanwhile is decided by the grace window, `late` or
+    /// `missed`, as after a restart.
+    func noteStall(now: Instant) {
+        defer { instances.lastTurn = now }
+        guard let last = instances.lastTurn, now.milliseconds(since: last) > Self.stallMilliseconds else { return }
+        host.logger.warning("the loop stalled; what fell due meanwhile is decided late", metadata: ["milliseconds": "\(now.milliseconds(since: last))"])
+        backlogThrough = max(backlogThrough, now)
+    }
+
+    /// Brings memory up to what other instances committed: under the log row's lock at the start of
+    /// each transaction, and between them (`followOtherInstancesIfDue`, `takeShare`). The users they
+    /// changed are read again, with their reminders, and rescheduled; the few restored occurrences
+    /// and moved days all of them. Outside a transaction the version is read first: what the
+    /// reads after it see is at least that new, and anything newer is read again next time.
+    func followOtherInstances(_ sql: StoreConnection) throws {
+        guard let version = try PlannerStore.value("memoryVersion", sql), version != instances.memoryVersion else { return }
+        for userId in try PlannerStore.changedUsers(since: instances.memoryVersion, sql) {
+            setUser(userId, try PlannerStore.user(userId, sql))
+            let stored = try PlannerStore.reminders(of: userId, sql)
             let kept = Set(stored.map(\.id))
             for gone in reminders.owned(by: userId) where !kept.contains(gone.id) { setReminder(gone.id, nil) }
             for reminder in stored where reminders[reminder.id] != reminder { setReminder(reminder.id, reminder) }
         }
-        restored = try PlannerStore.restoredOccurrences(tx.sql)
-        movedDecidedDays = try PlannerStore.movedDecidedDays(tx.sql)
+        restored = try PlannerStore.restoredOccurrences(sql)
+        movedDecidedDays = try PlannerStore.movedDecidedDays(sql)
         instances.memoryVersion = version
     }
 

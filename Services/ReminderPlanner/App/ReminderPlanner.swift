@@ -105,7 +105,7 @@ public final class ReminderPlanner: Service {
         decideDue(through: time.now())
         host.tzdataVersion = { TZData.system.version }
         if host.store.isShared {
-            host.beforeWriting = { [unowned self] tx in try followOtherInstances(tx) }
+            host.beforeWriting = { [unowned self] tx in try followOtherInstances(tx.sql) }
             // Ready with its share taken, and what fell due in it decided.
             balancePartitions()
         }
@@ -119,9 +119,11 @@ public final class ReminderPlanner: Service {
             return max(next, retry)
         }
         host.onTick = { [unowned self] in
+            if self.manualClock == nil { self.noteStall(now: self.host.time.now()) }
             self.feed.tick()
             self.followTZData()
             self.balancePartitionsIfDue()
+            self.followOtherInstancesIfDue()
             if self.manualClock == nil { self.decideRunning(through: self.host.time.now()) }
         }
     }

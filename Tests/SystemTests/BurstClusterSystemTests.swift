@@ -1,0 +1,92 @@
+import Foundation
+import LHTSchema
+import PostgresStorage
+import Synchronization
+import Testing
+import ZeroMQ
+
+/// Many occurrences at one instant over two planners on one PostgreSQL, on the system clock: each
+/// planner decides its share in short transactions, so that the log row's lock, which every
+/// instance's writes wait for, is never held for long, and both answer requests meanwhile.
+@Suite(.serialized, SystemTestBackend.onceOnly) struct BurstClusterSystemTests {
+    @Test func aBurstAtOneInstantHoldsTheLogLockBrieflyAndRequestsAreAnsweredMeanwhile() throws {
+        let postgres = try TestPostgres()
+        defer { postgres.stop() }
+        let database = ["--metrics", "off", "--database", postgres.url]
+        let logger = try ServiceProcess("session-logger", arguments: database)
+        let upstream = ["--session-logger-api", logger.api, "--session-logger-events", logger.events]
+        let planners = try (0..<2).map { try ServiceProcess("reminder-planner", arguments: database + upstream + ["--instance", "burst\($0)"]) }
+        let context = try Context()
+        try settledShares(try planners.map { try WireClient($0.api, context: context) }, timeout: 15)
+
+        // Reminders at one instant, put by four writers through both instances.
+        let perUser = 50, users = usersOnePerPartition("burst")
+        let due = Instant.nextWholeMinute(atLeastSecondsAway: 25)
+        let failures = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 4) { writer in
+            do {
+                let client = try WireClient(planners[writer % 2].api, context: context)
+                for user in users.enumerated().filter({ $0.offset % 4 == writer }).map(\.element) {
+                    for _ in 0..<perUser { _ = try client.ok("reminder.put", ["userId": user, "activity": "workout", "time": due.utcReminderTime]) }
+                }
+            } catch {
+                failures.withLock { $0.append("\(error)") }
+            }
+        }
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 }.prefix(2))")
+        let expected = users.count * perUser
+        #expect(due.secondsFromNow > 2, "the puts took until \(due)")
+
+        // From a second before the instant until every occurrence is decided: how long taking the
+        // log row's lock waits, and how long each planner takes to answer a read.
+        Thread.sleep(forTimeInterval: max(0, due.secondsFromNow - 1))
+        let done = Atomic(false)
+        let lockWaits = Mutex<[Double]>([]), answers = Mutex<[Double]>([])
+        let probes = DispatchGroup()
+        DispatchQueue.global().async(group: probes) {
+            guard let connection = try? postgres.connect() else { return }
+            defer { connection.close() }
+            while !done.load(ordering: .relaxed) {
+                let started = Date()
+                guard let transaction = try? connection.begin() else { return }
+                _ = try? transaction.execute("SELECT last_seq FROM reminder_planner.log_head FOR UPDATE")
+                lockWaits.withLock { $0.append(Date().timeIntervalSince(started)) }
+                try? transaction.rollback()
+                Thread.sleep(forTimeInterval: 0.005)
+            }
+        }
+        for planner in planners {
+            DispatchQueue.global().async(group: probes) {
+                guard let client = try? WireClient(planner.api, context: context) else { return }
+                while !done.load(ordering: .relaxed) {
+                    let started = Date()
+                    _ = try? client.ok("reminder.list", ["userId": users[0]])
+                    answers.withLock { $0.append(Date().timeIntervalSince(started)) }
+                    Thread.sleep(forTimeInterval: 0.01)
+                }
+            }
+        }
+        let reader = try WireClient(planners[0].api, context: context)
+        var decided = 0
+        try waitUntil(timeout: due.secondsFromNow + 60, interval: 0.5, "\(expected) occurrences at \(due) decided (last: \(decided))") {
+            decided = try reader.allEvents().filter { $0["type"]?.stringValue == "reminder.due" && $0["data"]?["at"]?.stringValue == due.description }.count
+            return decided >= expected
+        }
+        let finished = Date()
+        done.store(true, ordering: .relaxed)
+        probes.wait()
+
+        #expect(decided == expected)
+        let waits = lockWaits.withLock { $0 }.sorted(), replies = answers.withLock { $0 }.sorted()
+        let burst = finished.timeIntervalSince(Date(timeIntervalSince1970: Double(due.millisecondsSince1970) / 1000))
+        let summary = "\(expected) decisions within \(String(format: "%.1f", burst)) s; lock wait max \(Self.ms(waits.last)), p99 \(Self.ms(Self.p99(waits))) over \(waits.count); reads max \(Self.ms(replies.last)), p99 \(Self.ms(Self.p99(replies))) over \(replies.count)"
+        print("burst: \(summary)")
+        #expect(waits.count > 20 && replies.count > 20, "\(summary)")
+        // A step holds the lock for its ~10 ms of work and its commit; two planners take turns.
+        #expect((waits.last ?? 1) < 0.2, "\(summary)")
+        #expect((replies.last ?? 1) < 0.5, "\(summary)")
+    }
+
+    static func p99(_ sorted: [Double]) -> Double? { sorted.isEmpty ? nil : sorted[min(sorted.count - 1, sorted.count * 99 / 100)] }
+    static func ms(_ seconds: Double?) -> String { seconds.map { String(format: "%.0f ms", $0 * 1000) } ?? "-" }
+}
