@@ -41,6 +41,14 @@ struct Failure: Error {
                 line: "error: \(service.rawValue) did not answer \(op) at \(endpoint) within \(seconds.formatted()) s (is it running?)")
     }
 
+    /// A request that is not safe to repeat reached an instance that did not answer: it was not sent to
+    /// another, and whether it was carried out is unknown.
+    static func mayHaveBeenDone(_ service: ServiceName, endpoint: String, op: String, seconds: Double) -> Failure {
+        Failure(status: Status.noAnswer,
+                line: "error: \(service.rawValue) did not answer \(op) at \(endpoint) within \(seconds.formatted()) s; it may have been "
+                    + "carried out, so it was not sent to another instance (check before trying again)")
+    }
+
     static func local(_ message: String) -> Failure { Failure(status: Status.local, line: "error: \(message)") }
 }
 
@@ -232,11 +240,18 @@ extension Failure {
     /// A `ServiceClient` failure as lht reports it: no answer (status 3, naming the endpoint), or the
     /// service's own error (status 1, `error: <code> (<field>): <message>`).
     init(_ error: WireError, service: ServiceName, op: String, client: ServiceClient, seconds: Double) {
-        // ServiceClient's own "did not answer": `unavailable` without a field, naming its endpoint. A service
-        // that answers `unavailable` (the notifier when the session logger is down) names no endpoint of ours.
-        if error.code == .unavailable, error.field == nil, error.message.hasPrefix("\(client.instances) did not answer ") {
+        // ServiceClient's own "did not answer" is `unavailable` without a field after a call that got no
+        // reply; a service that answers `unavailable` (the notifier when the session logger is down) replied.
+        switch client.lastCall {
+        case .unanswered where error.code == .unavailable && error.field == nil:
             self = .noAnswer(service, endpoint: "\(client.instances)", op: op, seconds: seconds)
-        } else {
+        case .mayHaveBeenDone(let endpoint) where error.code == .unavailable && error.field == nil:
+            self = .mayHaveBeenDone(service, endpoint: endpoint, op: op, seconds: seconds)
+        case .answered(let tries) where tries > 1 && error.code == .notFound && op == Ops.reminderDelete.name:
+            // The earlier, unanswered try went to an instance that may have deleted it.
+            self = .service(code: error.code.rawValue, field: error.field,
+                            message: error.message + " (an earlier try went unanswered and may have deleted it)")
+        default:
             self = .service(code: error.code.rawValue, field: error.field, message: error.message)
         }
     }

@@ -2,14 +2,16 @@ import ArgumentParser
 import Foundation
 import LHTSchema
 import LHTClient
-import Synchronization
-import ZeroMQ
 
 struct Health: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "health",
         abstract: "Ask services whether they are up: version, uptime, newest event seq and counters.",
-        discussion: "Without a service, all four are asked at once. Status 3 if any did not answer within --timeout.")
+        discussion: """
+            Without a service, all four are asked at once, every instance each list names (a row each, with the \
+            partitions it owns and the age of its lease where it has them). Status 3 if any instance did not answer \
+            within --timeout.
+            """)
 
     @Argument(help: "session-logger, planner, notifier or streak (default: all).")
     var service: String?
@@ -25,61 +27,45 @@ struct Health: ParsableCommand {
 
     func run() throws {
         let services = service.flatMap(ServiceName.init(argument:)).map { [$0] } ?? ServiceName.allCases
-        // Unusable keys are one line, not one per service asked.
-        _ = try connection.security.load()
-        let answers = askHealth(services, connection: connection)
-        let failures = services.compactMap { service -> Failure? in
-            if case .failure(let failure) = answers[service] { return failure }
-            return nil
-        }
+        let all = try askHealth(services, connection: connection)
+        let instances = all.flatMap(\.instances)
         if output.json {
-            if services.count == 1, case .success(let answer) = answers[services[0]] {
-                emit(answer.rawText)
-            } else {
-                let parts = services.map { service -> String in
-                    let value = if case .success(let answer) = answers[service] { answer.rawText } else { "null" }
-                    return "\(JSONValue.string(service.rawValue).jsonLine):\(value)"
-                }
-                emit("{" + parts.joined(separator: ",") + "}")
-            }
+            emit(json(all))
         } else {
-            var table = Table("service", "api", "status", "instance", "uptime", "last seq", "counters")
-            for service in services {
-                switch answers[service] {
-                case .success(let answer)?:
-                    let health = answer.value
+            var table = Table("service", "api", "status", "instance", "uptime", "last seq", "owns", "lease", "counters")
+            for instance in instances {
+                if let health = instance.answer?.value {
                     let counters = health.counters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-                    table.add(service.rawValue, connection.api(service), "up \(health.version)", health.instance ?? "-",
-                              "\(health.uptimeSeconds) s", String(health.lastSeq), counters)
-                case .failure(let failure)?:
-                    table.add(service.rawValue, connection.api(service), failure.status == Status.noAnswer ? "no answer" : "error", "", "", "", "")
-                case nil:
-                    break
+                    table.add(instance.service.rawValue, instance.endpoint, "up \(health.version)", health.instance ?? "-",
+                              "\(health.uptimeSeconds) s", String(health.lastSeq), instance.owns?.share ?? "-",
+                              instance.owns?.leaseAge ?? "-", counters)
+                } else {
+                    let status = instance.failure?.status == Status.noAnswer ? "no answer" : "error"
+                    table.add(instance.service.rawValue, instance.endpoint, status, "", "", "", "", "", "")
                 }
             }
             table.lines.forEach(emit)
+            for service in all where service.instances.count > 1 { emit(service.summary) }
         }
+        let failures = instances.compactMap(\.failure)
         if let worst = failures.max(by: { $0.status < $1.status }) {
             failures.forEach { warn($0.line) }
             throw ExitCode(worst.status)
         }
     }
-}
 
-/// Asks each of `services` for `health` at once, each on its own thread with its own client: a service
-/// that is down costs --timeout once, not once per service. `lht health` and `lht status` share it.
-func askHealth(_ services: [ServiceName], connection: Connection) -> [ServiceName: Result<Answer<HealthReply>, Failure>] {
-    let results = Mutex<[ServiceName: Result<Answer<HealthReply>, Failure>]>([:])
-    DispatchQueue.concurrentPerform(iterations: services.count) { index in
-        let service = services[index]
-        let result: Result<Answer<HealthReply>, Failure>
-        do {
-            let client = try Client(connection)
-            result = .success(try client.call(Ops.health, NoFields(), at: service))
-        } catch {
-            result = .failure(error as? Failure ?? .local("\(error)"))
+    /// One instance asked: its reply as sent. Otherwise `{"<service>": reply}` per service, the reply
+    /// `null` from an instance that did not answer, and for a service with several instances a list
+    /// of `{"api": endpoint, "health": reply}` in its list's order.
+    private func json(_ all: [ServiceHealth]) -> String {
+        func reply(_ instance: InstanceHealth) -> String { instance.answer?.rawText ?? "null" }
+        if all.count == 1, all[0].instances.count == 1 { return reply(all[0].instances[0]) }
+        let parts = all.map { service -> String in
+            let value = service.instances.count == 1 ? reply(service.instances[0]) : "[" + service.instances.map { instance in
+                "{\"api\":\(JSONValue.string(instance.endpoint).jsonLine),\"health\":\(reply(instance))}"
+            }.joined(separator: ",") + "]"
+            return "\(JSONValue.string(service.service.rawValue).jsonLine):\(value)"
         }
-        results.withLock { $0[service] = result }
+        return "{" + parts.joined(separator: ",") + "}"
     }
-    return results.withLock { $0 }
 }

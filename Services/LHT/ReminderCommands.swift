@@ -58,7 +58,7 @@ struct ReminderAdd: ParsableCommand {
 
     @OptionGroup var rule: RuleOptions
 
-    @Option(help: ArgumentHelp("Choose the reminder's id (a UUID).", valueName: "uuid"))
+    @Option(help: ArgumentHelp("Choose the reminder's id (a UUID; default: a new one made here, so a retry cannot add it twice).", valueName: "uuid"))
     var id: String?
 
     @Flag(help: "Store it disabled.")

@@ -2,44 +2,30 @@ import Foundation
 import LHTSchema
 import ZeroMQ
 
-/// The instances of one service a client may ask (PROTOCOL "Cluster": several endpoints in one flag).
-/// A request goes to the instance that answered last; one left unanswered goes again to the next in
-/// the list, and so does every request after it, so a dead instance costs one timeout, not one per request.
-public struct Instances: Sendable, CustomStringConvertible {
-    public let endpoints: [String]
-    /// The index of the instance the next request goes to.
-    public private(set) var current = 0
-
-    public init(_ endpoints: [String]) {
-        precondition(!endpoints.isEmpty, "a service has at least one endpoint")
-        self.endpoints = endpoints
-    }
-
-    public var endpoint: String { endpoints[current] }
-
-    /// All of them as the flag names them, for messages.
-    public var description: String { endpoints.joined(separator: ",") }
-
-    /// The tries of a request meant to be tried `tries` times: at least one per instance.
-    public func tries(_ tries: Int) -> Int { max(1, tries, endpoints.count) }
-
-    /// The instance at `index` did not answer: move on from it, unless another request already did.
-    public mutating func unanswered(at index: Int) {
-        if index == current { current = (current + 1) % endpoints.count }
-    }
-}
-
 /// A request/reply client for one service's api, typed by the catalog's ops.
 ///
 /// Lazy Pirate (zguide ch. 4): on a timeout the socket is thrown away and reopened, so a late reply
-/// can never be taken for the next request's; the request is sent again on the new socket, to the
-/// next instance (`Instances`), while tries are left. Only idempotent requests should be retried
-/// (every op with an id is, by PROTOCOL).
+/// can never be taken for the next request's. The request then goes to the next instance
+/// (`Instances`) while tries are left, when that is safe (`Resend`): one that would be done twice
+/// goes again only if it never left this client, else it fails as "may have been done". It is not
+/// resent to the same instance either: ZeroMQ does not tell whether a silent peer got it.
 public final class ServiceClient {
     public private(set) var instances: Instances
     private let context: Context
     private let credentials: CurveCredentials?
-    private var socket: Socket?
+    private var connection: Connection?
+    /// How the last request ended.
+    public private(set) var lastCall = LastCall.answered(tries: 0)
+
+    public enum LastCall: Sendable, Equatable {
+        /// Its reply came on the `tries`th try.
+        case answered(tries: Int)
+        /// No instance answered.
+        case unanswered
+        /// It reached the instance at `endpoint`, which did not answer: it may have been carried out,
+        /// so it was not sent to another instance (`Resend.onlyIfNeverSent`).
+        case mayHaveBeenDone(endpoint: String)
+    }
 
     /// `endpoints`: every instance of the service; `credentials`: speak CurveZMQ to a service started
     /// with `--keys` (nil: plaintext).
@@ -53,40 +39,60 @@ public final class ServiceClient {
         self.init(context: context, endpoints: [endpoint], credentials: credentials)
     }
 
-    private func connected() throws -> Socket {
-        if let socket { return socket }
-        let socket = try Socket(context, .dealer)
-        try socket.secure(with: credentials)
-        try socket.connect(instances.endpoint)
-        self.socket = socket
-        return socket
+    private func connected() throws -> Connection {
+        if let connection { return connection }
+        let connection = try Connection(context: context, endpoint: instances.endpoint, credentials: credentials)
+        self.connection = connection
+        return connection
     }
 
     /// Sends one request frame and waits up to `timeoutMilliseconds` per try for its reply frame.
-    /// Nil when the service did not answer (or the transport failed) on any try.
+    /// Nil when the service did not answer (or the transport failed) on any try; `lastCall` says which.
     public func exchange(_ requestFrame: Data, timeoutMilliseconds: Int, tries: Int = 1) -> Data? {
-        for _ in 0..<instances.tries(tries) {
-            if let reply = exchangeOnce(requestFrame, timeoutMilliseconds: timeoutMilliseconds) { return reply }
-            instances.unanswered(at: instances.current)
+        var resend: Resend?
+        for attempt in 1...instances.tries(tries) {
+            let index = instances.current
+            let outcome = exchangeOnce(requestFrame, timeoutMilliseconds: timeoutMilliseconds)
+            if case .reply(let reply) = outcome {
+                lastCall = .answered(tries: attempt)
+                return reply
+            }
+            instances.unanswered(at: index)
+            // Read only now: an answered request never pays for it.
+            resend = resend ?? Resend.of(requestFrame: requestFrame)
+            if case .unanswered(mayHaveArrived: true) = outcome, resend == .onlyIfNeverSent {
+                lastCall = .mayHaveBeenDone(endpoint: instances.endpoints[index])
+                return nil
+            }
         }
+        lastCall = .unanswered
         return nil
     }
 
-    private func exchangeOnce(_ requestFrame: Data, timeoutMilliseconds: Int) -> Data? {
+    private enum Try {
+        case reply(Data)
+        case unanswered(mayHaveArrived: Bool)
+    }
+
+    private func exchangeOnce(_ requestFrame: Data, timeoutMilliseconds: Int) -> Try {
+        var queued = false
         do {
-            let socket = try connected()
+            let socket = try connected().socket
             try socket.send(multipart: [Data(), requestFrame])
+            queued = true
             let deadline = Date().addingTimeInterval(Double(timeoutMilliseconds) / 1000)
             while true {
                 let remaining = Int(deadline.timeIntervalSinceNow * 1000)
                 guard remaining > 0, try Poller.readable([socket], timeoutMilliseconds: remaining)[0] else { break }
-                if let frames = try socket.receiveMultipart(dontWait: true), let body = frames.last { return body }
+                if let frames = try socket.receiveMultipart(dontWait: true), let body = frames.last { return .reply(body) }
             }
         } catch {
             // Treated like a timeout: the socket is replaced below.
         }
-        socket = nil
-        return nil
+        let mayHaveArrived = queued && (connection?.wasEverConnected() ?? true)
+        connection?.close()
+        connection = nil
+        return .unanswered(mayHaveArrived: mayHaveArrived)
     }
 
     /// Calls `op` and decodes its reply; a refusal is the service's `WireError`, no answer is `unavailable`.
@@ -106,6 +112,9 @@ public final class ServiceClient {
     private func exchange<Input, Output>(_ op: Op<Input, Output>, _ request: Input, timeoutMilliseconds: Int,
                                          tries: Int) throws(WireError) -> Data {
         guard let reply = exchange(try Self.requestFrame(op, request), timeoutMilliseconds: timeoutMilliseconds, tries: tries) else {
+            if case .mayHaveBeenDone(let endpoint) = lastCall {
+                throw Self.mayHaveBeenDone(op, at: endpoint, timeoutMilliseconds: timeoutMilliseconds)
+            }
             throw Self.noAnswer(op, from: instances, tries: instances.tries(tries), timeoutMilliseconds: timeoutMilliseconds)
         }
         return reply
@@ -117,8 +126,18 @@ public final class ServiceClient {
         WireError(.unavailable, "\(instances) did not answer \(op.name) within \(tries) × \(timeoutMilliseconds) ms")
     }
 
-    /// The request frame of `op` with `request` as its data.
+    /// `unavailable`: `op` reached the instance at `endpoint`, which did not answer, and doing it twice
+    /// would do it twice: whether it was carried out is unknown.
+    public static func mayHaveBeenDone<Input, Output>(_ op: Op<Input, Output>, at endpoint: String,
+                                                      timeoutMilliseconds: Int) -> WireError {
+        WireError(.unavailable, "\(endpoint) did not answer \(op.name) within \(timeoutMilliseconds) ms: it may have been carried out, "
+                  + "so it was not sent to another instance (\(op.name) sent twice is done twice)")
+    }
+
+    /// The request frame of `op` with `request` as its data; a create without an id gets one of the
+    /// client's making first (`ClientIdentifiable`), so that sending it again is safe.
     public static func requestFrame<Input, Output>(_ op: Op<Input, Output>, _ request: Input) throws(WireError) -> Data {
+        let request = (request as? ClientIdentifiable)?.identified() as? Input ?? request
         do {
             return try wireEncoder().encode(RequestFrame(op: op.name, data: request))
         } catch {
@@ -149,5 +168,41 @@ extension Reply {
         guard frame.count > prefix.count, frame.starts(with: prefix), frame.last == UInt8(ascii: "}") else { return nil }
         let inner = frame.subdata(in: (frame.startIndex + prefix.count)..<(frame.endIndex - 1))
         return JSONSyntax.isValue(inner) ? inner : nil
+    }
+}
+
+/// A DEALER to one instance, and a monitor that tells whether it ever completed a connection: a
+/// request sent on a socket that never did cannot have reached anyone (libzmq sends messages only
+/// after the ZMTP handshake), so it may go to another instance whatever it is.
+private final class Connection {
+    /// ZMQ_EVENT_HANDSHAKE_SUCCEEDED (stable since libzmq 4.3).
+    private static let handshakeSucceeded = MonitorEvents(rawValue: 0x1000)
+
+    let socket: Socket
+    private let monitor: Socket
+    private var connected = false
+
+    init(context: Context, endpoint: String, credentials: CurveCredentials?) throws {
+        socket = try Socket(context, .dealer)
+        try socket.secure(with: credentials)
+        monitor = try socket.monitor(Self.handshakeSucceeded, context: context)
+        try socket.connect(endpoint)
+    }
+
+    /// Whether a handshake with the instance ever succeeded on this socket; true when that cannot be read.
+    func wasEverConnected() -> Bool {
+        do {
+            while !connected, let report = try monitor.receiveMonitorReport() {
+                connected = report.event.contains(Self.handshakeSucceeded)
+            }
+            return connected
+        } catch {
+            return true
+        }
+    }
+
+    func close() {
+        socket.close()
+        monitor.close()
     }
 }

@@ -49,9 +49,15 @@ import ZeroMQ
         #expect(received.status == 0, "\(received.stderr)")
         #expect(received.stdout.hasPrefix(#"{"topic":"noalc.logged.nora.noalc","#), "\(received.stdout)")
 
+        // health lists every instance: the dead one too, so the status is 3.
         let health = try runLHT(["health", "session-logger", "--session-logger", loggers, "--timeout", "1"])
-        #expect(health.status == 0, "\(health.stderr)")
-        #expect(health.stdout.contains("session-logger  \(loggers)  up 1.0.0  logger-a "), "\(health.stdout)")
+        #expect(health.status == 3, "\(health.stderr)")
+        let rows = health.stdout.split(separator: "\n").map { $0.split(separator: " ").joined(separator: " ") }
+        #expect(rows.count == 4, "\(health.stdout)")
+        #expect(rows[1] == "session-logger \(dead) no answer", "\(health.stdout)")
+        #expect(rows[2].hasPrefix("session-logger \(logger.api) up 1.0.0 logger-a "), "\(health.stdout)")
+        #expect(rows[3] == "session-logger: 1 of 2 instances up")
+        #expect(health.stderr == "error: session-logger did not answer health at \(dead) within 1 s (is it running?)\n")
 
         let status = try runLHT(["status", "--json", "--session-logger", loggers, "--planner", dead, "--notifier", dead, "--streak", dead,
                                  "--timeout", "1"])
@@ -60,11 +66,12 @@ import ZeroMQ
         #expect(first?["api"]?.stringValue == loggers)
         #expect(first?["up"]?.boolValue == true)
         #expect(first?["instance"]?.stringValue == "logger-a")
+        #expect(first?["instances"]?.arrayValue.map { $0["up"]?.boolValue } == [false, true])
 
         let nowhere = "\(dead),tcp://127.0.0.1:\(try freeLoopbackPort())"
         let unanswered = try runLHT(["health", "session-logger", "--session-logger", nowhere, "--timeout", "0.5"])
         #expect(unanswered.status == 3)
-        #expect(unanswered.stderr == "error: session-logger did not answer health at \(nowhere) within 0.5 s (is it running?)\n")
+        #expect(unanswered.stderr == nowhere.split(separator: ",").map { "error: session-logger did not answer health at \($0) within 0.5 s (is it running?)\n" }.joined())
         let empty = try runLHT(["health", "--planner", "tcp://127.0.0.1:7311,"])
         #expect(empty.status == 2)
         #expect(empty.stderr.contains("--planner: \"tcp://127.0.0.1:7311,\" has an empty endpoint in its list"), "\(empty.stderr)")

@@ -204,11 +204,11 @@ import ZeroMQ
         #expect(run.seconds < 3)  // asked at once: one timeout
         let rows = run.stdout.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ") }
         #expect(rows.count == 5)
-        #expect(rows[0] == "service status instance version uptime last seq upstreams last error")
-        #expect(rows[1].hasPrefix("session-logger up ") && rows[1].contains(":") && rows[1].contains(" 1.0.0 "), "\(rows[1])")  // instance <host>:<pid>
-        #expect(rows[2].hasPrefix("reminder-planner up "))
-        #expect(rows[3] == "notifier down no answer at tcp://127.0.0.1:1 within 1 s")
-        #expect(rows[4] == "noalc-streak up - 9.9.9 1h02m 12 session-logger lag 3 (40/43) session-logger did not answer events.since")
+        #expect(rows[0] == "service api status instance version uptime last seq owns lease upstreams last error")
+        #expect(rows[1].hasPrefix("session-logger \(rig.rig.logger.api) up ") && rows[1].contains(" 1.0.0 "), "\(rows[1])")  // instance <host>:<pid>
+        #expect(rows[2].hasPrefix("reminder-planner \(rig.rig.planner.api) up ") && rows[2].contains(" 64/64 "), "\(rows[2])")
+        #expect(rows[3] == "notifier tcp://127.0.0.1:1 down no answer within 1 s")
+        #expect(rows[4] == "noalc-streak \(streak.endpoint) up - 9.9.9 1h02m 12 - - session-logger lag 3 (40/43) session-logger did not answer events.since")
 
         let json = try runChild(["status", "--json"] + flags)
         #expect(json.status == 3)
