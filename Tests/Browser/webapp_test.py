@@ -196,7 +196,9 @@ def run(arguments):
         if browser.driver.execute_script("return localStorage.getItem('lht.token')") is not None:
             raise StepFailed("the refused token is still stored")
         browser.sign_in("lht_" + "y" * 43)
+        # Refused: the form is empty again (it held the token until the reply came), with the refusal.
         browser.wait("the sign-in form refusing a wrong token", lambda d: browser.visible("signin")
+                     and d.find_element(By.ID, "token-input").get_attribute("value") == ""
                      and "not accepted" in d.find_element(By.ID, "signin-error").text)
         browser.screenshot("07-wrong-token")
     except Exception:

@@ -28,7 +28,7 @@ enum BrowserTestPrerequisites {
 
 /// The web app in a real browser (Tests/Browser/webapp_test.py: headless chromium through Selenium),
 /// against the real services with keys and the real gateway with a token from `lht tokens add`.
-@Suite(.enabled(if: BrowserTestPrerequisites.gatewayBuilt, "skipped: no http-gateway executable beside the tests to serve the web app"),
+@Suite(.enabled(if: BrowserTestPrerequisites.gatewayBuilt, "no http-gateway executable beside the tests to serve the web app"),
        .disabled(if: SystemTestBackend.isPostgreSQL, "the web app does not depend on the storage: the SQLite pass runs it"))
 struct WebAppBrowserSystemTests {
     /// Sign in; a session cancels the upcoming reminder (its cause shown) and restore brings it back;
