@@ -12,6 +12,7 @@ let package = Package(
         .executable(name: "reminder-planner", targets: ["ReminderPlannerMain"]),
         .executable(name: "notifier", targets: ["NotifierMain"]),
         .executable(name: "noalc-streak", targets: ["NoAlcStreakMain"]),
+        .executable(name: "http-gateway", targets: ["HTTPGatewayMain"]),
         .executable(name: "lht", targets: ["LHTCommand"]),
         .executable(name: "bench", targets: ["Bench"]),
     ],
@@ -24,6 +25,10 @@ let package = Package(
         // Operations: the Prometheus registry behind swift-metrics, and the /metrics HTTP server.
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/swhitty/FlyingFox", from: "0.27.1"),
+        // The HTTP gateway (docs/decisions/0040): HTTP/1.1 with streaming bodies and TLS, on swift-nio.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         .systemLibrary(
@@ -96,6 +101,19 @@ let package = Package(
         .executableTarget(name: "NotifierMain", dependencies: ["Notifier"], path: "Services/Notifier/Main"),
         .target(name: "NoAlcStreak", dependencies: ["ServiceHost", "Storage", "StreakRules"], path: "Services/NoAlcStreak/App"),
         .executableTarget(name: "NoAlcStreakMain", dependencies: ["NoAlcStreak"], path: "Services/NoAlcStreak/Main"),
+        // HTTP for clients without ZeroMQ: ops forwarded as their caller, events as SSE, the web app's files.
+        .target(
+            name: "HTTPGateway",
+            dependencies: ["LHTClient", "LHTSchema", "LHTSecurity", "ServiceHost", "ZeroMQ",
+                           .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                           .product(name: "Hummingbird", package: "hummingbird"),
+                           .product(name: "HummingbirdTLS", package: "hummingbird"),
+                           .product(name: "HummingbirdCore", package: "hummingbird"),
+                           .product(name: "HTTPTypes", package: "swift-http-types"),
+                           .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "Logging", package: "swift-log")],
+            path: "Services/HTTPGateway/App"),
+        .executableTarget(name: "HTTPGatewayMain", dependencies: ["HTTPGateway"], path: "Services/HTTPGateway/Main"),
         .executableTarget(
             name: "LHTCommand",
             dependencies: ["LHTClient", "LHTSecurity", "Spawn", .product(name: "ArgumentParser", package: "swift-argument-parser")],
@@ -137,6 +155,7 @@ let package = Package(
                            .product(name: "GRDB", package: "GRDB.swift")]),
         // Starts the built executables as real processes; depends on them only through the build
         // (Storage for `Ownership.partition(of:)`: which of the 64 partitions a user is in).
+        .testTarget(name: "HTTPGatewayTests", dependencies: ["HTTPGateway", "LHTSecurity", "LHTSchema", "TestSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .testTarget(name: "SystemTests", dependencies: ["ZeroMQ", "LHTSchema", "LHTClient", "LHTSecurity", "TestSupport", "PostgresStorage", "Storage"]),
     ]
 )

@@ -66,6 +66,9 @@ struct KeysInit: ParsableCommand {
     @Argument(help: ArgumentHelp("Where (default: LHT_KEYS).", valueName: "dir"))
     var directory: String?
 
+    @Flag(help: "In an existing key directory, add a pair for each service that has none (the http-gateway's); nothing else changes.")
+    var upgrade = false
+
     func validate() throws {
         if target == nil { throw ValidationError("give the directory to create (or set LHT_KEYS)") }
     }
@@ -74,6 +77,19 @@ struct KeysInit: ParsableCommand {
 
     func run() throws {
         let path = absolute(target!)
+        if upgrade {
+            let keys = KeyDirectory(path)
+            guard FileManager.default.fileExists(atPath: keys.servicesPath) else {
+                throw Failure(status: Status.usage, line: "error: \(path) is not a key directory (no services/); create one with: lht keys init \(path)")
+            }
+            do {
+                let added = try keys.addMissingServicePairs()
+                emit(added.isEmpty ? "\(path) has a pair for every service" : "added a pair for \(added.joined(separator: ", ")) to \(path)/services")
+            } catch {
+                throw Failure.keys(error)
+            }
+            return
+        }
         if let entries = try? FileManager.default.contentsOfDirectory(atPath: path), !entries.isEmpty {
             throw Failure(status: Status.usage, line: "error: \(path) is not empty; lht keys init makes a fresh key directory only")
         }

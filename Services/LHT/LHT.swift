@@ -29,7 +29,7 @@ struct LHT: ParsableCommand {
         subcommands: [
             SessionCommand.self, NoAlcCommand.self, UserCommand.self, ReminderCommand.self,
             Subscribe.self, Action.self, Notifications.self, Streak.self, CalendarCommand.self, Health.self, StatusCommand.self,
-            KeysCommand.self,
+            KeysCommand.self, TokensCommand.self,
         ])
 
     /// "session logger 7301, planner 7311, …": each service's default api port, from the endpoint table.

@@ -13,6 +13,8 @@ public enum JSONSyntax {
         var version: Range<Int>?
         var op: Range<Int>?
         var data: Range<Int>?
+        /// `as`: the user a service or admin acts for (PROTOCOL "Acting for a user").
+        var actingFor: Range<Int>?
     }
 
     /// Nil unless `data` is one well-formed JSON object; else the envelope members' value ranges,
@@ -111,6 +113,7 @@ public enum JSONSyntax {
                 }
             }
             if named("v") { topLevel.version = topLevel.version ?? value } else if named("op") { topLevel.op = topLevel.op ?? value } else if named("data") { topLevel.data = topLevel.data ?? value }
+            else if named("as") { topLevel.actingFor = topLevel.actingFor ?? value }
         }
 
         mutating func array(depth: Int) -> Bool {

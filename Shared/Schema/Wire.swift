@@ -84,6 +84,8 @@ public struct RequestHead: Sendable {
     public let op: String
     /// False when the request left `data` out (allowed for ops without required fields).
     public let hasData: Bool
+    /// `as`: the user the sender acts for; nil when the request does not say (or says null).
+    public let actingFor: UserID?
     /// Where `data`'s value sits in the frame (byte offsets), so it is decoded without the envelope.
     let dataRange: Range<Int>?
 
@@ -111,8 +113,22 @@ public struct RequestHead: Sendable {
         guard let op = plainOp ?? decoded(members.op, as: String.self) else { throw WireError.invalid("op", "op is required and must be a string") }
         guard FreeText.isAllowed(op) else { throw WireError.invalid("op", "op must not contain U+0000") }
         self.op = op
+        actingFor = try Self.actingFor(members.actingFor, in: frame)
         hasData = !dataIsNull
         dataRange = members.data
+    }
+}
+
+extension RequestHead {
+    /// Reads `as`: null or absent is nobody; anything but a valid userId is `invalid_argument` naming `as`.
+    private static func actingFor(_ range: Range<Int>?, in frame: Data) throws(WireError) -> UserID? {
+        guard let range else { return nil }
+        let bytes = Data(frame[(frame.startIndex + range.lowerBound)..<(frame.startIndex + range.upperBound)])
+        if bytes.elementsEqual("null".utf8) { return nil }
+        guard let text = try? JSONDecoder().decode(String.self, from: bytes), let user = UserID(text) else {
+            throw WireError.invalid("as", "as must be a userId: 1-64 of A-Z a-z 0-9 _ -")
+        }
+        return user
     }
 }
 
@@ -191,11 +207,24 @@ public struct RequestFrame<Payload: Encodable>: Encodable {
     public let v: Int
     public let op: String
     public let data: Payload
+    /// `as`: the user this request acts for (left out when nil).
+    public let actingFor: UserID?
 
-    public init(op: String, data: Payload) {
+    public init(op: String, data: Payload, as actingFor: UserID? = nil) {
         v = wireVersion
         self.op = op
         self.data = data
+        self.actingFor = actingFor
+    }
+
+    private enum CodingKeys: String, CodingKey { case v, op, data, actingFor = "as" }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(v, forKey: .v)
+        try container.encode(op, forKey: .op)
+        try container.encode(data, forKey: .data)
+        try container.encodeIfPresent(actingFor?.rawValue, forKey: .actingFor)
     }
 }
 

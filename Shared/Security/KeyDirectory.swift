@@ -75,7 +75,7 @@ public enum KeyDirectoryError: Error, Equatable, CustomStringConvertible {
 ///
 /// Directories are 0700 and files 0600 whatever the umask.
 public struct KeyDirectory: Sendable {
-    public static let serviceNames = ["session-logger", "reminder-planner", "notifier", "noalc-streak"]
+    public static let serviceNames = ["session-logger", "reminder-planner", "notifier", "noalc-streak", "http-gateway"]
     public static let adminName = "admin"
 
     public let path: String
@@ -147,6 +147,16 @@ public struct KeyDirectory: Sendable {
         try admin.write(basePath: "\(path)/\(adminName)")
         try admin.writePublic(to: "\(keys.clientsPath)/\(adminName).key")
         return keys
+    }
+
+    /// Adds a pair for each service in `serviceNames` that has none (a directory made before the
+    /// http-gateway had one); returns the names added. Existing pairs are left as they are.
+    @discardableResult
+    public func addMissingServicePairs() throws -> [String] {
+        try KeyDirectory.makePrivateDirectory(servicesPath)
+        let missing = KeyDirectory.serviceNames.filter { !FileManager.default.fileExists(atPath: "\(servicesPath)/\($0).key_secret") }
+        for name in missing { try Certificate.generate().write(basePath: "\(servicesPath)/\(name)") }
+        return missing
     }
 
     /// Makes a certificate for a user: `<userId>.key` and `<userId>.key_secret` in `outDirectory`

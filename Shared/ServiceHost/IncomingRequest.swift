@@ -16,8 +16,9 @@ public struct IncomingRequest {
     public init(frame: Data, caller: Caller = .local) {
         self.frame = frame
         size = frame.count
-        self.caller = caller
         head = Result { () throws(WireError) in try RequestHead(frame: frame) }
+        // `as` (PROTOCOL "Acting for a user"): the rules then apply to the user it names.
+        self.caller = caller.acting(as: try? head.get().actingFor)
     }
 
     /// A frame too large to read: only its size is kept, and its reply is made from that alone.

@@ -163,7 +163,7 @@ extension ServiceHost {
     static func authorize<Input>(_ info: OpInfo, _ input: Input, _ caller: Caller, owner: ((Input) throws -> UserID?)?) throws {
         if caller.mayDoEverything { return }
         guard let user = caller.user else {
-            throw WireError(.unauthorized, "this key is no longer let in")
+            throw caller.refusal
         }
         switch info.access {
         case .anyone, .ownEvents:

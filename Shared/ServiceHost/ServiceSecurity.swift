@@ -25,26 +25,52 @@ public struct SecuritySettings: Sendable {
 }
 
 /// Who sent a request or a subscription.
-public enum Caller: Sendable, Hashable {
+public indirect enum Caller: Sendable, Hashable {
     /// The service runs without keys: loopback only, everyone may do everything (as before security).
     case local
     /// An authenticated peer (its Z85 public key), with its identity as the key directory says now.
     case principal(Principal, key: String)
     /// An authenticated peer whose key has been removed since it connected (or none at all).
     case revoked(key: String?)
+    /// A request whose `as` names `user`, from a sender that may act for it (PROTOCOL "Acting for a
+    /// user"): every per-user rule applies as if `user` had sent it.
+    case acting(for: UserID, sender: Caller)
+    /// A user's request whose `as` names another user: refused whatever it asks.
+    case impersonating(UserID, sender: Caller)
+
+    /// The caller a request with `as` = `user` stands for; a user naming itself stays itself.
+    public func acting(as user: UserID?) -> Caller {
+        guard let user else { return self }
+        switch self {
+        case .local: return .acting(for: user, sender: self)
+        case .principal(let principal, _):
+            if principal.isAdminEquivalent { return .acting(for: user, sender: self) }
+            return principal.userID == user ? self : .impersonating(user, sender: self)
+        case .revoked, .acting, .impersonating: return self
+        }
+    }
 
     var mayDoEverything: Bool {
         switch self {
         case .local: true
         case .principal(let principal, _): principal.isAdminEquivalent
-        case .revoked: false
+        case .revoked, .acting, .impersonating: false
         }
     }
 
     /// The user a caller that is not admin-equivalent may act for.
     var user: UserID? {
-        if case .principal(let principal, _) = self { return principal.userID }
-        return nil
+        switch self {
+        case .principal(let principal, _): principal.userID
+        case .acting(let user, _): user
+        case .local, .revoked, .impersonating: nil
+        }
+    }
+
+    /// Why a caller that may act for nobody is refused.
+    var refusal: WireError {
+        if case .impersonating = self { return WireError(.unauthorized, "a user acts only for itself", field: "as") }
+        return WireError(.unauthorized, "this key is no longer let in")
     }
 
     /// The key's short fingerprint, for logs.
@@ -53,6 +79,8 @@ public enum Caller: Sendable, Hashable {
         case .local: "local"
         case .principal(_, let key), .revoked(let key?): Certificate.fingerprint(key)
         case .revoked(nil): "no key"
+        case .acting(let user, let sender): "\(sender.fingerprint) as \(user)"
+        case .impersonating(let user, let sender): "\(sender.fingerprint) as \(user)"
         }
     }
 }

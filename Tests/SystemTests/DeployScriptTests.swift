@@ -64,7 +64,7 @@ import ZeroMQ
         let second = try run(["start"], dataDirectory: directory)
         #expect(second.status == 0, "\(second.output)")
         #expect(!second.output.contains("created keys"))
-        #expect(second.output.components(separatedBy: "(already running)").count - 1 == 4)
+        #expect(second.output.components(separatedBy: "(already running)").count - 1 == 5)  // the four services and the gateway
         #expect(pids(in: directory) == started)
         #expect(try run(["status"], dataDirectory: directory).status == 0)
 
