@@ -40,16 +40,6 @@ export async function call(op, data = {}) {
   return reply.data ?? {};
 }
 
-/**
- * The event stream's URL. EventSource cannot send headers, so the token goes in the query;
- * `since` resumes after a cursor when a new EventSource replaces one that gave up.
- */
-export function eventsURL(types, since) {
-  const query = new URLSearchParams({ types: types.join(","), access_token: token.get() ?? "" });
-  if (since) query.set("since", since);
-  return `v1/events?${query}`;
-}
-
 /** A random (version 4) UUID: an idempotency key, so a retried log is stored once. */
 export function uuid() {
   // randomUUID exists only in secure contexts (https, localhost); getRandomValues everywhere.

@@ -253,7 +253,8 @@ function startEvents() {
     "noalc.logged": () => refreshSoon(["calendar", "upcoming"]),
     "streak.updated": () => refreshSoon(["calendar", "streak"]),
   }, setConnection, () => {
-    // Refused (a 401, a 429) or gone: a 401 on user.get signs out; otherwise try again.
+    // The stream refused the token: so does user.get (and the sign-in comes back), or it was revoked
+    // and added again meanwhile: follow again.
     state.retry = setTimeout(() => guarded(async () => { await call("user.get"); if (state.user) startEvents(); }), 5000);
   });
 }
