@@ -256,7 +256,7 @@ final class EventFile: SyncedFile, @unchecked Sendable {
             let wanted = min(buffer.count, stop - offset)
             let got = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, wanted, offset) }
             guard got > 0 else {
-                if got < 0 { throw StorageError("\(path): reading the event log: \(String(cString: strerror(errno)))") }
+                if got < 0 { throw StorageError.system(path, "reading the event log", errno: errno) }
                 return offset
             }
             var position = 0
@@ -331,8 +331,9 @@ final class EventFile: SyncedFile, @unchecked Sendable {
         var written = 0
         while written < bytes.count {
             let result = pwrite(descriptor, bytes.baseAddress! + written, bytes.count - written, offset + written)
-            if result < 0 && errno == EINTR { continue }
-            guard result > 0 else { throw StorageError("\(path): writing the event log: \(String(cString: strerror(errno)))") }
+            let code = errno
+            if result < 0 && code == EINTR { continue }
+            guard result > 0 else { throw StorageError.system(path, "writing the event log", errno: result < 0 ? code : ENOSPC) }
             written += result
         }
     }
