@@ -341,8 +341,11 @@ extension ServiceHost {
                 }
             } catch {
                 // A full disk or a lost database aborts the batch's transaction: say so rather than `internal`.
-                recordError("batch transaction failed", ["error": "\(error)", "requests": "\(batch.count)"])
-                let failure = Self.unavailable(error) ?? WireError(.internal, "the request could not be stored")
+                let metadata: Logger.Metadata = ["error": "\(error)", "requests": "\(batch.count)"]
+                let failure = storeUnavailable(error, metadata) ?? {
+                    recordError("batch transaction failed", metadata)
+                    return WireError(.internal, "the request could not be stored")
+                }()
                 outcomes = batch.map { _ in .failure(failure) }
             }
             for (entry, result) in zip(batch, outcomes) {
@@ -407,15 +410,32 @@ extension ServiceHost {
         } catch {
             var metadata: Logger.Metadata = ["error": "\(error)", "op": "\(op)"]
             if let userId = request.caller.user?.description ?? Self.userId(in: request.frame) { metadata["userId"] = "\(userId)" }
+            if let unavailable = storeUnavailable(error, metadata) { return .failure(unavailable) }
             recordError("request failed", metadata)
-            return .failure(Self.unavailable(error) ?? WireError(.internal, "the request failed inside \(name); it was not applied"))
+            return .failure(WireError(.internal, "the request failed inside \(name); it was not applied"))
         }
+    }
+
+    /// `unavailable` for a full or failing disk or a database out of reach (`StoreUnavailable.cause`);
+    /// nil for any other error. Counted each time (`lht_storage_errors_total{reason}`), logged at most
+    /// once a minute for each reason: until space is back, every request fails the same way.
+    func storeUnavailable(_ error: Error, _ metadata: Logger.Metadata) -> WireError? {
+        guard let cause = StoreUnavailable.cause(of: error) else { return nil }
+        countMetric("storage_errors", "reason", cause.label)
+        if StoreUnavailable.shouldLog(cause.label) {
+            recordError("the store is unavailable (logged at most once a minute)", metadata.merging(["reason": "\(cause.label)"]) { $1 })
+        }
+        return Self.unavailable(cause.message)
     }
 
     /// A full disk or a database out of reach is a dependency that is down, not a bug: `unavailable`,
     /// and the client may repeat the request (nothing of it was stored; the service needs no restart).
     static func unavailable(_ error: Error) -> WireError? {
-        StoreUnavailable.reason(error).map { WireError(.unavailable, "\($0): the request was not stored; repeat it later") }
+        StoreUnavailable.reason(error).map(unavailable)
+    }
+
+    static func unavailable(_ reason: String) -> WireError {
+        WireError(.unavailable, "\(reason): the request was not stored; repeat it later")
     }
 
     /// `data.userId` of a request frame, for log lines about a failed or refused request (a valid

@@ -32,5 +32,15 @@ public enum DataDirectory {
 /// A storage failure worth one clear line to whoever started the service.
 public struct StorageError: Error, CustomStringConvertible {
     public let description: String
-    public init(_ description: String) { self.description = description }
+    /// The system call's `errno`, where one failed: tells a full or failing disk (`StoreUnavailable.cause`).
+    public let errno: Int32?
+    public init(_ description: String, errno: Int32? = nil) {
+        self.description = description
+        self.errno = errno
+    }
+
+    /// `<path>: <what>: <strerror>`, keeping `code`.
+    public static func system(_ path: String, _ what: String, errno code: Int32) -> StorageError {
+        StorageError("\(path): \(what): \(String(cString: strerror(code)))", errno: code)
+    }
 }

@@ -11,8 +11,9 @@ import Logging
 /// payload length and CRC-32C of the payload (4 bytes each, little-endian), then the payload:
 /// seq (8 bytes), topic length (2), topic, envelope. Seqs start at 1 and have no gaps.
 ///
-/// Each record's offset is kept in memory (8 bytes a record). A clean stop saves them beside the file
-/// (`saveIndex`), and the next start takes them from there. Any other start reads the whole file and
+/// The offset of every 64th record is kept in memory (`sparse`), and a read scans forward from the
+/// nearest one: memory an eighth of a byte a record, where an offset for each took 8. A clean stop
+/// saves them beside the file (`saveIndex`), and the next start takes them from there. Any other start reads the whole file and
 /// checks every record: records from the first that is cut short or fails its check on are the tail
 /// of a write that never completed (the machine stopped before its sync, so nothing in it was
 /// acknowledged), and they are cut off, as SQLite drops WAL frames after the first bad checksum.
@@ -27,7 +28,10 @@ import Logging
 /// The loop appends and reads; the commit-sync thread only syncs, which touches no other state.
 final class EventFile: SyncedFile, @unchecked Sendable {
     static let magic = Array("LHTLOG1\n".utf8)
-    static let indexMagic = Array("LHTIDX1\n".utf8)
+    /// Version 2 keeps every 64th offset; a version 1 index (every offset) is not read, and the file is.
+    static let indexMagic = Array("LHTIDX2\n".utf8)
+    /// One record's offset in this many is kept (`sparse`).
+    static let sparseEvery = 64
     static let headerSize = 64
     /// Seq, topic length.
     private static let payloadFixed = 10
@@ -44,15 +48,15 @@ final class EventFile: SyncedFile, @unchecked Sendable {
     private let descriptor: Int32
     /// Writes the records, where direct I/O is to be had; nil: through `descriptor`.
     private var sectors: SectorWriter?
-    /// The offset of each record, by seq − 1.
-    private var offsets: [Int] = []
+    /// The offset of record `k × sparseEvery + 1`, by k.
+    private var sparse: [Int] = []
     /// Where the next record goes.
     private(set) var end: Int
     /// The file's size: zeros from `end` to here.
     private(set) var fileEnd: Int
 
     /// The newest seq in the file.
-    var lastSeq: Int64 { Int64(offsets.count) }
+    private(set) var lastSeq: Int64 = 0
     /// Whether this start took the offsets from a clean stop's index, or read the whole file.
     private(set) var openedFromIndex = false
 
@@ -124,18 +128,40 @@ final class EventFile: SyncedFile, @unchecked Sendable {
         }
         var offset = end
         for event in events {
-            offsets.append(offset)
+            noteRecord(at: offset)
             offset += Self.recordHeader + Self.payloadFixed + event.topic.utf8.count + event.envelope.count
         }
         end = offset
         fileEnd = max(fileEnd, end)
     }
 
+    /// Counts the record that starts at `offset`, the next seq's.
+    private func noteRecord(at offset: Int) {
+        if lastSeq % Int64(Self.sparseEvery) == 0 { sparse.append(offset) }
+        lastSeq += 1
+    }
+
+    /// Where the record after `seq` starts (`end` after the last): scanned forward from the nearest
+    /// offset kept, at most `sparseEvery - 1` records.
+    private func offset(after seq: Int64) throws -> Int {
+        guard seq < lastSeq else { return end }
+        let kept = Int(seq) / Self.sparseEvery
+        var found = sparse[kept]
+        guard Int64(kept * Self.sparseEvery) < seq else { return found }
+        try read(from: found, to: end) { payload, offset in
+            guard Int64(littleEndian: payload.loadUnaligned(as: Int64.self)) == seq + 1 else { return true }
+            found = offset
+            return false
+        }
+        return found
+    }
+
     /// Cuts the records after `seq` off again: their transaction did not commit.
     func truncate(after seq: Int64) {
-        guard seq < lastSeq else { return }
-        end = offsets[Int(seq)]
-        offsets.removeSubrange(Int(seq)...)
+        guard seq < lastSeq, let offset = try? offset(after: seq) else { return }
+        end = offset
+        lastSeq = seq
+        sparse.removeSubrange(((Int(seq) + Self.sparseEvery - 1) / Self.sparseEvery)...)
         cutOff(at: end)
     }
 
@@ -167,7 +193,7 @@ final class EventFile: SyncedFile, @unchecked Sendable {
                  _ body: (_ seq: Int64, _ topic: UnsafeRawBufferPointer, _ envelope: UnsafeRawBufferPointer) throws -> Bool) throws {
         let last = min(last, lastSeq)
         guard seq < last else { return }
-        try read(from: offsets[Int(max(seq, 0))], to: last == lastSeq ? end : offsets[Int(last)]) { record, _ in
+        try read(from: try offset(after: max(seq, 0)), to: try offset(after: last)) { record, _ in
             let topicLength = Int(UInt16(littleEndian: record.loadUnaligned(fromByteOffset: 8, as: UInt16.self)))
             let topic = UnsafeRawBufferPointer(rebasing: record[Self.payloadFixed..<Self.payloadFixed + topicLength])
             let envelope = UnsafeRawBufferPointer(rebasing: record[(Self.payloadFixed + topicLength)...])
@@ -180,14 +206,14 @@ final class EventFile: SyncedFile, @unchecked Sendable {
     /// `<file>.index`: the offsets a clean stop saved, for the next start only.
     private var indexPath: String { path + ".index" }
 
-    /// For a clean stop: syncs the file, then saves every record's offset beside it (synced, under a
+    /// For a clean stop: syncs the file, then saves the offsets kept beside it (synced, under a
     /// temporary name renamed into place), so the next start need not read the file. Header: magic,
     /// identity, then the records' count, the file's end and the offsets' CRC-32C (8, 8, 4 bytes).
     func saveIndex() throws {
         guard fdatasync(descriptor) == 0 else { throw StorageError("\(path): \(String(cString: strerror(errno)))") }
         var bytes = Self.indexMagic + Array(identity.description.utf8)
-        let offsetBytes = offsets.withUnsafeBytes { Array($0) }
-        withUnsafeBytes(of: Int64(offsets.count).littleEndian) { bytes += $0 }
+        let offsetBytes = sparse.map { Int64($0).littleEndian }.withUnsafeBytes { Array($0) }
+        withUnsafeBytes(of: lastSeq.littleEndian) { bytes += $0 }
         withUnsafeBytes(of: Int64(end).littleEndian) { bytes += $0 }
         withUnsafeBytes(of: offsetBytes.withUnsafeBytes { CRC32C.checksum($0) }.littleEndian) { bytes += $0 }
         bytes += [UInt8](repeating: 0, count: Self.headerSize - bytes.count) + offsetBytes
@@ -210,9 +236,11 @@ final class EventFile: SyncedFile, @unchecked Sendable {
             let indexEnd = Int(Int64(littleEndian: bytes.loadUnaligned(fromByteOffset: 52, as: Int64.self)))
             let crc = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 60, as: UInt32.self))
             let offsetBytes = UnsafeRawBufferPointer(rebasing: bytes[Self.headerSize...])
-            guard count >= 0, offsetBytes.count == count * 8, indexEnd >= Self.headerSize, indexEnd <= Int(size.st_size),
+            let kept = (count + Self.sparseEvery - 1) / Self.sparseEvery
+            guard count >= 0, offsetBytes.count == kept * 8, indexEnd >= Self.headerSize, indexEnd <= Int(size.st_size),
                   CRC32C.checksum(offsetBytes) == crc, isZero(from: indexEnd, to: Int(size.st_size)) else { return false }
-            offsets = (0..<count).map { Int(Int64(littleEndian: offsetBytes.loadUnaligned(fromByteOffset: $0 * 8, as: Int64.self))) }
+            sparse = (0..<kept).map { Int(Int64(littleEndian: offsetBytes.loadUnaligned(fromByteOffset: $0 * 8, as: Int64.self))) }
+            lastSeq = Int64(count)
             end = indexEnd
             fileEnd = Int(size.st_size)
             return true
@@ -256,7 +284,7 @@ final class EventFile: SyncedFile, @unchecked Sendable {
             let wanted = min(buffer.count, stop - offset)
             let got = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, wanted, offset) }
             guard got > 0 else {
-                if got < 0 { throw StorageError("\(path): reading the event log: \(String(cString: strerror(errno)))") }
+                if got < 0 { throw StorageError.system(path, "reading the event log", errno: errno) }
                 return offset
             }
             var position = 0
@@ -298,7 +326,7 @@ final class EventFile: SyncedFile, @unchecked Sendable {
         fileEnd = Int(size.st_size)
         let validEnd = try read(from: Self.headerSize, to: fileEnd, checked: true) { payload, offset in
             guard Int64(littleEndian: payload.loadUnaligned(as: Int64.self)) == lastSeq + 1 else { return false }
-            offsets.append(offset)
+            noteRecord(at: offset)
             return true
         }
         end = validEnd
@@ -331,8 +359,9 @@ final class EventFile: SyncedFile, @unchecked Sendable {
         var written = 0
         while written < bytes.count {
             let result = pwrite(descriptor, bytes.baseAddress! + written, bytes.count - written, offset + written)
-            if result < 0 && errno == EINTR { continue }
-            guard result > 0 else { throw StorageError("\(path): writing the event log: \(String(cString: strerror(errno)))") }
+            let code = errno
+            if result < 0 && code == EINTR { continue }
+            guard result > 0 else { throw StorageError.system(path, "writing the event log", errno: result < 0 ? code : ENOSPC) }
             written += result
         }
     }

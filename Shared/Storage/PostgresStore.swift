@@ -194,26 +194,6 @@ public final class PostgresStore: Store {
     }
 }
 
-extension StoreUnavailable {
-    /// Why `error` means the store is unavailable (nothing stored; the request may be repeated):
-    /// a full disk, or a database that cannot be reached. Nil for any other error.
-    public static func reason(_ error: Error) -> String? {
-        switch error {
-        case let error as StoreUnavailable: error.description
-        case let error as PostgresError where error.kind == .connection: "the database is unavailable: \(error.message)"
-        case let error as DatabaseError where error.resultCode == .SQLITE_FULL: "the disk is full"
-        default: nil
-        }
-    }
-}
-
-/// The store's database cannot be reached now: nothing of the request was stored, and it may be
-/// sent again (`unavailable`).
-public struct StoreUnavailable: Error, CustomStringConvertible {
-    public let reason: String
-    public var description: String { "the database is unavailable: \(reason)" }
-}
-
 /// The store cannot start as configured (a malformed URL, a wrong password): exit 2.
 public struct StoreConfigurationError: Error, CustomStringConvertible {
     public let description: String

@@ -31,6 +31,11 @@ final class ProjectionApplier: ReadsBehindTheLog, @unchecked Sendable {
     /// A read that waits longer than this for the projection fails (`StoreUnavailable`) rather than
     /// holding its client: the thread is failing to write (a full disk), and retries meanwhile.
     static let longestWait: TimeInterval = 5
+    /// Events that make no rows here are passed without a transaction; the file's `applied_seq` is
+    /// moved past them once the log is quiet this long, or once this many are passed unrecorded, so
+    /// that a start after a `kill -9` replays a bounded tail, and one after a clean stop none.
+    static let quietInterval: TimeInterval = 1
+    static let mostUnrecorded: Int64 = 10_000
 
     // Shared with the loop thread, under `condition`.
     private let condition = NSCondition()
@@ -43,6 +48,8 @@ final class ProjectionApplier: ReadsBehindTheLog, @unchecked Sendable {
     /// Reads submitted whose answers the loop has not run yet.
     private var unanswered = 0
     private var applied: Int64
+    /// The `applied_seq` the file holds: `applied` once recorded.
+    private var recorded: Int64
     private var stopping = false
     /// Given when answers wait (`startAnswering`); nil while nothing polls for them.
     private var wake: WakeSignal?
@@ -50,6 +57,7 @@ final class ProjectionApplier: ReadsBehindTheLog, @unchecked Sendable {
 
     init(database: DatabaseQueue, projection: ProjectionFile, appliedSeq: Int64, logger: Logger) {
         applied = appliedSeq
+        recorded = appliedSeq
         finished.enter()
         let thread = Thread { [self] in
             defer { finished.leave() }
@@ -79,6 +87,9 @@ final class ProjectionApplier: ReadsBehindTheLog, @unchecked Sendable {
 
     /// The last seq whose rows are in the projection.
     var appliedSeq: Int64 { condition.withLock { applied } }
+
+    /// The `applied_seq` stored in the projection's file: where the next start catches up from.
+    var recordedSeq: Int64 { condition.withLock { recorded } }
 
     func startAnswering() throws {
         let signal = try WakeSignal()
@@ -119,7 +130,7 @@ final class ProjectionApplier: ReadsBehindTheLog, @unchecked Sendable {
         try condition.withLock {
             while applied < seq {
                 guard condition.wait(until: deadline) || applied >= seq else {
-                    throw StoreUnavailable(reason: "the projection is \(seq - applied) events behind the log")
+                    throw StoreUnavailable(reason: "the projection is \(seq - applied) events behind the log", label: StoreUnavailable.Cause.projectionBehind)
                 }
             }
         }
@@ -138,9 +149,15 @@ final class ProjectionApplier: ReadsBehindTheLog, @unchecked Sendable {
         var lastFailure: String?
         condition.lock()
         while true {
-            while queue.isEmpty && !readIsDue && !stopping { condition.wait() }
+            while queue.isEmpty && !readIsDue && !stopping {
+                if applied == recorded {
+                    condition.wait()
+                } else if !condition.wait(until: Date(timeIntervalSinceNow: Self.quietInterval)), queue.isEmpty && !readIsDue && !stopping {
+                    record(applied, database, projection, logger)
+                }
+            }
             if queue.isEmpty && !readIsDue { break }
-            let batch = queue, from = applied
+            let batch = queue, from = applied, recordedWithoutLock = recorded
             let through = batch.last?.last?.seq ?? from
             queue = []
             queuedEvents = 0
@@ -156,11 +173,13 @@ final class ProjectionApplier: ReadsBehindTheLog, @unchecked Sendable {
             // the events are in the log, and the retry applies the same rows.
             var answered: [() -> Void] = []
             var failure: Error?
+            var wroteTransaction = false
             do {
                 // Events that make no rows here (the planner's other events, beside its decisions) are
-                // passed without a transaction: the file's `applied_seq` may stay behind them, and a
-                // start replays them again, which writes nothing.
-                if !due.isEmpty || batch.contains(where: { $0.contains(where: projection.makesRows) }) {
+                // passed without a transaction: the file's `applied_seq` catches up with them in a
+                // quiet moment (`record`), or once `mostUnrecorded` are behind it.
+                if !due.isEmpty || through - recordedWithoutLock >= Self.mostUnrecorded
+                    || batch.contains(where: { $0.contains(where: projection.makesRows) }) {
                     try database.write { db in
                         let sql = SQLiteStoreConnection(db)
                         func readThrough(_ seq: Int64) {
@@ -175,8 +194,9 @@ final class ProjectionApplier: ReadsBehindTheLog, @unchecked Sendable {
                             try projection.apply(event, in: sql)
                         }
                         readThrough(through)
-                        if through > from { try projection.applied(through: through, in: db) }
+                        if through > recordedWithoutLock { try projection.applied(through: through, in: db) }
                     }
+                    wroteTransaction = true
                 }
                 lastFailure = nil
             } catch {
@@ -189,6 +209,7 @@ final class ProjectionApplier: ReadsBehindTheLog, @unchecked Sendable {
             condition.lock()
             if failure == nil {
                 applied = through
+                if wroteTransaction { recorded = max(recorded, through) }
             } else {
                 queue = batch + queue
                 queuedEvents = queue.reduce(0) { $0 + $1.count }
@@ -207,6 +228,8 @@ final class ProjectionApplier: ReadsBehindTheLog, @unchecked Sendable {
                 _ = condition.wait(until: Date(timeIntervalSinceNow: 0.1))
             }
         }
+        // A clean stop leaves the file's place at the last event applied, rows or none.
+        if applied > recorded { record(applied, database, projection, logger) }
         // Stopped with reads the projection could not reach: they fail rather than wait forever.
         answer(reads.map { read, _ in
             let error = behind(read)
@@ -216,11 +239,23 @@ final class ProjectionApplier: ReadsBehindTheLog, @unchecked Sendable {
         condition.unlock()
     }
 
+    /// Stores `seq` as the file's `applied_seq`: every event through it is applied. Called under
+    /// `condition`, which it releases meanwhile. A failure (a full disk) leaves it for the next try.
+    private func record(_ seq: Int64, _ database: DatabaseQueue, _ projection: ProjectionFile, _ logger: Logger) {
+        condition.unlock()
+        let stored = (try? database.write { try projection.applied(through: seq, in: $0) }) != nil
+        condition.lock()
+        if stored {
+            recorded = max(recorded, seq)
+            logger.debug("recorded the projection's place in the log", metadata: ["appliedSeq": "\(seq)"])
+        }
+    }
+
     /// Whether the first read waiting can run on the rows applied so far. Under `condition`.
     private var readIsDue: Bool { reads.first.map { $0.read.seq <= applied } ?? false }
 
     private func behind(_ read: PointRead) -> StoreUnavailable {
-        StoreUnavailable(reason: "the projection is \(read.seq - applied) events behind the log")
+        StoreUnavailable(reason: "the projection is \(read.seq - applied) events behind the log", label: StoreUnavailable.Cause.projectionBehind)
     }
 
     /// Hands answers to the loop and wakes it. Under `condition`, on this thread.

@@ -16,6 +16,7 @@ import Foundation
 /// alignment, the caller writes through the page cache as before.
 final class SectorWriter {
     private static let memoryAlignment = 4096
+    private let path: String
     private let descriptor: Int32
     /// 512 bytes, or the 4 KB a device with larger sectors asks for.
     private var sector = 512
@@ -27,6 +28,7 @@ final class SectorWriter {
 
     init?(path: String) {
         guard let direct = Self.directFlag else { return nil }
+        self.path = path
         descriptor = open(path, O_WRONLY | O_CLOEXEC | direct)
         guard descriptor >= 0 else { return nil }
         buffer = .allocate(byteCount: 64 << 10, alignment: Self.memoryAlignment)
@@ -58,7 +60,7 @@ final class SectorWriter {
             if knownEnd != offset {
                 lastSector = [UInt8](repeating: 0, count: offset - start)
                 guard lastSector.isEmpty || pread(file, &lastSector, lastSector.count, start) == lastSector.count else {
-                    throw StorageError("reading the event log's last sector: \(String(cString: strerror(errno)))")
+                    throw StorageError.system(path, "reading the event log's last sector", errno: errno)
                 }
             }
             let length = (offset + bytes.count + sector - 1) / sector * sector - start
@@ -73,15 +75,18 @@ final class SectorWriter {
             var written = 0
             while written < length {
                 let result = pwrite(descriptor, buffer.baseAddress! + written, length - written, start + written)
-                if result < 0 && errno == EINTR { continue }
-                if result < 0 && errno == EINVAL && written == 0 {
+                let code = errno
+                if result < 0 && code == EINTR { continue }
+                if result < 0 && code == EINVAL && written == 0 {
                     // Misaligned for this device: once more with 4 KB, then not at all.
                     guard sector < Self.memoryAlignment else { return false }
                     sector = Self.memoryAlignment
                     knownEnd = -1
                     break
                 }
-                guard result > 0, result % sector == 0 else { throw StorageError("writing the event log: \(String(cString: strerror(errno)))") }
+                guard result > 0, result % sector == 0 else {
+                    throw StorageError.system(path, "writing the event log", errno: result < 0 ? code : ENOSPC)
+                }
                 written += result
             }
             guard written == length else { continue }

@@ -2,6 +2,7 @@ import Foundation
 import LHTSchema
 @testable import SessionLogger
 import Testing
+import TestSupport
 
 /// The session logger's filter of logged ids: never a false "no", seldom a false "maybe", and
 /// neither changes as it grows past its first layer.
@@ -34,22 +35,48 @@ import Testing
     }
 
     @Test(arguments: [false, true])
-    func everyIdInsertedIsMaybeAndFewOthersAre(timeOrdered: Bool) {
+    func everyIdInsertedIsMaybeAndFewOthersAre(timeOrdered: Bool) throws {
         var generator = IDs(state: timeOrdered ? 7 : 4)
-        let filter = LoggedIDs()
+        let filter = try LoggedIDs()
         // Past the first layer (65,536 ids), so lookups cross layers; version 7 ids 50 a millisecond.
         let inserted = (0..<200_000).map { generator.next(timeOrdered: timeOrdered, millisecond: 1_780_000_000_000 + UInt64($0 / 50)) }
-        for id in inserted { filter.insert(id) }
+        for id in inserted { try filter.insert(id) }
         #expect(filter.count == inserted.count)
-        #expect(inserted.allSatisfy(filter.mayContain))
+        #expect(try inserted.allSatisfy(filter.mayContain))
         // Of 1,000,000 ids never inserted, about 1 in 10,000 per full layer: 174 and 201 here, with two.
-        let falseMaybes = (0..<1_000_000).count { _ in filter.mayContain(generator.next(timeOrdered: timeOrdered, millisecond: 1_790_000_000_000)) }
+        let falseMaybes = try (0..<1_000_000).count { _ in try filter.mayContain(generator.next(timeOrdered: timeOrdered, millisecond: 1_790_000_000_000)) }
         #expect(falseMaybes < 500, "\(falseMaybes) false maybes in 1,000,000")
     }
 
-    @Test func anEmptyFilterSaysNo() {
+    @Test func anEmptyFilterSaysNo() throws {
         var generator = IDs(state: 1)
-        let filter = LoggedIDs()
-        #expect(!(0..<10_000).contains { _ in filter.mayContain(generator.next(timeOrdered: false)) })
+        let filter = try LoggedIDs()
+        #expect(try !(0..<10_000).contains { _ in try filter.mayContain(generator.next(timeOrdered: false)) })
+    }
+
+    /// With a file, the layers past `memoryIDs` live there: memory stays put as ids are added, and
+    /// every id added is still a "maybe", as few others are, from a start's layer too.
+    @Test func layersPastTheBoundLiveOnDiskAndStillSayMaybeForEveryId() throws {
+        var generator = IDs(state: 11)
+        let directory = temporaryDirectory("lht-logged-ids")
+        let filter = try LoggedIDs(file: FilterFile(path: directory.appendingPathComponent("ids").path))
+        var inserted: [RecordID] = []
+        var resident: [Int] = []
+        for round in 0..<4 {
+            for _ in 0..<(LoggedIDs.memoryIDs / 2) { inserted.append(generator.next(timeOrdered: false)) }
+            for id in inserted.suffix(LoggedIDs.memoryIDs / 2) { try filter.insert(id) }
+            resident.append(filter.residentBytes)
+            #expect(filter.residentBytes <= LoggedIDs.memoryIDs * LoggedIDs.bitsPerID / 8 + 4096, "round \(round)")
+        }
+        #expect(resident.last == resident[1], "no memory added past the bound: \(resident)")
+        #expect(try inserted.allSatisfy(filter.mayContain))
+        let falseMaybes = try (0..<200_000).count { _ in try filter.mayContain(generator.next(timeOrdered: false)) }
+        #expect(falseMaybes < 200, "\(falseMaybes) false maybes in 200,000")
+
+        // A start's layer sized for many ids is on disk from the first.
+        let started = try LoggedIDs(expected: LoggedIDs.memoryIDs, file: FilterFile(path: directory.appendingPathComponent("start").path))
+        #expect(started.residentBytes == 0)
+        for id in inserted.prefix(1000) { try started.insert(id) }
+        #expect(try inserted.prefix(1000).allSatisfy(started.mayContain))
     }
 }

@@ -93,6 +93,40 @@ import TestSupport
         #expect(read[2].envelope.count > 3 << 20)
     }
 
+    /// Only every 64th record's offset is kept: a read from any seq, to any seq, and a commit cut off
+    /// in the middle of a group read exactly those records, as opened from the index and from the file.
+    @Test func readsFromAnySeqScanForwardFromTheNearestOffsetKept() throws {
+        try EventFile.create(path: path, identity: RecordID())
+        var file = try EventFile(path: path, logger: quietLogger("log"))
+        var seq: Int64 = 0
+        for size in [1, 63, 1, 64, 65, 7, 200] {
+            try file.append(Self.events(seq + 1...seq + Int64(size), envelopeBytes: Int(seq % 300)))
+            seq += Int64(size)
+        }
+        func expectReads(_ file: EventFile) throws {
+            for from in [0, 1, 62, 63, 64, 65, 127, 128, 129, 200, 300, seq - 1, seq] as [Int64] {
+                #expect(try records(file, after: from).map(\.seq) == Array(stride(from: from + 1, through: seq, by: 1)), "after \(from)")
+                var through: [Int64] = []
+                try file.forEach(after: from, through: from + 70) { seq, _, _ in through.append(seq); return true }
+                #expect(through == Array(stride(from: from + 1, through: min(from + 70, seq), by: 1)), "after \(from) through +70")
+            }
+        }
+        try expectReads(file)
+        file.truncate(after: 130)
+        seq = 130
+        #expect(file.lastSeq == 130)
+        try file.append(Self.events(131...140, envelopeBytes: 3))
+        seq = 140
+        try expectReads(file)
+        try file.saveIndex()
+        file = try EventFile(path: path, logger: quietLogger("log"))
+        #expect(file.openedFromIndex && file.lastSeq == seq)
+        try expectReads(file)
+        file = try EventFile(path: path, logger: quietLogger("log"))
+        #expect(!file.openedFromIndex && file.lastSeq == seq)
+        try expectReads(file)
+    }
+
     /// What a machine that stopped mid-write leaves: the end of the last record still the zeros
     /// written ahead of it, a file cut short inside a record (one that an older build grew record by
     /// record), or bytes that fail its check. They were never synced, so never acknowledged: cut

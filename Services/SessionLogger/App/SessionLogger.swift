@@ -46,10 +46,11 @@ public final class SessionLogger: Service {
         host = try ServiceHost(settings: settings.service, layout: SessionStore.layout, logger: logger, context: context)
         unreadable = UnreadableRows(host: host)
         if host.store.writesHaveTables {
-            ids = LoggedIDs()
+            ids = try LoggedIDs()
         } else {
             let started = Date()
-            ids = try host.query { try LoggedIDs($0) }
+            let file = try FilterFile(path: settings.service.dataDirectory.appendingPathComponent("session-logger.ids-filter").path)
+            ids = try host.query { try LoggedIDs($0, file: file) }
             logger.info("loaded the ids logged so far", metadata: [
                 "ids": "\(ids.count)", "seconds": "\(String(format: "%.3f", Date().timeIntervalSince(started)))"])
         }

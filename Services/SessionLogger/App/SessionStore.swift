@@ -64,7 +64,7 @@ enum SessionStore {
                 }
                 return first
             }
-        } else if ids.mayContain(session.id), let first = try firstReceipt(session.id, kind: "session", in: tx, pending: {
+        } else if try ids.mayContain(session.id), let first = try firstReceipt(session.id, kind: "session", in: tx, pending: {
             guard case .sessionLogged(let logged) = $0 else { return nil }
             return (logged.id, same(input, logged.userId.rawValue, logged.activity.rawValue, logged.start.millisecondsSince1970,
                                     logged.end.millisecondsSince1970))
@@ -72,7 +72,7 @@ enum SessionStore {
             return first
         }
         let seq = try tx.append(Events.sessionLogged, userId: session.userId, activity: session.activity, data: session)
-        if !tx.hasTables { ids.insert(session.id) }
+        if !tx.hasTables { try ids.insert(session.id) }
         return LogReceipt(id: session.id, seq: seq, duplicate: false)
     }
 
@@ -136,14 +136,14 @@ enum SessionStore {
                 }
                 return first
             }
-        } else if ids.mayContain(entry.id), let first = try firstReceipt(entry.id, kind: "NoAlc entry", in: tx, pending: {
+        } else if try ids.mayContain(entry.id), let first = try firstReceipt(entry.id, kind: "NoAlc entry", in: tx, pending: {
             guard case .noalcLogged(let logged) = $0 else { return nil }
             return (logged.id, same(input, logged.userId.rawValue, logged.day.description, logged.level.rawValue))
         }, committed: { try firstReceipt(input, id: entry.id, in: $0, unreadable: unreadable) }) {
             return first
         }
         let seq = try tx.append(Events.noalcLogged, userId: entry.userId, activity: .noalc, data: entry)
-        if !tx.hasTables { ids.insert(entry.id) }
+        if !tx.hasTables { try ids.insert(entry.id) }
         return LogReceipt(id: entry.id, seq: seq, duplicate: false)
     }
 
