@@ -12,7 +12,7 @@ extension PostgresStore {
     func checkLogAfterReconnect(_ connection: PostgresConnection) throws {
         let seen = max(eventLog.lastSeq, eventLog.publishedSeq)
         let head = try connection.transaction { try log.lockHead(in: $0) }
-        if head.identity != eventLog.identity.description {
+        if RecordID(head.identity) != eventLog.identity {
             try adoptIdentity(head.identity, lastSeq: head.lastSeq)
         } else if head.lastSeq < seen {
             logger.error("PostgreSQL lost committed log entries (a standby promoted without them): the log takes a new identity, and followers start again from it",

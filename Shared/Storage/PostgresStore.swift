@@ -101,7 +101,7 @@ public final class PostgresStore: Store {
             result = try sql.connection.transaction { postgres in
                 let head = try log.lockHead(in: postgres)
                 // Another instance found a lost tail and renewed the identity: no seq of the old one is handed out.
-                if head.identity != eventLog.identity.description { try adoptIdentity(head.identity, lastSeq: head.lastSeq) }
+                if RecordID(head.identity) != eventLog.identity { try adoptIdentity(head.identity, lastSeq: head.lastSeq) }
                 eventLog.committed(through: head.lastSeq)
                 let started = Transaction(sql: sql, source: eventLog.source, baseSeq: head.lastSeq, insertRecord: log.insertStatement,
                                           now: now, cursorTable: "cursor")
