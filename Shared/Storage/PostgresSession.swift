@@ -14,11 +14,12 @@ extension PostgresStore {
     /// A statement that waits this long for a lock (the log row's, past the frozen holder's end
     /// above) fails, and its request answers `unavailable`.
     static let lockTimeout = "10s"
-    /// A statement that runs this long fails (a hung server, a runaway query).
-    static let statementTimeout = "15s"
+    // No statement_timeout: it ends a statement, not the session, so it frees no lease, and a
+    // planner's start-up read of every reminder grows with the data.
     /// `idle_session_timeout` came with PostgreSQL 14.
     static let idleSessionTimeoutVersion = 140000
-    /// The SQLSTATEs of a statement the limits ended (lock_not_available, query_canceled).
+    /// The SQLSTATEs of a statement the limits ended (lock_not_available; query_canceled, should
+    /// the server or the role set a statement_timeout).
     static let limitStates: Set<String> = ["55P03", "57014"]
 
     /// A connection whose statements name the service's tables without their schema, whose COMMIT
@@ -40,8 +41,7 @@ extension PostgresStore {
     /// Sets the server's limits on this session. A TCP keepalive is answered by a paused process's
     /// kernel, so only these end the session of an instance that stopped but still holds it.
     static func limit(_ connection: PostgresConnection, partitioned: Bool) throws {
-        var settings = ["idle_in_transaction_session_timeout = '\(idleInTransactionTimeout)'", "lock_timeout = '\(lockTimeout)'",
-                        "statement_timeout = '\(statementTimeout)'"]
+        var settings = ["idle_in_transaction_session_timeout = '\(idleInTransactionTimeout)'", "lock_timeout = '\(lockTimeout)'"]
         if partitioned, connection.serverVersion >= idleSessionTimeoutVersion { settings.append("idle_session_timeout = '\(idleSessionTimeout)'") }
         for setting in settings { try connection.execute("SET " + setting) }
     }

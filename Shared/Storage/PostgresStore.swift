@@ -34,6 +34,8 @@ public final class PostgresStore: Store {
     public internal(set) var ownedPartitions = PartitionSet.none
     /// When the leases were last renewed (`balancePartitions` succeeded), in uptime nanoseconds.
     public internal(set) var leaseRenewedAt: UInt64?
+    /// The server's WAL timeline when last connected (`checkLogAfterReconnect`).
+    var timeline: Int?
     public var isShared: Bool { true }
     /// The transaction in progress, so a nested `write` joins it.
     private var current: Transaction?
@@ -84,6 +86,7 @@ public final class PostgresStore: Store {
             logger.warning("PostgreSQL before 14 has no idle_session_timeout: a paused instance keeps its partitions until it resumes or its host is cut off",
                            metadata: ["serverVersion": "\(connection.serverVersion)"])
         }
+        timeline = Self.timeline(connection)
         let head = try log.head(on: connection)
         guard let identity = RecordID(head.identity) else { throw StorageError("the log identity \(head.identity) is not a UUID") }
         eventLog = EventLog(source: service, identity: identity, lastSeq: head.lastSeq, records: .table("\(log.schemaName).log", compression: nil))
@@ -101,7 +104,7 @@ public final class PostgresStore: Store {
             result = try sql.connection.transaction { postgres in
                 let head = try log.lockHead(in: postgres)
                 // Another instance found a lost tail and renewed the identity: no seq of the old one is handed out.
-                if head.identity != eventLog.identity.description { try adoptIdentity(head.identity, lastSeq: head.lastSeq) }
+                if RecordID(head.identity) != eventLog.identity { try adoptIdentity(head.identity, lastSeq: head.lastSeq) }
                 eventLog.committed(through: head.lastSeq)
                 let started = Transaction(sql: sql, source: eventLog.source, baseSeq: head.lastSeq, insertRecord: log.insertStatement,
                                           now: now, cursorTable: "cursor")

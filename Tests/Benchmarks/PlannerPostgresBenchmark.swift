@@ -17,7 +17,8 @@ import ZeroMQ
 ///    already running (all active, sharing the 64 partitions): each one's time to its ready line,
 ///    its peak resident memory then, and the time until the shares are even; then, three times, the
 ///    oldest SIGKILLed and the time until the survivors own all 64 partitions (`health.owns`), a new
-///    instance started in its place; beside (1)'s cold start.
+///    instance started in its place; beside (1)'s cold start. Each round also SIGSTOPs the oldest
+///    (paused: the server ends its idle session) and takes the same time, beside the SIGKILL's.
 /// 3. A covering session acknowledged → `reminder.cancelled`, logger and planner in-process on
 ///    PostgreSQL, beside both on SQLite (`PlannerBenchmark.cancellations`).
 enum PlannerPostgresBenchmark {
@@ -96,19 +97,27 @@ enum PlannerPostgresBenchmark {
                          instances.count - 1, seconds, peak, "\(shares)", settled))
         }
         for _ in 0..<3 { try startInstance() }
-        var takeoverSeconds: [Double] = []
+        var takeoverSeconds: [Double] = [], pausedTakeoverSeconds: [Double] = []
         for round in 1...takeovers {
-            let killed = instances.removeFirst()
-            var shares: [Int] = []
-            let seconds = try PlannerBenchmark.time {
-                killed.process.signal(SIGKILL)
-                shares = try waitForShares(of: instances, context: context)
+            // SIGKILL, then SIGSTOP (paused: its session stays until the server ends it), each time on the oldest.
+            for signal in [SIGKILL, SIGSTOP] {
+                let stopped = instances.removeFirst()
+                var shares: [Int] = []
+                let seconds = try PlannerBenchmark.time {
+                    stopped.process.signal(signal)
+                    shares = try waitForShares(of: instances, context: context)
+                }
+                stopped.process.signal(SIGKILL)
+                stopped.process.wait()
+                if signal == SIGKILL { takeoverSeconds.append(seconds) } else { pausedTakeoverSeconds.append(seconds) }
+                print(String(format: "  takeover %d after %@   %6.2f s   the survivors' shares %@", round, signal == SIGKILL ? "SIGKILL" : "SIGSTOP",
+                             seconds, "\(shares)"))
+                try startInstance()
             }
-            killed.process.wait()
-            takeoverSeconds.append(seconds)
-            print(String(format: "  takeover %d   %6.2f s   the survivors' shares %@", round, seconds, "\(shares)"))
-            try startInstance()
         }
+        let pausedTakeover = median(pausedTakeoverSeconds)
+        print(String(format: "  takeover after SIGSTOP %6.2f s (median) beside after SIGKILL %6.2f s: target ≤ 15 s after SIGSTOP: %@",
+                     pausedTakeover, median(takeoverSeconds), pausedTakeover <= 15 ? "met" : "NOT met"))
         let takeover = median(takeoverSeconds)
         print(String(format: "  median: ready %6.2f s, peak RSS %5.0f MB a start beside others (alone on PostgreSQL: %.2f s, %.0f MB); "
                      + "takeover %6.2f s, ratio %.2f × a cold start: the survivors hold every reminder already and take the partitions "

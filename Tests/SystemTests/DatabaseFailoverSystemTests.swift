@@ -89,7 +89,7 @@ import ZeroMQ
         #expect(try client.ok("health")["logId"]?.stringValue == renewed)
         #expect(page["events"]?.arrayValue.compactMap { $0["seq"]?.intValue } == [1, 2, 3, 4])
         let log = try String(contentsOf: errors, encoding: .utf8)
-        #expect(log.contains("lost committed log entries"), "\(log.suffix(2000))")
+        #expect(log.contains("lost committed log entries") && log.contains("another timeline") && log.contains("1 → 2"), "\(log.suffix(2000))")
     }
 }
 
