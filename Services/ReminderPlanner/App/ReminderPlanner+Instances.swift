@@ -59,6 +59,7 @@ extension ReminderPlanner {
         for partition in taken { decidedThrough[partition] = stored[partition] ?? now }
         backlogThrough = max(backlogThrough, now)
         for user in reminders.owners where taken.contains(user) { scheduleReminders(of: user) }
+        replanTakenOver(taken)
         host.logger.notice("took over partitions", metadata: [
             "taken": "\(taken.count)", "owns": "\(host.store.ownedPartitions.count)", "of": "\(Ownership.partitionCount)"])
         try decideOrThrow(through: now)
