@@ -50,9 +50,11 @@ extension ReminderPlanner {
     /// (`clockStepOccurrences`, `clockStepNanoseconds` since `started`) is done.
     private func decideBounded(through bound: Instant, started: UInt64, _ tx: Transaction, _ tally: inout DecisionTally) throws {
         var popped = 0
-        // The clock is read every 16th pop: at every pop it was 2 % of the loop (`clock_gettime`).
+        // The clock is read every 16th pop: at every pop it was 2 % of the loop (`clock_gettime`). On
+        // PostgreSQL a decision's round trips dwarf that, and 16 of them can be a long hold already.
+        let every = host.store.isShared ? 1 : 16
         while popped < clockStepOccurrences,
-              popped % 16 != 0 || popped == 0 || DispatchTime.now().uptimeNanoseconds - started < Self.clockStepNanoseconds,
+              popped % every != 0 || popped == 0 || DispatchTime.now().uptimeNanoseconds - started < Self.clockStepNanoseconds,
               try decideNext(through: bound, tx, &tally) {
             popped += 1
         }
