@@ -35,7 +35,9 @@ extension ReminderPlanner {
             // One at a time, rescheduling before the next pop: strict time order, and a reminder's
             // following occurrence is decided in this call too when the clock moved over it. The
             // work is timed from here, with the lock taken: a wait for it is not work.
-            try decideBounded(through: now, started: DispatchTime.now().uptimeNanoseconds, tx, &tally)
+            // On PostgreSQL the clock is read at every decision, whose round trips dwarf it.
+            try decideBounded(through: now, started: DispatchTime.now().uptimeNanoseconds, readingTheClockEvery: host.store.isShared ? 1 : 16,
+                              tx, &tally)
             // Stopped within an instant: decided through just before it (its decided rows or
             // `partlyDecided` keep the next step from deciding one twice).
             let undecided = scheduler.nextInstant.flatMap { $0 <= now ? $0 : nil }
@@ -48,11 +50,10 @@ extension ReminderPlanner {
 
     /// Decides in time order what is due by `bound`, until nothing is or the step's share of work
     /// (`clockStepOccurrences`, `clockStepNanoseconds` since `started`) is done.
-    private func decideBounded(through bound: Instant, started: UInt64, _ tx: Transaction, _ tally: inout DecisionTally) throws {
+    /// The clock is read every `every` pops: at every pop it was 2 % of the loop on SQLite (`clock_gettime`).
+    private func decideBounded(through bound: Instant, started: UInt64, readingTheClockEvery every: Int = 16, _ tx: Transaction,
+                               _ tally: inout DecisionTally) throws {
         var popped = 0
-        // The clock is read every 16th pop: at every pop it was 2 % of the loop (`clock_gettime`). On
-        // PostgreSQL a decision's round trips dwarf that, and 16 of them can be a long hold already.
-        let every = host.store.isShared ? 1 : 16
         while popped < clockStepOccurrences,
               popped % every != 0 || popped == 0 || DispatchTime.now().uptimeNanoseconds - started < Self.clockStepNanoseconds,
               try decideNext(through: bound, tx, &tally) {
