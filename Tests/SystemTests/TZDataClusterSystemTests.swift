@@ -50,4 +50,44 @@ import ZeroMQ
         let twice = byDay.filter { $0.value.count != 1 }.mapValues { $0.compactMap { $0["data"]?["at"]?.stringValue } }
         #expect(twice.isEmpty, "\(twice.count) rule days decided more than once, e.g. \(twice.first.map { "\($0.key): \($0.value)" } ?? "")")
     }
+
+    /// A tzdata update that one instance noticed while another owned half the users, and that the
+    /// other never acted on (paused, then killed): the instance that takes those users over plans
+    /// them again too, so every reminder whose occurrences moved gets its `reminder.changed`.
+    @Test func aPartitionTakenOverAfterAnUpdateIsPlannedAgain() throws {
+        let zones = TZDataSystemTests()
+        try zones.install(TZDataSystemTests.berlin(daylightSavingFrom2026: true), version: "2026lht-dst")
+        let postgres = try TestPostgres()
+        defer { postgres.stop() }
+        let database = ["--metrics", "off", "--database", postgres.url]
+        let logger = try ServiceProcess("session-logger", arguments: database)
+        let common = database + ["--session-logger-api", logger.api, "--session-logger-events", logger.events,
+                                 "--clock", "manual:2026-03-20T04:00:00Z", "--tzdata-check-seconds", "1"]
+        let planners = try ["noticing", "paused"].map {
+            try ServiceProcess("reminder-planner", arguments: common + ["--instance", $0], environment: ["TZDIR": zones.tzdir.path])
+        }
+        let context = try Context()
+        let (noticing, paused) = (try WireClient(planners[0].api, context: context), try WireClient(planners[1].api, context: context))
+        try settledShares([noticing, paused], timeout: 15)
+        var reminders: [String] = []
+        for user in usersOnePerPartition("zone") {
+            _ = try noticing.ok("user.put", ["userId": user, "timeZone": "Europe/Berlin", "locale": "de"])
+            reminders.append(try #require(try noticing.ok("reminder.put", ["userId": user, "activity": "workout", "time": "07:00"])["id"]?.stringValue))
+        }
+
+        // Summer time goes from 2026 while one instance is paused: the other plans its own users again.
+        planners[1].process.signal(SIGSTOP)
+        try zones.install(TZDataSystemTests.berlin(daylightSavingFrom2026: false), version: "2026lht-nodst")
+        try waitUntil(timeout: 20, interval: 0.2, "the running planner on the new tzdata") {
+            try noticing.ok("health")["tzdata"]?.stringValue == "2026lht-nodst"
+        }
+        planners[1].kill()
+        try waitUntil(timeout: 15, interval: 0.2, "the running planner owning every partition") { try noticing.ownedPartitions() == 64 }
+
+        var changed: Set<String> = []
+        try waitUntil(timeout: 20, interval: 0.5, "a reminder.changed for each of \(reminders.count) reminders (last: \(changed.count))") {
+            changed = Set(try noticing.allEvents().filter { $0["type"]?.stringValue == "reminder.changed" }.compactMap { $0["data"]?["id"]?.stringValue })
+            return changed.isSuperset(of: reminders)
+        }
+    }
 }
