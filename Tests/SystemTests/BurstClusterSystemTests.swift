@@ -20,8 +20,8 @@ import ZeroMQ
         try settledShares(try planners.map { try WireClient($0.api, context: context) }, timeout: 15)
 
         // Reminders at one instant, put by four writers through both instances.
-        let perUser = 50, users = usersOnePerPartition("burst")
-        let due = Instant.nextWholeMinute(atLeastSecondsAway: 25)
+        let perUser = 20, users = usersOnePerPartition("burst")
+        let due = Instant.nextWholeMinute(atLeastSecondsAway: 20)
         let failures = Mutex<[String]>([])
         DispatchQueue.concurrentPerform(iterations: 4) { writer in
             do {
@@ -42,8 +42,16 @@ import ZeroMQ
         Thread.sleep(forTimeInterval: max(0, due.secondsFromNow - 1))
         let done = Atomic(false)
         let lockWaits = Mutex<[Double]>([]), answers = Mutex<[Double]>([])
+        // Threads of their own: the probes block, and the global queue is as wide as the cores.
         let probes = DispatchGroup()
-        DispatchQueue.global().async(group: probes) {
+        func probe(_ body: @escaping @Sendable () -> Void) {
+            probes.enter()
+            Thread {
+                body()
+                probes.leave()
+            }.start()
+        }
+        probe {
             guard let connection = try? postgres.connect() else { return }
             defer { connection.close() }
             while !done.load(ordering: .relaxed) {
@@ -56,7 +64,7 @@ import ZeroMQ
             }
         }
         for planner in planners {
-            DispatchQueue.global().async(group: probes) {
+            probe {
                 guard let client = try? WireClient(planner.api, context: context) else { return }
                 while !done.load(ordering: .relaxed) {
                     let started = Date()
@@ -81,10 +89,13 @@ import ZeroMQ
         let burst = finished.timeIntervalSince(Date(timeIntervalSince1970: Double(due.millisecondsSince1970) / 1000))
         let summary = "\(expected) decisions within \(String(format: "%.1f", burst)) s; lock wait max \(Self.ms(waits.last)), p99 \(Self.ms(Self.p99(waits))) over \(waits.count); reads max \(Self.ms(replies.last)), p99 \(Self.ms(Self.p99(replies))) over \(replies.count)"
         print("burst: \(summary)")
-        #expect(waits.count > 20 && replies.count > 20, "\(summary)")
-        // A step holds the lock for its ~10 ms of work and its commit; two planners take turns.
-        #expect((waits.last ?? 1) < 0.2, "\(summary)")
-        #expect((replies.last ?? 1) < 0.5, "\(summary)")
+        #expect(waits.count >= 10 && replies.count >= 10, "\(summary)")
+        // A step holds the lock for its ~10 ms of work and its commit, and two planners take turns:
+        // short against the whole burst, on an idle machine as on a loaded one (where everything
+        // is slower alike). Deciding a planner's share in one transaction held it for about half.
+        let short = max(0.2, burst / 10)
+        #expect((waits.last ?? .infinity) < short, "\(summary)")
+        #expect((replies.last ?? .infinity) < 2 * short, "\(summary)")
     }
 
     static func p99(_ sorted: [Double]) -> Double? { sorted.isEmpty ? nil : sorted[min(sorted.count - 1, sorted.count * 99 / 100)] }

@@ -67,7 +67,7 @@ import ZeroMQ
     @Test func putsMovesAndDeletesThroughANonOwnerAreDecidedAtTheirInstant() throws {
         let cluster = try Cluster(planners: 2)
         defer { cluster.stop() }
-        let (writer, quiet) = (cluster.clients[0], cluster.clients[1])
+        let writer = cluster.clients[0]
         let due = Instant.nextWholeMinute(atLeastSecondsAway: 8)
         var expected = try cluster.putReminders("quiet", at: due, through: writer)
         // Every fourth user also gets one moved earlier onto `due`, and one deleted before it.
@@ -82,7 +82,9 @@ import ZeroMQ
         }
         #expect(due.secondsFromNow > 1, "the puts took until \(due): the test proves nothing about deciding at the instant")
 
-        let decided = try cluster.awaitDecisions(of: expected, at: due, through: quiet)
+        // Read through the writer: any request but `health` runs in a transaction on the instance
+        // that answers it, which brings its memory up to date, as the quiet one must do unasked.
+        let decided = try cluster.awaitDecisions(of: expected, at: due, through: writer)
         #expect(Set(decided.keys) == Set(expected), "missing \(Set(expected).subtracting(decided.keys).count), unexpected \(Set(decided.keys).subtracting(expected).count)")
         let wrong = decided.filter { $0.value.count != 1 || $0.value[0]["type"]?.stringValue != "reminder.due" || $0.value[0]["data"]?["late"]?.boolValue != false }
         #expect(wrong.isEmpty, "decided twice, not due, or late: \(wrong.prefix(3))")
@@ -110,11 +112,12 @@ import ZeroMQ
         let decided = try cluster.awaitDecisions(of: expected, at: due, through: reader)
         #expect(Set(decided.keys) == Set(expected), "missing \(Set(expected).subtracting(decided.keys).count)")
         #expect(decided.values.allSatisfy { $0.count == 1 && $0[0]["type"]?.stringValue == "reminder.due" }, "\(decided.values.filter { $0.count != 1 }.prefix(2))")
-        // Late exactly when decided a second or more after the instant: the paused instance's share.
+        // Late when decided well into the pause (the paused instance's share), never when decided
+        // within a second of the instant (the other's).
         let (onTime, late) = decided.values.compactMap(\.first).reduce(into: (0, 0)) { counts, event in
-            let decidedAt = Instant(rfc3339: event["time"]?.stringValue ?? "") ?? due
+            let after = (Instant(rfc3339: event["time"]?.stringValue ?? "") ?? due).milliseconds(since: due)
             let isLate = event["data"]?["late"]?.boolValue == true
-            #expect(isLate == (decidedAt.milliseconds(since: due) >= 1_000), "decided at \(decidedAt), late: \(isLate)")
+            #expect(isLate ? after >= 1_000 : after < 3_000, "decided \(after) ms after the instant, late: \(isLate)")
             if isLate { counts.1 += 1 } else { counts.0 += 1 }
         }
         #expect(onTime > 0 && late > 0, "\(onTime) on time, \(late) late")

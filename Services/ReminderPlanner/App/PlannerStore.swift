@@ -460,6 +460,21 @@ enum PlannerStore {
                   .text(cause?.description), .integer(Int64(planned.day.ordinal)), .integer(Int64(planned.localTime.minutesSinceMidnight))]) > 0
     }
 
+    /// As `decide`, and false as well when the reminder's rule day at that local time is decided at
+    /// another instant: by an instance whose tzdata put it elsewhere (another host's, or an earlier
+    /// process's), so that each rule day is decided once whichever instance decides it. Such an
+    /// instant lies within two days of this one, which keeps the look a short range of the key.
+    static func decideOnce(_ reminder: RecordID, _ planned: PlannedOccurrence, status: OccurrenceStatus, cause: RecordID?,
+                           _ sql: StoreConnection) throws -> Bool {
+        let at = planned.at.millisecondsSince1970, day = Int64(planned.day.ordinal), minute = Int64(planned.localTime.minutesSinceMidnight)
+        return try sql.execute("""
+            INSERT INTO decision (reminder_id, at_ms, status, cause, day, local_minute) SELECT ?, ?, ?, ?, ?, ?
+            WHERE NOT EXISTS (SELECT 1 FROM decision WHERE reminder_id = ? AND at_ms BETWEEN ? AND ? AND day = ? AND local_minute = ?)
+            ON CONFLICT (reminder_id, at_ms) DO NOTHING
+            """, [.blob(reminder.bytes), .integer(at), .text(status.rawValue), .text(cause?.description), .integer(day), .integer(minute),
+                  .blob(reminder.bytes), .integer(at - 2 * 86_400_000), .integer(at + 2 * 86_400_000), .integer(day), .integer(minute)]) > 0
+    }
+
     /// The reminder's decisions from `from` through `through`, by instant. A row whose status does
     /// not read back is skipped; a day or time that does not is as if not stored (decisions before days were).
     static func decisions(of reminder: RecordID, from: Instant, through: Instant, _ sql: StoreConnection) throws -> [Int64: Recorded] {

@@ -29,13 +29,15 @@ extension ReminderPlanner {
         }
         // A known gap in our copy of the session log is fetched before deciding, without holding the
         // loop: see `decideRunning` and the clock ops (fail-safe after 2 s).
-        let started = DispatchTime.now().uptimeNanoseconds
         var tally = DecisionTally()
         try host.write { tx in
             keepDecidedThroughOnRollback(tx)
             // One at a time, rescheduling before the next pop: strict time order, and a reminder's
-            // following occurrence is decided in this call too when the clock moved over it.
-            try decideBounded(through: now, started: started, tx, &tally)
+            // following occurrence is decided in this call too when the clock moved over it. The
+            // work is timed from here, with the lock taken: a wait for it is not work.
+            // On PostgreSQL the clock is read at every decision, whose round trips dwarf it.
+            try decideBounded(through: now, started: DispatchTime.now().uptimeNanoseconds, readingTheClockEvery: host.store.isShared ? 1 : 16,
+                              tx, &tally)
             // Stopped within an instant: decided through just before it (its decided rows or
             // `partlyDecided` keep the next step from deciding one twice).
             let undecided = scheduler.nextInstant.flatMap { $0 <= now ? $0 : nil }
@@ -48,11 +50,10 @@ extension ReminderPlanner {
 
     /// Decides in time order what is due by `bound`, until nothing is or the step's share of work
     /// (`clockStepOccurrences`, `clockStepNanoseconds` since `started`) is done.
-    private func decideBounded(through bound: Instant, started: UInt64, _ tx: Transaction, _ tally: inout DecisionTally) throws {
+    /// The clock is read every `every` pops: at every pop it was 2 % of the loop on SQLite (`clock_gettime`).
+    private func decideBounded(through bound: Instant, started: UInt64, readingTheClockEvery every: Int = 16, _ tx: Transaction,
+                               _ tally: inout DecisionTally) throws {
         var popped = 0
-        // The clock is read every 16th pop: at every pop it was 2 % of the loop (`clock_gettime`). On
-        // PostgreSQL a decision's round trips dwarf that, and 16 of them are already a long hold.
-        let every = host.store.isShared ? 1 : 16
         while popped < clockStepOccurrences,
               popped % every != 0 || popped == 0 || DispatchTime.now().uptimeNanoseconds - started < Self.clockStepNanoseconds,
               try decideNext(through: bound, tx, &tally) {
@@ -199,12 +200,13 @@ extension ReminderPlanner {
     }
 
     /// Records a decision of an occurrence not decided before; false if it was. Where `tx` writes the
-    /// decision rows (PostgreSQL), the row's key answers. Where they are applied behind the log from
+    /// decision rows (PostgreSQL), the rows answer: the occurrence's, or its rule day's at another
+    /// instant (`decideOnce`). Where they are applied behind the log from
     /// the decision events (SQLite), memory answers, and the stored decisions only for an instant an
     /// earlier process may have left partly decided (`PartlyDecidedInstant`).
     private func recordFirstDecision(of reminder: RecordID, _ planned: PlannedOccurrence, status: OccurrenceStatus, cause: RecordID?,
                                      _ tx: Transaction) throws -> Bool {
-        guard tx.projectionLags else { return try PlannerStore.decide(reminder, planned, status: status, cause: cause, tx.sql) }
+        guard tx.projectionLags else { return try PlannerStore.decideOnce(reminder, planned, status: status, cause: cause, tx.sql) }
         let key = OccurrenceKey(reminder: reminder, at: planned.at)
         let decidedBefore = try partlyDecided.isDecided(key) ?? !decisions(of: reminder, from: planned.at, through: planned.at, tx).isEmpty
         if decidedBefore { return false }

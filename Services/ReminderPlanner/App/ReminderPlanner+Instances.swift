@@ -26,6 +26,14 @@ extension ReminderPlanner {
     /// the loop turns at least every 100 ms otherwise, and each deciding step is short.
     static let stallMilliseconds: Int64 = 2_000
 
+    /// The loop's turn, before deciding: a pause noticed (on the system clock), the partitions
+    /// balanced when due, and what other instances changed read.
+    func keepUpWithOtherInstances() {
+        if manualClock == nil { noteStall(now: host.time.now()) }
+        balancePartitionsIfDue()
+        followOtherInstancesIfDue()
+    }
+
     /// Balances the partitions when it is time to, and at once when this instance holds none (it
     /// just connected again, its leases gone): before deciding anything, so that nothing due in its
     /// former share is passed over.
@@ -59,6 +67,7 @@ extension ReminderPlanner {
         for partition in taken { decidedThrough[partition] = stored[partition] ?? now }
         backlogThrough = max(backlogThrough, now)
         for user in reminders.owners where taken.contains(user) { scheduleReminders(of: user) }
+        replanTakenOver(taken)
         host.logger.notice("took over partitions", metadata: [
             "taken": "\(taken.count)", "owns": "\(host.store.ownedPartitions.count)", "of": "\(Ownership.partitionCount)"])
         try decideOrThrow(through: now)

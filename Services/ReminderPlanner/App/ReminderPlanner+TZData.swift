@@ -11,12 +11,17 @@ import Storage
 extension ReminderPlanner {
     /// Users still to plan again, in order, each with its zone and the rules the zone had before.
     struct Replanning {
-        var queue: [(user: UserID, zone: String, before: ZoneRules)] = []
+        /// `takenOver`: queued when this instance took the user's partition over, not at the update.
+        var queue: [(user: UserID, zone: String, before: ZoneRules, takenOver: Bool)] = []
         var next = 0
         /// Users in the queue not planned yet: a second update finds them waiting.
         var queued: Set<UserID> = []
         /// Whether occurrences moved, by rule: most reminders share their zone, time and start.
         var moved: [MovedKey: Bool] = [:]
+        /// The zones whose rules changed while this process ran, with the rules they had first: a
+        /// partition taken over later is planned again for them too, since its last owner may
+        /// never have (other tzdata on its host, or it died first).
+        var changedZones: [String: ZoneRules] = [:]
 
         var isDone: Bool { next == queue.count }
     }
@@ -81,13 +86,26 @@ extension ReminderPlanner {
                                     metadata: ["zone": "\(zone)", "userId": "\(user)", "reason": "\(reason)"])
             }
         }
-        if replanning.isDone { replanning = Replanning() }
+        if replanning.isDone { replanning = Replanning(changedZones: replanning.changedZones) }
+        for (zone, rules) in refresh.changed where replanning.changedZones[zone] == nil { replanning.changedZones[zone] = rules.before }
         // Rules are told apart by identity: forget the answers about ones that may be gone.
         if !refresh.changed.isEmpty { replanning.moved = [:] }
         // Each instance plans again the users it decides for (what it announces is time-driven work).
         for (zone, rules) in refresh.changed.sorted(by: { $0.key < $1.key }) {
             for user in owners[zone] ?? [] where host.store.ownedPartitions.contains(user) && replanning.queued.insert(user).inserted {
-                replanning.queue.append((user, zone, rules.before))
+                replanning.queue.append((user, zone, rules.before, false))
+            }
+        }
+    }
+
+    /// Queues the users of partitions just taken over whose zone changed while this process ran.
+    func replanTakenOver(_ taken: PartitionSet) {
+        guard !replanning.changedZones.isEmpty else { return }
+        if replanning.isDone { replanning = Replanning(changedZones: replanning.changedZones) }
+        for (zone, users) in usersByZone().sorted(by: { $0.key < $1.key }) {
+            guard let before = replanning.changedZones[zone] else { continue }
+            for user in users where taken.contains(Ownership.partition(of: user)) && replanning.queued.insert(user).inserted {
+                replanning.queue.append((user, zone, before, true))
             }
         }
     }
@@ -100,9 +118,9 @@ extension ReminderPlanner {
                 var next = replanning.next
                 while next < replanning.queue.count,
                       next == replanning.next || DispatchTime.now().uptimeNanoseconds - started < Self.replanStepNanoseconds {
-                    let (userId, zone, before) = replanning.queue[next]
+                    let (userId, zone, before, takenOver) = replanning.queue[next]
                     // A user who changed zone meanwhile was planned in the new one by `user.put`.
-                    if user(userId).timeZone.identifier == zone { try replan(userId, before: before, tx) }
+                    if user(userId).timeZone.identifier == zone { try replan(userId, before: before, takenOver: takenOver, tx) }
                     next += 1
                 }
                 tx.afterCommit { [unowned self] in
@@ -120,7 +138,9 @@ extension ReminderPlanner {
     /// occurrences moved, announcements withdrawn and made as coverage now says, and the schedule
     /// at the next occurrence by the new rules. A rule day decided by the old rules whose instant
     /// the new ones put later stays decided (`movedDecidedDays`, stored in this step's transaction).
-    private func replan(_ userId: UserID, before: ZoneRules, _ tx: Transaction) throws {
+    /// For a user taken over, which rules its last owner decided by is not known here: the stored
+    /// decisions keep each rule day decided once instead (`PlannerStore.decideOnce`).
+    private func replan(_ userId: UserID, before: ZoneRules, takenOver: Bool, _ tx: Transaction) throws {
         let zone = user(userId).timeZone
         for (row, reminder) in reminders.rows(ownedBy: userId) {
             if occurrencesMoved(reminder, before: before, now: zone.rules) {
@@ -128,7 +148,7 @@ extension ReminderPlanner {
                               encodedData: try wireEncoder().encode(ReminderChange.put(reminder)))
             }
             try reevaluate(reminder, zone: zone, in: tx)
-            let moved = movedDecidedDay(reminder, before: before, now: zone.rules)
+            let moved = takenOver ? nil : movedDecidedDay(reminder, before: before, now: zone.rules)
             if let moved {
                 try PlannerStore.save(moved, of: reminder.id, tx.sql)
                 try noteChanged(userId, tx)

@@ -119,11 +119,9 @@ public final class ReminderPlanner: Service {
             return max(next, retry)
         }
         host.onTick = { [unowned self] in
-            if self.manualClock == nil { self.noteStall(now: self.host.time.now()) }
             self.feed.tick()
             self.followTZData()
-            self.balancePartitionsIfDue()
-            self.followOtherInstancesIfDue()
+            self.keepUpWithOtherInstances()
             if self.manualClock == nil { self.decideRunning(through: self.host.time.now()) }
         }
     }
