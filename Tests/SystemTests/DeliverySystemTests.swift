@@ -196,7 +196,7 @@ import ZeroMQ
         // A stand-in streak service whose health reports an upstream behind and a last error.
         let streak = try FakeHealthService(reply: #"{"service":"noalc-streak","version":"9.9.9","uptimeSeconds":3725,"lastSeq":12,"#
             + #""counters":{},"upstreams":[{"name":"session-logger","appliedSeq":40,"upstreamSeq":43,"lag":3}],"#
-            + #""lastError":"session-logger did not answer events.since"}"#)
+            + #""lastError":"session-logger did not answer events.since","owns":{"partitions":3,"of":64,"leaseAgeSeconds":1.46}}"#)
         let flags = ["--session-logger", rig.rig.logger.api, "--planner", rig.rig.planner.api, "--notifier", "tcp://127.0.0.1:1",
                      "--streak", streak.endpoint, "--timeout", "1"]
         let run = try runChild(["status"] + flags)
@@ -206,9 +206,9 @@ import ZeroMQ
         #expect(rows.count == 5)
         #expect(rows[0] == "service api status instance version uptime last seq owns lease upstreams last error")
         #expect(rows[1].hasPrefix("session-logger \(rig.rig.logger.api) up ") && rows[1].contains(" 1.0.0 "), "\(rows[1])")  // instance <host>:<pid>
-        #expect(rows[2].hasPrefix("reminder-planner \(rig.rig.planner.api) up ") && rows[2].contains(" 64/64 "), "\(rows[2])")
+        #expect(rows[2].hasPrefix("reminder-planner \(rig.rig.planner.api) up ") && rows[2].contains("/64 "), "\(rows[2])")
         #expect(rows[3] == "notifier tcp://127.0.0.1:1 down no answer within 1 s")
-        #expect(rows[4] == "noalc-streak \(streak.endpoint) up - 9.9.9 1h02m 12 - - session-logger lag 3 (40/43) session-logger did not answer events.since")
+        #expect(rows[4] == "noalc-streak \(streak.endpoint) up - 9.9.9 1h02m 12 3/64 1.5 s session-logger lag 3 (40/43) session-logger did not answer events.since")
 
         let json = try runChild(["status", "--json"] + flags)
         #expect(json.status == 3)
@@ -220,6 +220,8 @@ import ZeroMQ
                                                              "upstreamSeq": .number(43), "lag": .number(3)])]))
         #expect(services[3]["lastError"]?.stringValue == "session-logger did not answer events.since")
         #expect(services[0]["lastError"] == .null)
+        #expect(services[3]["owns"] == .object(["partitions": .number(3), "of": .number(64), "leaseAgeSeconds": .number(1.46)]))
+        #expect(services[3]["ownedPartitions"] == .object(["partitions": .number(3), "of": .number(64)]))
     }
 }
 
