@@ -44,7 +44,8 @@ struct WebAppBrowserSystemTests {
         // page's "today" and the planner's agree.
         try system.setClock(Instant.now().description)
         let keys = system.keys!
-        let added = try runLHT(["tokens", "add", "browser", "--keys", keys.path])
+        // --label given: the default label is the userId, and the user has no token yet either way.
+        let added = try runLHT(["tokens", "add", "browser", "--label", "browser", "--keys", keys.path])
         let token = added.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         guard added.status == 0, token.hasPrefix("lht_") else { throw HarnessError("lht tokens add: \(added.stdout) \(added.stderr)") }
 
