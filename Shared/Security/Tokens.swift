@@ -48,7 +48,12 @@ public struct TokenStore: Sendable {
             guard !FileManager.default.fileExists(atPath: file(given)) else { throw TokenError.labelExists(given) }
             label = given
         } else {
-            label = ([userId.rawValue] + (2...).lazy.map { "\(userId)-\($0)" }).first { !FileManager.default.fileExists(atPath: file($0)) }!
+            var candidate = userId.rawValue, number = 1
+            while FileManager.default.fileExists(atPath: file(candidate)) {
+                number += 1
+                candidate = "\(userId)-\(number)"
+            }
+            label = candidate
         }
         let token = Self.generate()
         let created = ISO8601DateFormatter().string(from: now)
@@ -59,10 +64,10 @@ public struct TokenStore: Sendable {
     /// Every readable token file, by label; a malformed file is skipped (it lets nobody in).
     public func entries() -> [TokenEntry] {
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { $0.hasSuffix(".token") && !$0.hasPrefix(".") }
-        return names.sorted().compactMap { name in
+        return names.compactMap { name in
             guard let text = try? String(contentsOfFile: "\(path)/\(name)", encoding: .utf8) else { return nil }
             return Self.parse(text, label: String(name.dropLast(".token".count)))
-        }
+        }.sorted { $0.label < $1.label }
     }
 
     public func revoke(_ label: String) throws {

@@ -7,7 +7,9 @@ import LHTSchema
 public struct EventCursor: Sendable, Equatable, CustomStringConvertible {
     public private(set) var seqs: [ServiceName: Int64]
 
-    public init(seqs: [ServiceName: Int64] = [:]) { self.seqs = seqs }
+    public init(seqs: [ServiceName: Int64] = [:]) {
+        self.seqs = Dictionary(uniqueKeysWithValues: ServiceName.allCases.map { ($0, seqs[$0] ?? 0) })
+    }
 
     public init?(_ text: String) {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
