@@ -185,7 +185,6 @@ def run(arguments):
             raise StepFailed(f"today's mark is {fill}, not {STEADY}")
         browser.wait("the streak of 1 day", lambda d: d.find_element(By.ID, "streak-days").text == "1 day")
         browser.fits_the_phone()
-        browser.driver.execute_script("document.getElementById('calendar').scrollIntoView()")
         browser.screenshot("06-check-in-in-calendar")
 
         step("a wrong token brings back the sign-in")
