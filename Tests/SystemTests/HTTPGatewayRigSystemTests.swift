@@ -51,11 +51,17 @@ final class GatewayRig {
     func url(_ path: String) -> String { "\(scheme)://\(address)\(path)" }
 
     /// `lht tokens add` into the system's key directory; the token it printed.
-    func addToken(_ user: String, label: String? = nil) throws -> String {
+    func addToken(_ user: String, label: String? = nil, curlArguments: [String] = []) throws -> String {
         guard let keys = system.keys else { throw HarnessError("no keys, no tokens") }
         let run = try runLHT(["tokens", "add", user, "--keys", keys.path] + (label.map { ["--label", $0] } ?? []))
         guard run.status == 0, let token = run.stdout.split(separator: "\n").first.map(String.init), token.hasPrefix("lht_") else {
             throw HarnessError("lht tokens add: \(run.status) \(run.stdout) \(run.stderr)")
+        }
+        // The gateway re-reads tokens/ on its own (within 5 s): wait until it takes this one.
+        let deadline = Date().addingTimeInterval(6)
+        while try request("/v1/user.get", body: Data("{}".utf8), token: token, curlArguments: curlArguments).status == 401 {
+            guard Date() < deadline else { throw HarnessError("the gateway did not take a new token within 6 s") }
+            Thread.sleep(forTimeInterval: 0.1)
         }
         return token
     }

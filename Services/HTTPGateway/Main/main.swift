@@ -37,13 +37,15 @@ let stopSources = [SIGTERM, SIGINT].map { number in
 }
 
 let done = DispatchSemaphore(value: 0)
-Task {
+let bound = "\(settings.host):\(settings.port)"
+// Detached: top-level code is the main actor's, and the main thread waits below.
+Task.detached {
     do {
         try await gateway.run { address in
             ServiceCommandLine.announce("ready \(GatewaySettings.executable) \(address)" + (metrics.map { " metrics=\($0.address)" } ?? ""))
         }
     } catch {
-        FileHandle.standardError.write(Data("error: http-gateway cannot serve on --http \(settings.host):\(settings.port): \(error)\n".utf8))
+        FileHandle.standardError.write(Data("error: http-gateway cannot serve on --http \(bound): \(error)\n".utf8))
         exit(2)
     }
     done.signal()
