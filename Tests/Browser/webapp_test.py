@@ -185,8 +185,11 @@ def run(arguments):
             raise StepFailed(f"today's mark is {fill}, not {STEADY}")
         browser.wait("the streak of 1 day", lambda d: d.find_element(By.ID, "streak-days").text == "1 day")
         browser.fits_the_phone()
-        browser.driver.execute_script("document.getElementById('calendar').scrollIntoView()")
         browser.screenshot("06-check-in-in-calendar")
+        # Until the wrong token (whose 401s the browser logs), the page logged no error.
+        errors = [entry["message"] for entry in browser.driver.get_log("browser") if entry["level"] == "SEVERE"]
+        if errors:
+            raise StepFailed(f"the browser logged errors: {errors}")
 
         step("a wrong token brings back the sign-in")
         browser.driver.execute_script("localStorage.setItem('lht.token', 'lht_' + 'x'.repeat(43))")

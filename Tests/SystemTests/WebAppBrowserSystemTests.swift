@@ -63,6 +63,7 @@ struct WebAppBrowserSystemTests {
         print(browser.stdout)
         #expect(browser.status == 0, "webapp_test.py failed (screenshots in \(artefacts.path)): \(browser.stderr) — gateway: \(gateway.errors.suffix(2000))")
         #expect(browser.stdout.contains("all steps passed"))
+        guard browser.status == 0 else { return }
         for step in ["01-sign-in", "02-signed-in", "03-session-cancels-reminder", "04-restored", "05-notification",
                      "06-check-in-in-calendar", "07-wrong-token", "08-german"] {
             #expect(FileManager.default.fileExists(atPath: artefacts.appendingPathComponent("\(step).png").path), "no screenshot \(step).png")
