@@ -5,9 +5,9 @@ import TestSupport
 import ZeroMQ
 
 /// A full disk is a dependency that is down (PROTOCOL: `unavailable`), not a bug: the real session
-/// logger on a small tmpfs filled to the last byte answers `unavailable`, names the disk, counts it
-/// in `lht_storage_errors_total{reason}` and logs it once, loses nothing it acknowledged, and goes on
-/// by itself once space is back.
+/// logger (its log a file of its own) and the real planner (SQLite) on a small tmpfs filled to the
+/// last byte answer `unavailable`, naming the disk, lose nothing they acknowledged, and go on by
+/// themselves once space is back.
 @Suite(SystemTestBackend.onceOnly, .enabled(if: SmallDisk.mountable, "mounting a tmpfs needs root (CAP_SYS_ADMIN)"))
 struct DiskFullSystemTests {
     func session(_ index: Int) -> [String: Any] {
@@ -61,6 +61,45 @@ struct DiskFullSystemTests {
         try logger.restart()
         #expect(try listed(try WireClient(logger.api, context: try Context())) == acked, "after kill -9 too")
         #expect(logger.stop() == 0)
+    }
+
+    /// The planner's SQLite files on the full disk: SQLITE_FULL is `unavailable` too, and it goes on
+    /// once space is back, with every reminder it acknowledged.
+    @Test(.timeLimit(.minutes(2))) func thePlannerAnswersUnavailableOnAFullDiskAndGoesOnOnceSpaceIsBack() throws {
+        let disk = try SmallDisk(megabytes: 8)
+        defer { disk.unmount() }
+        let context = try Context()
+        let logger = try ServiceProcess("session-logger")
+        let planner = try ServiceProcess("reminder-planner", dataDirectory: disk.url.appendingPathComponent("data"), arguments: [
+            "--session-logger-api", logger.api, "--session-logger-events", logger.events, "--clock", "manual:2026-11-16T08:00:00Z",
+        ])
+        let client = try WireClient(planner.api, context: context)
+        func put(_ index: Int) throws -> JSONValue {
+            let user = "user\(index / 20)"
+            if index % 20 == 0 {
+                let reply = try client.call("user.put", ["userId": user, "timeZone": "UTC", "locale": "en"])
+                guard reply["ok"]?.boolValue == true else { return reply }
+            }
+            return try client.call("reminder.put", ["userId": user, "activity": "workout", "time": String(format: "%02d:%02d", index % 24, 10 + index % 50)])
+        }
+        var acked = 0
+        try disk.fill()
+        var failure: JSONValue?
+        while acked < 50_000, failure == nil {
+            let reply = try put(acked)
+            if reply["ok"]?.boolValue == true { acked += 1 } else { failure = reply["error"] }
+        }
+        #expect(failure?["code"]?.stringValue == "unavailable", "\(String(describing: failure))")
+        #expect(failure?["message"]?.stringValue?.contains("disk") == true, "\(String(describing: failure))")
+
+        disk.free()
+        try waitUntil(timeout: 10, interval: 0.05, "a reminder put once space is back") { try put(acked)["ok"]?.boolValue == true }
+        acked += 1
+        let listed = try (0...(acked - 1) / 20).reduce(0) { total, user in
+            total + (try client.ok("reminder.list", ["userId": "user\(user)"])["reminders"]?.arrayValue.count ?? 0)
+        }
+        #expect(listed == acked)
+        #expect(planner.stop() == 0)
     }
 }
 
