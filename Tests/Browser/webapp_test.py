@@ -225,6 +225,12 @@ def run(arguments):
         expected = {"html lang": "de", "reminders": "Erinnerungen", "log button": "Einheit eintragen", "streak": "1 Tag"}
         if texts != expected:
             raise StepFailed(f"the German page reads {texts}, not {expected}")
+        # The notification of the English session, from notification.list, shows its check-in as done.
+        answered = german.wait("the earlier notification, answered", lambda d: (found := german.css("li.notification.noalc.done")) and found[0])
+        outcome = answered.find_element(By.CSS_SELECTOR, ".outcome").text
+        chosen = [button.get_attribute("data-action-id") for button in answered.find_elements(By.CSS_SELECTOR, "button.action.chosen")]
+        if "Steady für" not in outcome or chosen != ["noalc.steady"]:
+            raise StepFailed(f"the answered notification reads {outcome!r} with {chosen} chosen")
         german.fits_the_phone()
         german.screenshot("08-german")
     except Exception:

@@ -26,9 +26,9 @@ import Testing
         let token = try rig.addToken("alice"), bob = try rig.addToken("bob")
         let put = try rig.post("reminder.put", #"{"activity":"noalc","time":"09:00"}"#, token: token)
         #expect(put.status == 200, "\(put.body)")
-        let reminder = try #require((put.data["reminder"] as? [String: Any])?["id"] as? String)
+        let reminder = try #require(put.data["id"] as? String)
         let bobsPut = try rig.post("reminder.put", #"{"activity":"noalc"}"#, token: bob)
-        let bobsReminder = try #require((bobsPut.data["reminder"] as? [String: Any])?["id"] as? String)
+        let bobsReminder = try #require(bobsPut.data["id"] as? String)
 
         // Live: the stream's first id is its start; one notification arrives as an SSE message.
         let first = try rig.stream("?types=notify", token: token)

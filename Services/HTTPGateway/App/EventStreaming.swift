@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import LHTSchema
 import Logging
+import NIOCore
 
 /// `GET /v1/events`: replay from each publisher's `events.since` (as the caller) from the cursor,
 /// then the live events the hub offers, each once: an event is written only past the cursor.
@@ -16,9 +17,11 @@ struct EventStreaming: Sendable {
 
     /// The response for a stream of `user`'s events, or nil when `key` has its 8 streams open already.
     func open(user: UserID, selection: EventSelection, cursor given: EventCursor?, format: Format, key: String,
-              cutOff: @escaping @Sendable () -> Void) async -> Response? {
+              cutOff: @escaping @Sendable () -> Void, closed: EventLoopFuture<Void>) async -> Response? {
         guard limiter.acquire(key) else { return nil }
         let sink = StreamSink(user: user, selection: selection, cutOff: cutOff)
+        // A reader that hangs up ends its stream at once, not at the next write.
+        closed.whenComplete { _ in sink.end() }
         // Registered before the replay is read: whatever the log gets after it reaches the sink.
         hub.register(sink)
         var cursor = given ?? EventCursor()

@@ -84,7 +84,7 @@ extension Gateway {
         let ndjson = request.headers[.accept]?.contains("application/x-ndjson") ?? false
         let channel = context.channel
         let response = await streaming.open(user: user, selection: selection, cursor: cursor, format: ndjson ? .ndjson : .sse, key: key,
-                                            cutOff: { channel.close(promise: nil) })
+                                            cutOff: { channel.close(promise: nil) }, closed: channel.closeFuture)
         return response ?? Self.failure(.tooManyRequests, WireError(.unavailable, "at most \(EventStreaming.streamsPerToken) streams per token at once"),
                                         headers: [.retryAfter: "5"])
     }

@@ -4,9 +4,10 @@
 import { ApiError, Unauthorized, call, token, uuid } from "./api.js";
 import { follow } from "./events.js";
 import { formatDay, formatMonth, t, translatePage } from "./i18n.js";
-import { addDays, minutesBetween, monthDays, monthOf, shiftMonth, todayIn } from "./days.js";
+import { addDays, monthDays, monthOf, shiftMonth, todayIn } from "./days.js";
 import { calendarSVG } from "./calendar.js";
-import { renderNotification, renderStreak, renderUpcoming, setStatus } from "./ui.js";
+import { loadCauses } from "./causes.js";
+import { markAnswered, renderNotification, renderStreak, renderUpcoming, setStatus } from "./ui.js";
 
 const $ = (id) => document.getElementById(id);
 const shortDay = { weekday: "short", day: "numeric", month: "short" };
@@ -68,25 +69,8 @@ async function enter() {
 async function loadUpcoming() {
   $("checkin-title").textContent = t("checkInTitle", { day: formatDay(addDays(today(), -1), shortDay) });
   const { occurrences = [] } = await call("reminder.upcoming", { days: 8 });
-  const causes = await loadCauses(occurrences);
+  const causes = await loadCauses(occurrences, today());
   renderUpcoming($("upcoming"), occurrences, { today: today(), zone: state.zone, causes, onRestore: restore });
-}
-
-/** The sessions and check-ins that occurrences name as their cause, by id (lower case). */
-async function loadCauses(occurrences) {
-  const causes = new Map();
-  if (!occurrences.some((occurrence) => occurrence.cause)) return causes;
-  // A cause overlaps its occurrence's look-back window (at most 48 h), and nothing starts in the future.
-  const now = Date.now(), day = 86_400_000;
-  const [sessions, entries] = await Promise.all([
-    call("session.list", { from: new Date(now - 3 * day).toISOString(), until: new Date(now + day).toISOString() }),
-    call("noalc.list", { from: addDays(today(), -3), until: addDays(today(), 8) }),
-  ]);
-  for (const session of sessions.sessions ?? []) {
-    causes.set(session.id.toLowerCase(), { kind: "session", activity: session.activity, start: session.start, minutes: minutesBetween(session.start, session.end) });
-  }
-  for (const entry of entries.entries ?? []) causes.set(entry.id.toLowerCase(), { kind: "entry", level: entry.level, day: entry.day });
-  return causes;
 }
 
 async function restore(occurrence, button) {
@@ -206,27 +190,32 @@ async function loadNotifications() {
   const { notifications = [] } = await call("notification.list", {});
   // The latest few of the last day: the ones a person may still act on.
   const since = Date.now() - 86_400_000;
-  notifications.filter((item) => Date.parse(item.sentAt) >= since).slice(-3).forEach(showNotification);
+  const recent = notifications.filter((item) => Date.parse(item.sentAt) >= since).slice(-3);
+  // A check-in already logged for its day shows as answered.
+  const days = recent.map((item) => item.targetDay).filter(Boolean).sort();
+  const { entries = [] } = days.length ? await call("noalc.list", { from: days[0], until: days.at(-1) }) : {};
+  const logged = new Map(entries.map((entry) => [entry.day, entry]));
+  recent.forEach((item) => showNotification(item, logged.get(item.targetDay)));
 }
 
-function showNotification(notification) {
+function showNotification(notification, answer) {
   if (state.shown.has(notification.notificationId)) return;
   state.shown.add(notification.notificationId);
   const list = $("notifications");
-  list.prepend(renderNotification(notification, runAction));
+  const item = renderNotification(notification, runAction);
+  if (answer && notification.activity === "noalc") markAnswered(item, answer);
+  list.prepend(item);
   while (list.children.length > 20) list.lastElementChild.remove();
   $("notifications-empty").hidden = true;
 }
 
-async function runAction(notification, action, item, button) {
+async function runAction(notification, action, item) {
   const buttons = [...item.querySelectorAll("button")];
   buttons.forEach((each) => { each.disabled = true; });
   const reply = await guarded(() => call("notification.action", { notificationId: notification.notificationId, actionId: action.id }));
   const outcome = item.querySelector(".outcome");
   if (reply?.entry) {
-    outcome.textContent = t("loggedCheckIn", { level: t(reply.entry.level), day: formatDay(reply.entry.day, shortDay) });
-    item.classList.add("done");
-    button.classList.add("chosen");
+    markAnswered(item, reply.entry);
     // Show the month the check-in went into.
     state.month = monthOf(reply.entry.day);
     return refreshSoon(["calendar", "streak", "upcoming"], [0, 1500, 4000]);

@@ -78,6 +78,16 @@ export function renderNotification(notification, onAction) {
   return item;
 }
 
+/** A NoAlc notification whose check-in is logged: the entry's level chosen, its buttons done. */
+export function markAnswered(item, entry) {
+  item.querySelector(".outcome").textContent = t("loggedCheckIn", { level: t(entry.level), day: formatDay(entry.day, { weekday: "short", day: "numeric", month: "short" }) });
+  item.classList.add("done");
+  for (const button of item.querySelectorAll("button.action")) {
+    button.disabled = true;
+    button.classList.toggle("chosen", button.dataset.actionId === `noalc.${entry.level}`);
+  }
+}
+
 /** The streak and jokers from streak.get. */
 export function renderStreak(state) {
   const days = state.streakDays;
