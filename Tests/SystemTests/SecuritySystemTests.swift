@@ -386,7 +386,7 @@ import ZeroMQ
                 if file.hasSuffix(".key_secret") { secrets += 1 }
             }
         }
-        #expect(secrets == 6)  // four services, the admin, alice
+        #expect(secrets == 7)  // four services and the http-gateway, the admin, alice
     }
 
     @Test func aSecretReadableByGroupIsExitTwoWithOneLine() throws {
