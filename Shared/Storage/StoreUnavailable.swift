@@ -44,9 +44,9 @@ extension StoreUnavailable {
         case let error as StorageError where error.errno == EIO:
             return (Cause.diskFailing, "the disk failed to read or write (\(error))")
         case let error as DatabaseError where error.resultCode == .SQLITE_FULL:
-            return (Cause.diskFull, "the disk holding the database is full (SQLite: \(error.message ?? "database or disk is full"))")
+            return (Cause.diskFull, "the disk is full: SQLite could not write the database (\(error.message ?? "database or disk is full"))")
         case let error as DatabaseError where error.resultCode == .SQLITE_IOERR:
-            return (Cause.diskFailing, "the disk holding the database failed to read or write (SQLite: \(error.message ?? "disk I/O error"))")
+            return (Cause.diskFailing, "the disk failed: SQLite could not read or write the database (\(error.message ?? "disk I/O error"))")
         default:
             return nil
         }

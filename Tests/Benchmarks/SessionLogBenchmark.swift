@@ -10,12 +10,14 @@ import TestSupport
 import ZeroMQ
 
 /// `bench session-log [--clients 8] [--per-client 5000] [--rate 1000] [--seconds 5] [--metrics-rounds 3] [--start-events 1000000] [--quick]`
+/// (`--memory`: the logger's resident memory as its log grows, `SessionLogMemoryBenchmark`)
 ///
 /// Acknowledged, durable `session.log` throughput with pipelined DEALER clients, and ack latency at
 /// a fixed rate, each beside a raw ROUTER echo measured in the same run on the same sockets; then
 /// the start with a long log (`startWithLog`).
 enum SessionLogBenchmark {
     static func run(_ arguments: [String]) throws {
+        if arguments.contains("--memory") { return try memory(arguments) }
         let quick = arguments.contains("--quick")
         let clients = Options.int(arguments, "--clients", 8)
         let perClient = Options.int(arguments, "--per-client", quick ? 1500 : 5000)

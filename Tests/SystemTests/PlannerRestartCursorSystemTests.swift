@@ -8,7 +8,8 @@ import ZeroMQ
 /// event (`reminder.changed`) writes no row there. Their file's place in the log still moves past
 /// them: a start after a clean stop replays nothing, and one after `kill -9` only the tail since the
 /// place last stored (in a quiet moment).
-@Suite struct PlannerRestartCursorSystemTests {
+@Suite(.disabled(if: SystemTestBackend.isPostgreSQL, "the decisions are applied behind the log on SQLite only"))
+struct PlannerRestartCursorSystemTests {
     static let caughtUp = "projection caught up from the log"
 
     /// The `fromSeq` of each catch-up the planner logged to `log` from `offset` on.
