@@ -34,7 +34,7 @@ let package = Package(
         .systemLibrary(
             name: "CZeroMQ", path: "Shared/CZeroMQ", pkgConfig: "libzmq",
             providers: [.apt(["libzmq3-dev"])]),
-        .target(name: "ZeroMQ", dependencies: ["CZeroMQ"], path: "Shared/ZeroMQ"),
+        .target(name: "ZeroMQ", dependencies: ["CZeroMQ"], path: "Shared/ZeroMQ", exclude: ["README.md"]),
         .systemLibrary(
             name: "CLibPQ", path: "Shared/CLibPQ", pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]),
@@ -46,15 +46,15 @@ let package = Package(
             providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CPrefetch", path: "Shared/CPrefetch"),
         .systemLibrary(name: "CCRC32C", path: "Shared/CCRC32C"),
-        .target(name: "LHTSchema", path: "Shared/Schema", exclude: ["PROTOCOL.md", "SEMANTICS.md"]),
-        .target(name: "LHTClient", dependencies: ["ZeroMQ", "LHTSchema"], path: "Shared/Client"),
+        .target(name: "LHTSchema", path: "Shared/Schema", exclude: ["PROTOCOL.md", "SEMANTICS.md", "README.md"]),
+        .target(name: "LHTClient", dependencies: ["ZeroMQ", "LHTSchema"], path: "Shared/Client", exclude: ["README.md"]),
         // Child processes by posix_spawn and waitpid, for `lht subscribe --exec` and the tests.
-        .target(name: "Spawn", path: "Shared/Spawn"),
+        .target(name: "Spawn", path: "Shared/Spawn", exclude: ["README.md"]),
         // CurveZMQ certificates, the key directory and the ZAP handler a service starts before binding.
         .target(
             name: "LHTSecurity",
             dependencies: ["ZeroMQ", "LHTSchema", .product(name: "Logging", package: "swift-log")],
-            path: "Shared/Security"),
+            path: "Shared/Security", exclude: ["README.md"]),
         // A service's log, durable tables, projections and cursors (SQLiteStore): what ServiceHost stores.
         .target(
             name: "Storage",
@@ -65,10 +65,10 @@ let package = Package(
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Shared/Storage"),
-        // The PostgreSQL backend's first piece, used by no service yet: a libpq connection and the
-        // log whose per-service row orders the commits of all instances (README "Storage past one machine").
-        .target(name: "PostgresStorage", dependencies: ["CLibPQ"], path: "Shared/PostgresStorage"),
+            path: "Shared/Storage", exclude: ["README.md"]),
+        // The PostgreSQL driver: a libpq connection and the log whose per-service row orders the
+        // commits of all instances (docs/storage.md).
+        .target(name: "PostgresStorage", dependencies: ["CLibPQ"], path: "Shared/PostgresStorage", exclude: ["README.md"]),
         .target(
             name: "ServiceHost",
             dependencies: [
@@ -82,7 +82,7 @@ let package = Package(
                 .product(name: "FlyingFox", package: "FlyingFox"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            path: "Shared/ServiceHost"),
+            path: "Shared/ServiceHost", exclude: ["README.md"]),
 
         // Pure decision cores.
         .target(name: "ReminderPlanning", dependencies: ["LHTSchema"], path: "Services/ReminderPlanner/Planning"),
@@ -117,7 +117,7 @@ let package = Package(
         .executableTarget(
             name: "LHTCommand",
             dependencies: ["LHTClient", "LHTSecurity", "Spawn", .product(name: "ArgumentParser", package: "swift-argument-parser")],
-            path: "Services/LHT"),
+            path: "Services/LHT", exclude: ["README.md"]),
 
         // Benchmarks are an executable, not tests: `swift run -c release bench <name>`.
         .executableTarget(
