@@ -53,26 +53,10 @@ extension ServiceCommandLine {
         exit(0)
     }
 
-    /// Binds the metrics endpoint and makes Prometheus the swift-metrics backend, before the
-    /// service makes its metrics. The default address taken: a warning, and no metrics. An
-    /// address given explicitly that cannot be bound: exit 2.
+    /// The service's metrics address from its flags, started (`MetricsServer.start`).
     static func startMetrics(_ name: String, common: CommonOptions, logger: Logger) -> MetricsServer? {
         guard let service = ServiceName(rawValue: name),
-              let address = try? MetricsAddress(common.metrics, service: service),
-              case .http(let host, let port, let explicit) = address
-        else { return nil }
-        let prometheus = PrometheusMetrics()
-        do {
-            let server = try MetricsServer(host: host, port: port, metrics: prometheus)
-            prometheus.bootstrap()
-            return server
-        } catch {
-            if explicit {
-                FileHandle.standardError.write(Data("error: \(error)\n".utf8))
-                exit(2)
-            }
-            logger.warning("metrics not served: the default address cannot be bound", metadata: ["address": "\(address)", "error": "\(error)"])
-            return nil
-        }
+              let address = try? MetricsAddress(common.metrics, service: service) else { return nil }
+        return MetricsServer.start(address, logger: logger)
     }
 }

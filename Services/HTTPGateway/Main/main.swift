@@ -14,7 +14,7 @@ let options = ServiceCommandLine.parseOrExit(GatewayOptions.self, flags: Gateway
 }
 let logger = Logger(label: GatewaySettings.executable)
 if settings.insecure { logger.warning("--insecure: the loopback-only and TLS rules are off; put a TLS proxy in front") }
-let metrics = GatewayMetrics.start(settings.metrics, logger: logger)
+let metrics = MetricsServer.start(settings.metrics, logger: logger)
 let gateway: Gateway
 do {
     gateway = try Gateway(settings: settings, logger: logger)

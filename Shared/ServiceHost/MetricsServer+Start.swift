@@ -1,10 +1,10 @@
 import Foundation
 import Logging
-import ServiceHost
 
-/// `/metrics` as the services serve it (PROTOCOL "Operations"), on `--metrics` (default 127.0.0.1:7389).
-public enum GatewayMetrics {
-    /// The default address taken: a warning and no metrics; an explicit one that cannot be bound: exit 2.
+extension MetricsServer {
+    /// Binds `address` and makes Prometheus the swift-metrics backend, before the executable makes
+    /// its metrics. The default address taken: a warning, and no metrics. An address given
+    /// explicitly that cannot be bound: exit 2. `off`: nil.
     public static func start(_ address: MetricsAddress, logger: Logger) -> MetricsServer? {
         guard case .http(let host, let port, let explicit) = address else { return nil }
         let prometheus = PrometheusMetrics()
