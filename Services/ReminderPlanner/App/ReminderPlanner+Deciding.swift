@@ -50,7 +50,7 @@ extension ReminderPlanner {
 
     /// Decides in time order what is due by `bound`, until nothing is or the step's share of work
     /// (`clockStepOccurrences`, `clockStepNanoseconds` since `started`) is done.
-    /// The clock is read every `every` pops: at every pop it was 2 % of the loop on SQLite (`clock_gettime`).
+    /// The clock is read every `every` pops, not at each (docs/decisions/0016-planner-deciding-loop.md).
     private func decideBounded(through bound: Instant, started: UInt64, readingTheClockEvery every: Int = 16, _ tx: Transaction,
                                _ tally: inout DecisionTally) throws {
         var popped = 0
