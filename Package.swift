@@ -134,9 +134,10 @@ let package = Package(
             path: "Tests/TestSupport"),
 
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
+        .testTarget(name: "SpawnTests", dependencies: ["Spawn", "TestSupport"]),
         .testTarget(name: "LHTSchemaTests", dependencies: ["LHTSchema", "TestSupport"], exclude: ["Reference"]),
         .testTarget(name: "LHTSecurityTests", dependencies: ["LHTSecurity", "ZeroMQ", "LHTSchema", "TestSupport", .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", "CZstd", "LHTSchema", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "CZstd", "LHTSchema", "ZeroMQ", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         // Starts a real PostgreSQL server of its own (deploy/install-prerequisites --postgres).
         .testTarget(name: "PostgresStorageTests", dependencies: ["PostgresStorage", "TestSupport"]),
         .testTarget(name: "ServiceHostTests", dependencies: ["ServiceHost", "Storage", "LHTSchema", "LHTClient", "ZeroMQ", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]),

@@ -1,6 +1,8 @@
 import Foundation
+import Spawn
 import Synchronization
 import Testing
+import TestSupport
 
 /// ChildProcess (Shared/Spawn), which starts and reaps every process of these tests: a kill is over
 /// when it returns, every child is reaped exactly once, and a child starts clean (its own
@@ -95,28 +97,6 @@ import Testing
         #expect(getpgid(shared.pid) == getpgrp())
         let own = try ChildProcess("/bin/sleep", ["30"], ownProcessGroup: true)
         #expect(getpgid(own.pid) == own.pid)
-    }
-
-    /// A `kill` of `bench` ends the services it started (`endChildrenOnTerminationSignals`): they
-    /// were left running before, since a signal's default action runs no `deinit`.
-    @Test func aKilledBenchEndsTheServicesItStarted() throws {
-        // Its scratch files under ours: killed, bench removes none.
-        let scratch = ScratchDirectory("lht-killed-bench")
-        let bench = try ChildProcess(BuildProducts.executable("bench").path, ["soak", "--minutes", "1"],
-                                     environment: ProcessInfo.processInfo.environment.merging(["TMPDIR": scratch.url.path]) { $1 },
-                                     stdout: .null, stderr: .null)
-        defer { bench.kill() }
-        var services: [pid_t] = []
-        let deadline = Date().addingTimeInterval(60)
-        while services.count < 4, bench.isRunning, Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.1)
-            services = ProcessTable.children(of: bench.pid)
-        }
-        try #require(services.count == 4, "the soak's four services started")
-        bench.terminate()
-        #expect(bench.wait() == .signalled(SIGTERM))
-        // Ended before bench did (a zombie until init reaps it), not reparented and running.
-        for pid in services { #expect(!ProcessTable.running(pid), "service \(pid) still runs") }
     }
 
     /// Waiting and polling from several threads at once reaps once (a second waitpid would trap).

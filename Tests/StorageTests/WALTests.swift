@@ -1,25 +1,34 @@
 import Foundation
 import LHTSchema
-import Logging
-import Testing
-@testable import ServiceHost
 import Storage
+import Testing
+import TestSupport
 
 /// The write-ahead log stays bounded under back-to-back commits (it grew by a page per commit
 /// forever, since passive checkpoints alone never let SQLite rewind it).
 @Suite struct WALTests {
+    static let now = Instant(secondsSince1970: 1_780_000_000)
+
+    /// An event the size of a streak update, told apart by `n`.
+    static func append(_ store: SQLiteStore, _ n: Int) throws {
+        let state = StreakState(userId: UserID("u1")!, asOf: LocalDay(year: 2026, month: 1, day: 1)!, policy: "seed", streakDays: n,
+                                rewardsEarned: 0, rewardsUsed: 0, rewardsLost: 0, rewardsAvailable: 0, lastLoggedDay: nil, todayLogged: false)
+        try store.write(now: now, { tx in _ = try tx.append(Events.streakUpdated, userId: state.userId, activity: .noalc, data: state) },
+                        committed: { _ in })
+    }
+
     @Test func theLogStaysBoundedUnderSteadyCommits() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lht-wal-\(UUID().uuidString.prefix(8))")
+        let directory = temporaryDirectory("lht-wal")
         defer { try? FileManager.default.removeItem(at: directory) }
         let limit: Int64 = 128 << 10
-        let host = try ServiceHost(service: .noalcStreak, apiEndpoint: "tcp://127.0.0.1:*", eventsEndpoint: "tcp://127.0.0.1:*",
-                                   dataDirectory: directory, layout: StoreLayout(sqliteMigrations: { _ in }), logger: Logger(label: "test"), walLimit: limit)
+        let store = try SQLiteStore(directory: directory, name: "noalc-streak", migrations: { _ in }, logger: quietLogger("wal"), walLimit: limit)
+        defer { store.close() }
         let wal = directory.appendingPathComponent("noalc-streak.sqlite-wal").path
         var largest: Int64 = 0
         // About 5 KB of log per commit: 1,500 commits write some 7 MB of log, 60 times the limit.
         let commits = 1_500
         for n in 0..<commits {
-            try host.write { tx in _ = try tx.append(Events.streakUpdated, userId: UserID("u1")!, activity: .noalc, data: ServiceHostTests.note(n)) }
+            try Self.append(store, n)
             if n % 50 == 0 {
                 largest = max(largest, (try FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int64) ?? 0)
             }
@@ -28,11 +37,12 @@ import Storage
         // (on a fast disk some hundreds of commits); unbounded, it would hold everything written.
         let written = try FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int64 ?? 0
         #expect(largest < Int64(commits) * 4096 / 2, "the log reached \(largest) bytes")
-        // Once writing pauses, the next transaction rewinds it and SQLite cuts the file to the limit.
+        // Once writing pauses (the pause is what is tested: the checkpointer catches up and asks for a
+        // rewind), the next transaction rewinds it and SQLite cuts the file to the limit.
         Thread.sleep(forTimeInterval: 0.5)
-        try host.write { tx in _ = try tx.append(Events.streakUpdated, userId: UserID("u1")!, activity: .noalc, data: ServiceHostTests.note(0)) }
+        try Self.append(store, 0)
         let after = try FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int64 ?? 0
         #expect(after <= limit, "the log holds \(after) bytes after a pause (\(written) before)")
-        #expect(host.eventLog.lastSeq == Int64(commits) + 1)
+        #expect(store.eventLog.lastSeq == Int64(commits) + 1)
     }
 }

@@ -33,9 +33,10 @@ final class BareService: Service {
     private init(host: ServiceHost) { self.host = host }
 }
 
-/// While the loop runs, commits reach the disk on a thread of their own (`CommitSync`): a reply or
-/// event waits for the sync of every commit before it, and `health` does not.
-@Suite struct CommitSyncTests {
+/// While the loop runs, commits reach the disk on a thread of their own (`CommitSync`, tested by
+/// itself in StorageTests): a reply or event waits for the sync of every commit before it, and
+/// `health` does not.
+@Suite struct DurableRepliesTests {
     /// Holds the syncer thread before each sync while closed.
     final class Gate: Sendable {
         private let isOpen = Mutex(false)
