@@ -3,7 +3,7 @@
 //
 // Why not Foundation.Process: it watches children through libdispatch and a run loop, and a test
 // process crashed in libdispatch's manager thread (SIGSEGV in _dispatch_event_loop_drain) while
-// ServiceProcess.kill() waited in waitUntilExit() from a deinit (issue #32).
+// ServiceProcess.kill() waited in waitUntilExit() from a deinit.
 // Why not swift-subprocess 1.0.2: its API is async and ties a child's life to a closure's scope,
 // which fits neither a service that lives across a synchronous test nor a kill from a deinit (a
 // deinit cannot await); and on Linux it watches children from a process-wide monitor thread, the

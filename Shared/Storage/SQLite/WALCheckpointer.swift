@@ -3,20 +3,17 @@ import GRDB
 import Synchronization
 
 /// Copies the write-ahead log back into the database file from a connection and thread of its own,
-/// and keeps the log from growing without bound.
+/// and keeps the log from growing without bound (docs/decisions/0014-syncs-and-checkpoints-off-the-loop.md).
 ///
-/// Left to the writer, SQLite checkpoints inside a commit every 1,000 pages: that commit, and the
-/// requests waiting behind it, took tens of milliseconds (the p99 of `session.log` acks went from
-/// 2 ms to 25 ms). A passive checkpoint here never blocks the writer — but it never lets the log
-/// start over either: SQLite rewinds the log only when a write transaction *begins* with every
-/// frame already copied back, and under steady load the writer always begins right after its own
-/// last commit, before this thread has caught up. So the log grew by a page per commit forever
-/// (25 GB in a 30-minute soak). Once it passes `limit`, `takeRewindRequest` tells the writer to
-/// pause before its next transaction while `checkpointNow` copies the few frames left here; that
-/// transaction then rewinds the log (truncated to `limit` by `journal_size_limit`). The copy ends
-/// with a sync of the database file, which took 110 ms on a busy disk: the writer's loop answers
-/// `health` meanwhile (`ServiceHost.rewindLog`). A TRUNCATE checkpoint from here would wait for a
-/// gap in a busy writer, and then hold it.
+/// Left to the writer, SQLite checkpoints inside a commit, and every request waits behind that
+/// commit. A passive checkpoint here never blocks the writer, but it never lets the log start over
+/// either: SQLite rewinds the log only when a write transaction *begins* with every frame already
+/// copied back, and a busy writer always begins right after its own last commit. So once the log
+/// passes `limit`, `takeRewindRequest` tells the writer to pause before its next transaction while
+/// `checkpointNow` copies the few frames left here; that transaction then rewinds the log (truncated
+/// to `limit` by `journal_size_limit`). The writer's loop answers `health` meanwhile
+/// (`SQLiteStore.rewindLog`). A TRUNCATE checkpoint from here would wait for a gap in a busy writer,
+/// and then hold it.
 public final class WALCheckpointer {
     public static let defaultLimit: Int64 = 64 << 20
     private let timer: DispatchSourceTimer
@@ -24,12 +21,9 @@ public final class WALCheckpointer {
     private let database: DatabaseQueue
     private let rewind = Flag()
 
-    /// In the last eighth before the limit, a checkpoint every 20 ms: `checkpointNow` before the log
-    /// rewinds then copies a few milliseconds of writes, and the writer pauses only that long (copying
-    /// 200 ms of a clock advance's writes held it for 190 ms). Only near the
-    /// limit: each checkpoint rewrites every page it copies and syncs the file (at 1,000 requests/s,
-    /// a checkpoint every 20 ms all the time wrote 15 KB per logged record, every 200 ms 9.6 KB; once
-    /// a second, 8.1 KB, but its larger syncs stalled a busy writer's commits for up to 480 ms).
+    /// In the last eighth before the limit, a checkpoint every 20 ms, so the copy before a rewind, which
+    /// the writer waits for, is short. Only near the limit: each checkpoint rewrites the pages it copies
+    /// and syncs the file (the cadences measured: decision 0014).
     static let nearLimitMilliseconds = 20
 
     init(path: String, everyMilliseconds interval: Int = 200, limit: Int64 = defaultLimit) throws {

@@ -11,15 +11,14 @@ public struct PointRead {
     let answer: (Result<Data, Error>) -> Void
 }
 
-/// Applies a log's events to its projection on a thread of its own, in seq order (#30: the
-/// projection off the loop). The loop hands over each commit's events; the thread writes their
+/// Applies a log's events to its projection on a thread of its own, in seq order, so the loop
+/// writes the log alone (docs/decisions/0013-session-logger-behind-the-log.md). The loop hands over each commit's events; the thread writes their
 /// rows in one transaction per handful of commits, with the projection's `applied_seq`.
 ///
 /// Reads run on that thread too, each at its own point in the log (`ReadsBehindTheLog`): in the
 /// transaction that applies the events, right after the rows of the last event before it, so a
 /// read sees exactly the writes before it, and neither it nor the loop waits for the other. (A
-/// commit at each read's point cost a `pwrite` of the projection's pages per read: README "The log
-/// as a file".) Answers go back to the loop with a wake signal (`startAnswering`), or to a
+/// commit at each read's point cost a `pwrite` of the projection's pages per read.) Answers go back to the loop with a wake signal (`startAnswering`), or to a
 /// loop that waits for them (`waitForAnswers`).
 ///
 /// The events stay in memory until applied; a `kill -9` loses only that memory, and the next start

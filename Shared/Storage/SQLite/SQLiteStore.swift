@@ -3,7 +3,7 @@ import GRDB
 import LHTSchema
 import Logging
 
-/// A service's storage, in the terms every backend keeps (README "Storage"):
+/// A service's storage, in the terms every backend keeps (docs/storage.md):
 /// - **the log**: each event the service publishes is a record with a gap-free, commit-ordered
 ///   `seq`, stored in the transaction that caused it (`Transaction.append`); a reply or event that
 ///   depends on a commit leaves once it is on disk (`CommitSync`);
@@ -17,10 +17,9 @@ import Logging
 public final class SQLiteStore: Store {
     /// The page size of a new database file.
     public static let pageSize = 1024
-    /// The writer's page cache, per file: SQLite's default, 2 MB. A commit after a b-tree split that
-    /// swapped two pages' numbers walks the whole cache (SQLite 3.40 parks a page at the lock-byte
-    /// page's number meanwhile, and the commit drops what lies past the file's end by visiting every
-    /// cached page): with 16 MB that walk was 15 % of the planner's loop (README "The page cache").
+    /// The writer's page cache, per file: SQLite's default. A commit after a b-tree split that swapped
+    /// two pages' numbers walks the whole cache, so a larger one costs every such commit
+    /// (docs/decisions/0004-sqlite-page-cache-size.md).
     static let cacheKilobytes = 2 << 10
     public let path: String
     public let database: DatabaseQueue
@@ -56,8 +55,8 @@ public final class SQLiteStore: Store {
             // WAL, so readers never block the writer; synchronous=NORMAL, since `CommitSync` syncs the log
             // before anything that depends on a commit leaves (an ack still means "on disk"). Checkpoints
             // are not this connection's job (see WALCheckpointer).
-            // A commit writes every page it touched to the log: 1 KB pages (for a new file; an existing
-            // one keeps its size) write a quarter of what 4 KB pages do for one logged session.
+            // A commit writes every page it touched to the log: small pages (for a new file; an existing
+            // one keeps its size) write less of it for a commit of a few rows.
             try db.execute(sql: """
                 PRAGMA page_size = \(Self.pageSize); PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
                 PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = \(walLimit); PRAGMA cache_size = -\(Self.cacheKilobytes)
@@ -96,8 +95,7 @@ public final class SQLiteStore: Store {
     }
 
     /// A migration that rebuilds a table leaves the old one's pages free, and SQLite keeps them in
-    /// the file (90 MB of the planner's 172 MB after migrating a million reminders to the rule
-    /// column). So a start that migrated rewrites the file once, as a step of its own after the
+    /// the file, as many as the old table had. So a start that migrated rewrites the file once, as a step of its own after the
     /// migrations, and truncates the WAL that rewrite filled.
     static func reclaimFreePages(_ database: DatabaseQueue, logger: Logger) throws {
         let pageSize = try database.read { try Int.fetchOne($0, sql: "PRAGMA page_size") ?? 0 }
@@ -153,8 +151,8 @@ public final class SQLiteStore: Store {
 
     /// Runs `body` in an IMMEDIATE transaction (the write lock taken at once, as GRDB's `write`
     /// takes it) and commits it; rolls it back if either throws. Cached statements: GRDB parses its
-    /// BEGIN and COMMIT anew each time: the planner applies each of the logger's sessions in a
-    /// transaction of its own, and BEGIN was 14 % of its loop's busy time (README "Transactions").
+    /// BEGIN and COMMIT anew each time, and the planner applies each of the logger's sessions in a
+    /// transaction of its own (docs/decisions/0016-planner-deciding-loop.md).
     static func inTransaction<T>(_ db: Database, _ body: () throws -> T) throws -> T {
         try RawStatement.execute("BEGIN IMMEDIATE", db, [])
         do {

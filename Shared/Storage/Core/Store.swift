@@ -4,7 +4,7 @@ import LHTSchema
 import Logging
 import ZeroMQ
 
-/// A service's storage in the terms every backend keeps (README "Storage"): the log, durable
+/// A service's storage in the terms every backend keeps (docs/storage.md): the log, durable
 /// tables beside it, projections and upstream cursors. `SQLiteStore` is the embedded default
 /// (`EventFileStore` where the log is all a service keeps durably), `PostgresStore` the one many
 /// instances share; `StoreLayout` says what a service stores, once for all. The service's loop owns
@@ -43,7 +43,7 @@ public protocol Store: AnyObject {
     /// nothing else shares the store.
     var leaseRenewedAt: UInt64? { get }
     /// How long the host's group commit waits under load for requests to share a turn and its sync:
-    /// the bytes a record costs decide it (README "Group commit under load").
+    /// the bytes a record costs decide it (docs/decisions/0003-group-commit-window.md).
     var groupCommitNanoseconds: UInt64 { get }
     /// Where a thread applies the tables behind the log (`EventFileStore`): reads run there, off the
     /// loop, each at its point in the log. Nil where a write transaction has the tables: reads run in it.
@@ -91,7 +91,8 @@ public struct StoreLayout: Sendable {
     /// SQLite, beside the log's file and `projection`: tables that a thread of their own applies from
     /// the log's events after each commit (`Transaction.projectionLags`), in `<service>.<file>.sqlite`.
     /// For rows that only the log's own events make, one per event (the planner's decisions): the
-    /// loop then writes the log row alone (#30). PostgreSQL has them as plain tables of its migrations.
+    /// loop then writes the log row alone (docs/decisions/0015-planner-decisions-behind-the-log.md).
+    /// PostgreSQL has them as plain tables of its migrations.
     public var behindTheLog: (file: String, projection: Projection)?
     /// PostgreSQL: the service's tables, in migrations of their own (run once each, in order),
     /// in SQL both backends take (`SQLDialect`); nil for a service whose statements are

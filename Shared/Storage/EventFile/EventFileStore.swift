@@ -10,7 +10,7 @@ import Logging
 /// writes the events to the file and hands them to that thread; the file's sync (`CommitSync`) is
 /// what replies and events wait for. A request's read runs on that thread at its point in the log
 /// (`readsBehindTheLog`); any other read waits for the projection to hold every commit (`query`).
-/// No b-tree and no WAL for the log, so no checkpoints either: README "The log as a file".
+/// No b-tree and no WAL for the log, so no checkpoints either (docs/decisions/0001-event-file-log.md).
 ///
 /// A log that `SQLiteStore` kept (`<service>.sqlite`) is copied into the file at the first start,
 /// with its identity, and then removed.
@@ -29,8 +29,8 @@ public final class EventFileStore: Store {
     /// The transaction in progress, so a nested `write` joins it instead of deadlocking.
     private var current: Transaction?
     /// None: a sync writes the sectors its records touch, not a page (`SectorWriter`), so a record
-    /// with a sync of its own stays well under 3 KB, and waiting for others would only delay every
-    /// ack (README "A zeroed tail").
+    /// with a sync of its own stays cheap, and waiting for others would only delay every ack
+    /// (docs/decisions/0003-group-commit-window.md).
     public var groupCommitNanoseconds: UInt64 { 0 }
     public var readsBehindTheLog: ReadsBehindTheLog? { applier }
     /// Nothing to wait for: the log is never rewound.

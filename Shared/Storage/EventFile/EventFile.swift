@@ -5,7 +5,7 @@ import Logging
 /// A service's log as one append-only file (`<service>.events`), for a service whose log is its only
 /// durable state (`StoreLayout.logOnly`): each event is written once, as it was published, and the
 /// file is synced before anything that depends on it leaves (`CommitSync`). No pages, no b-tree, no
-/// checkpoint: README "The log as a file".
+/// checkpoint (docs/decisions/0001-event-file-log.md).
 ///
 /// Layout: a 64-byte header (`LHTLOG1\n`, the log's identity, zeros), then one record per event:
 /// payload length and CRC-32C of the payload (4 bytes each, little-endian), then the payload:
@@ -18,8 +18,8 @@ import Logging
 /// of a write that never completed (the machine stopped before its sync, so nothing in it was
 /// acknowledged), and they are cut off, as SQLite drops WAL frames after the first bad checksum.
 ///
-/// After the records the file holds zeros, written ahead of them a megabyte at a time (README
-/// "A zeroed tail"): an append then lands on blocks the file already has, so its sync writes the
+/// After the records the file holds zeros, written ahead of them a megabyte at a time
+/// (docs/decisions/0002-zeroed-tail-and-o-direct-sectors.md): an append then lands on blocks the file already has, so its sync writes the
 /// data alone, where an append that grows the file also commits ext4's journal (its size, its new
 /// blocks). A read stops at the zeros as at a cut-off record: length 0. A commit's records that
 /// fill less than a page are written around the page cache where the file system allows
@@ -34,10 +34,10 @@ final class EventFile: SyncedFile, @unchecked Sendable {
     static let sparseEvery = 64
     static let headerSize = 64
     /// Seq, topic length.
-    private static let payloadFixed = 10
-    private static let recordHeader = 8
+    static let payloadFixed = 10
+    static let recordHeader = 8
     /// Larger than any record a request can make (`EnvelopeCompression.largestEnvelope`).
-    private static let largestRecord = 16 << 20
+    static let largestRecord = 16 << 20
     /// How far zeros are written ahead of the records; more are written once fewer than half are left.
     static let zeroedAhead = 1 << 20
     private static let page = 4096
@@ -45,11 +45,11 @@ final class EventFile: SyncedFile, @unchecked Sendable {
 
     let path: String
     let identity: RecordID
-    private let descriptor: Int32
+    let descriptor: Int32
     /// Writes the records, where direct I/O is to be had; nil: through `descriptor`.
     private var sectors: SectorWriter?
     /// The offset of record `k × sparseEvery + 1`, by k.
-    private var sparse: [Int] = []
+    private(set) var sparse: [Int] = []
     /// Where the next record goes.
     private(set) var end: Int
     /// The file's size: zeros from `end` to here.
@@ -75,8 +75,12 @@ final class EventFile: SyncedFile, @unchecked Sendable {
             end = Self.headerSize
             fileEnd = end
             let started = Date()
-            openedFromIndex = loadIndex()
-            if !openedFromIndex { try recover(logger) }
+            if let saved = takeSavedIndex() {
+                (sparse, lastSeq, end, fileEnd) = (saved.sparse, saved.count, saved.end, saved.fileEnd)
+                openedFromIndex = true
+            } else {
+                try recover(logger)
+            }
             sectors = SectorWriter(path: path)
             logger.info(openedFromIndex ? "event log opened from the index its last stop saved" : "event log read and checked", metadata: [
                 "file": "\(path)", "events": "\(lastSeq)", "seconds": "\(String(format: "%.3f", Date().timeIntervalSince(started)))"])
@@ -112,9 +116,8 @@ final class EventFile: SyncedFile, @unchecked Sendable {
         let bytes = Self.encode(events)
         if end + bytes.count > fileEnd - Self.zeroedAhead / 2 { zeroAhead(to: end + bytes.count + Self.zeroedAhead) }
         do {
-            // A direct write holds the loop for the device's round trip (about 80 µs here), which
-            // records of a page or more do not earn back: through the page cache they waste less
-            // than the page they end in.
+            // A direct write holds the loop for the device's round trip, which records of a page or
+            // more do not earn back: through the page cache they waste less than the page they end in.
             try bytes.withUnsafeBytes { bytes in
                 if bytes.count < Self.page, let sectors {
                     if try sectors.write(bytes, at: end, file: descriptor) { return }
@@ -201,123 +204,6 @@ final class EventFile: SyncedFile, @unchecked Sendable {
         }
     }
 
-    // MARK: The index a clean stop leaves
-
-    /// `<file>.index`: the offsets a clean stop saved, for the next start only.
-    private var indexPath: String { path + ".index" }
-
-    /// For a clean stop: syncs the file, then saves the offsets kept beside it (synced, under a
-    /// temporary name renamed into place), so the next start need not read the file. Header: magic,
-    /// identity, then the records' count, the file's end and the offsets' CRC-32C (8, 8, 4 bytes).
-    func saveIndex() throws {
-        guard fdatasync(descriptor) == 0 else { throw StorageError("\(path): \(String(cString: strerror(errno)))") }
-        var bytes = Self.indexMagic + Array(identity.description.utf8)
-        let offsetBytes = sparse.map { Int64($0).littleEndian }.withUnsafeBytes { Array($0) }
-        withUnsafeBytes(of: lastSeq.littleEndian) { bytes += $0 }
-        withUnsafeBytes(of: Int64(end).littleEndian) { bytes += $0 }
-        withUnsafeBytes(of: offsetBytes.withUnsafeBytes { CRC32C.checksum($0) }.littleEndian) { bytes += $0 }
-        bytes += [UInt8](repeating: 0, count: Self.headerSize - bytes.count) + offsetBytes
-        try Self.writeWhole(indexPath) { file, temporary in try bytes.withUnsafeBytes { try Self.writeFully(file, $0, at: 0, path: temporary) } }
-    }
-
-    /// Takes the offsets from the index a clean stop saved, if it is this file's as it is now (only
-    /// zeros after its end: an index that came back after a start appended, unlinked but not yet
-    /// synced when the machine stopped, is stale), and removes it: after this start the file
-    /// changes, and the index would no longer describe it.
-    private func loadIndex() -> Bool {
-        guard let index = FileManager.default.contents(atPath: indexPath) else { return false }
-        unlink(indexPath)
-        var size = stat()
-        guard fstat(descriptor, &size) == 0, index.count >= Self.headerSize,
-              Array(index.prefix(Self.indexMagic.count)) == Self.indexMagic,
-              String(decoding: index[Self.indexMagic.count..<Self.indexMagic.count + 36], as: UTF8.self) == identity.description else { return false }
-        return index.withUnsafeBytes { bytes in
-            let count = Int(Int64(littleEndian: bytes.loadUnaligned(fromByteOffset: 44, as: Int64.self)))
-            let indexEnd = Int(Int64(littleEndian: bytes.loadUnaligned(fromByteOffset: 52, as: Int64.self)))
-            let crc = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 60, as: UInt32.self))
-            let offsetBytes = UnsafeRawBufferPointer(rebasing: bytes[Self.headerSize...])
-            let kept = (count + Self.sparseEvery - 1) / Self.sparseEvery
-            guard count >= 0, offsetBytes.count == kept * 8, indexEnd >= Self.headerSize, indexEnd <= Int(size.st_size),
-                  CRC32C.checksum(offsetBytes) == crc, isZero(from: indexEnd, to: Int(size.st_size)) else { return false }
-            sparse = (0..<kept).map { Int(Int64(littleEndian: offsetBytes.loadUnaligned(fromByteOffset: $0 * 8, as: Int64.self))) }
-            lastSeq = Int64(count)
-            end = indexEnd
-            fileEnd = Int(size.st_size)
-            return true
-        }
-    }
-
-    // MARK: Reading and writing
-
-    private static func encode(_ events: [PendingEvent]) -> [UInt8] {
-        let total = events.reduce(0) { $0 + recordHeader + payloadFixed + $1.topic.utf8.count + $1.envelope.count }
-        return [UInt8](unsafeUninitializedCapacity: total) { buffer, count in
-            let bytes = UnsafeMutableRawBufferPointer(buffer)
-            var position = 0
-            for event in events {
-                let topic = event.topic.utf8.count, length = payloadFixed + topic + event.envelope.count
-                let payload = position + recordHeader
-                bytes.storeBytes(of: UInt32(length).littleEndian, toByteOffset: position, as: UInt32.self)
-                bytes.storeBytes(of: event.seq.littleEndian, toByteOffset: payload, as: Int64.self)
-                bytes.storeBytes(of: UInt16(topic).littleEndian, toByteOffset: payload + 8, as: UInt16.self)
-                var topicText = event.topic
-                topicText.withUTF8 { UnsafeMutableRawBufferPointer(rebasing: bytes[(payload + payloadFixed)...]).copyMemory(from: UnsafeRawBufferPointer($0)) }
-                event.envelope.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: bytes[(payload + payloadFixed + topic)...]).copyMemory(from: $0) }
-                let crc = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[payload..<payload + length]))
-                bytes.storeBytes(of: crc.littleEndian, toByteOffset: position + 4, as: UInt32.self)
-                position = payload + length
-            }
-            count = total
-        }
-    }
-
-    /// Reads the records between two offsets in large pieces, and calls `body` with each one's
-    /// payload and offset; stops where it returns false, and at a record cut short or too large.
-    /// Returns the offset after the last whole record it read.
-    @discardableResult
-    private func read(from start: Int, to stop: Int, checked: Bool = false,
-                      _ body: (_ payload: UnsafeRawBufferPointer, _ offset: Int) throws -> Bool) throws -> Int {
-        // Small at first (an `events.since` page is a few hundred KB at most), doubled as a scan goes on.
-        var buffer = [UInt8](repeating: 0, count: min(64 << 10, max(stop - start, Self.recordHeader)))
-        var offset = start
-        while offset < stop {
-            let wanted = min(buffer.count, stop - offset)
-            let got = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, wanted, offset) }
-            guard got > 0 else {
-                if got < 0 { throw StorageError.system(path, "reading the event log", errno: errno) }
-                return offset
-            }
-            var position = 0
-            var goOn = true
-            try buffer.withUnsafeBytes { bytes in
-                while goOn, position + Self.recordHeader <= got {
-                    let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: position, as: UInt32.self)))
-                    guard length >= Self.payloadFixed, length <= Self.largestRecord else { goOn = false; return }
-                    guard position + Self.recordHeader + length <= got else { break }
-                    let payload = UnsafeRawBufferPointer(rebasing: bytes[(position + Self.recordHeader)..<(position + Self.recordHeader + length)])
-                    if checked {
-                        let crc = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: position + 4, as: UInt32.self))
-                        let topicLength = Int(UInt16(littleEndian: payload.loadUnaligned(fromByteOffset: 8, as: UInt16.self)))
-                        guard crc == CRC32C.checksum(payload), Self.payloadFixed + topicLength <= length else { goOn = false; return }
-                    }
-                    goOn = try body(payload, offset + position)
-                    if goOn { position += Self.recordHeader + length }
-                }
-            }
-            if !goOn { return offset + position }
-            if position == 0 {
-                // One record larger than the buffer: read it whole, or it is cut short.
-                let length = buffer.withUnsafeBytes { Int(UInt32(littleEndian: $0.loadUnaligned(as: UInt32.self))) }
-                guard Self.recordHeader + length <= stop - offset, buffer.count < Self.recordHeader + length else { return offset }
-                buffer = [UInt8](repeating: 0, count: Self.recordHeader + length)
-                continue
-            }
-            offset += position
-            if buffer.count < 1 << 20 { buffer = [UInt8](repeating: 0, count: min(buffer.count * 2, 1 << 20)) }
-        }
-        return offset
-    }
-
     /// Reads every record, checking each, and cuts off an incomplete tail (see the type's comment);
     /// zeros alone after the last record are the tail written ahead, and stay.
     private func recover(_ logger: Logger) throws {
@@ -343,7 +229,7 @@ final class EventFile: SyncedFile, @unchecked Sendable {
     /// Whether the file holds only zeros from `start` to `stop`. The pages read are dropped again:
     /// read ahead, the kernel may cache them as large folios, which appends should not land in
     /// (`zeroAhead`).
-    private func isZero(from start: Int, to stop: Int) -> Bool {
+    func isZero(from start: Int, to stop: Int) -> Bool {
         defer { _ = posix_fadvise(descriptor, off_t(start), off_t(stop - start), POSIX_FADV_DONTNEED) }
         var buffer = [UInt8](repeating: 0, count: min(max(stop - start, 0), 64 << 10))
         var offset = start
@@ -353,37 +239,5 @@ final class EventFile: SyncedFile, @unchecked Sendable {
             offset += got
         }
         return true
-    }
-
-    private static func writeFully(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int, path: String) throws {
-        var written = 0
-        while written < bytes.count {
-            let result = pwrite(descriptor, bytes.baseAddress! + written, bytes.count - written, offset + written)
-            let code = errno
-            if result < 0 && code == EINTR { continue }
-            guard result > 0 else { throw StorageError.system(path, "writing the event log", errno: result < 0 ? code : ENOSPC) }
-            written += result
-        }
-    }
-
-    /// Writes a private file at `path` whole or not at all: under a temporary name, synced, renamed
-    /// into place, the directory synced (a renamed file's entry is on disk only then).
-    private static func writeWhole(_ path: String, _ write: (_ descriptor: Int32, _ temporary: String) throws -> Void) throws {
-        let temporary = path + ".new"
-        unlink(temporary)
-        try DataDirectory.createPrivateFile(temporary)
-        let descriptor = open(temporary, O_WRONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw StorageError("\(temporary): \(String(cString: strerror(errno)))") }
-        defer { close(descriptor) }
-        try write(descriptor, temporary)
-        guard fsync(descriptor) == 0, rename(temporary, path) == 0 else { throw StorageError("\(path): \(String(cString: strerror(errno)))") }
-        try syncDirectory(of: path)
-    }
-
-    private static func syncDirectory(of path: String) throws {
-        let directory = open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard directory >= 0 else { throw StorageError("\(path): \(String(cString: strerror(errno)))") }
-        defer { close(directory) }
-        guard fsync(directory) == 0 else { throw StorageError("\(path): syncing its directory: \(String(cString: strerror(errno)))") }
     }
 }

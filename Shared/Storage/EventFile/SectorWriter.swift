@@ -1,11 +1,10 @@
 import Foundation
 
 /// Writes an append-only file's new bytes around the page cache (`O_DIRECT`), in whole 512-byte
-/// sectors: README "A zeroed tail".
+/// sectors (docs/decisions/0002-zeroed-tail-and-o-direct-sectors.md).
 ///
-/// Written through the page cache, every sync writes back the whole 4 KB page the new bytes fell
-/// in, and the kernel counts each page dirtied again as 4 KB written: at 1,000 records a second, two
-/// records to a sync, the session logger's loop wrote 1.9 KB a record for records of 617 bytes. A
+/// Written through the page cache, every sync writes back the whole page the new bytes fell in, and
+/// the kernel counts each page dirtied again as a whole page written, for records far smaller. A
 /// direct write sends the sectors the bytes touch, the last one padded with zeros: the zeros the
 /// file holds after its end anyway (`EventFile.zeroAhead`). The sector the write starts in is
 /// rewritten whole, from the bytes of it kept since the last write. The data is with the device

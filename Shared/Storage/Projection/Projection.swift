@@ -47,9 +47,9 @@ public struct Projection: Sendable {
 /// file that was open when the machine went down is rebuilt from the log.
 final class ProjectionFile: Sendable {
     static let schema = "projection"
-    /// The kernel writes back, and `/proc/<pid>/io` counts, whole 4 KB memory pages. The log's small
-    /// pages keep its WAL frames small; here a 1 KB page changed in a b-tree leaf (an index by user, by
-    /// random id) cost the 4 KB page it lies in, so pages match the kernel's.
+    /// The kernel writes back whole memory pages. The log's small pages keep its WAL frames small;
+    /// here a small page changed in a b-tree leaf cost the memory page it lies in, so pages match the
+    /// kernel's (docs/decisions/0012-unsynced-projection-files.md).
     static let pageSize = 4096
     let path: String
     private let projection: Projection

@@ -2,9 +2,8 @@ import CZstd
 import Foundation
 
 /// How SQLite's log stores an event's envelope: as a zstd frame compressed against a dictionary of
-/// the envelopes' own shape (README "Compressed envelopes"). A 410-byte `session.logged` becomes
-/// about 170 bytes, so a 1 KB page holds four log rows instead of two, and a commit writes fewer
-/// pages to the WAL and its checkpoint fewer back. What is published and what `events.since`
+/// the envelopes' own shape (docs/decisions/0006-zstd-envelope-dictionary.md): a page holds more log
+/// rows, so a commit writes fewer pages to the WAL and its checkpoint fewer back. What is published and what `events.since`
 /// returns are the envelopes as they were made, byte for byte.
 ///
 /// A stored envelope is either JSON (its first byte `{`: rows from before, and what PostgreSQL
@@ -12,8 +11,8 @@ import Foundation
 /// frames of either dictionary (`Dictionary`). One per store: zstd's contexts belong to one
 /// thread, as the store does.
 final class EnvelopeCompression {
-    /// zstd's level -1: about 2.3 µs to compress an envelope and 0.5 µs to expand it on this box;
-    /// level 1 saves another 15 % of the bytes for twice the time and four times the reading.
+    /// zstd's level -1: level 1 saves a few more bytes for twice the time and four times the reading
+    /// (decision 0006).
     static let level: Int32 = -1
     /// Larger than any envelope a request can make (PROTOCOL: requests up to 1 MiB): a frame that
     /// claims more is damaged, and is not given the memory it asks for.
@@ -163,7 +162,7 @@ final class EnvelopeCompression {
     /// Frames written before name none: they were made against `content` alone, and read back
     /// with it. Without tables, zstd built its three sequence codes' tables afresh for every
     /// envelope (a tiny block gets the predefined ones, each rebuilt): with them, a frame reuses
-    /// the dictionary's (README "Compressed envelopes"). Every stored frame depends on these bytes:
+    /// the dictionary's. Every stored frame depends on these bytes:
     /// they never change; a better dictionary would need an id of its own.
     final class Dictionary: @unchecked Sendable {
         static let shared = Dictionary()
@@ -188,8 +187,7 @@ final class EnvelopeCompression {
         /// Made once with libzstd's `ZDICT_finalizeDictionary` over `content` (dictionary id `id`,
         /// level −1) from 3,000 envelopes of the seven types below, with random ids, users, times
         /// and values, most of them `session.logged` and the planner's decisions. Tables made from
-        /// other samples would do as well (they only need to be fixed); these made frames 4 %
-        /// smaller than no tables did.
+        /// other samples would do as well (they only need to be fixed); what they save: decision 0006.
         static let entropyTables = Data(base64Encoded: """
             N6Qw7EhMAAAmENCSpAP//////4PazmZttj/74mcppWQ+7ncgpUwypZQSTUhWVU/zAgAAAIOHpTaSdQAABODADZERHQiECZqR0aexIAqCKIxlIBJHgGEG\
             kcgATIkAAAAAZPGBODQeEI6BcCAMCMTAQBAAAPQAAAAAAQAAAAQAAAAIAAAA
