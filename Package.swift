@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Layering, bottom up: libzmq (system library) → ZeroMQ (safe wrapper) → LHTSchema (wire values)
+// Layering, bottom up: libzmq (system library) → ZeroMQ (safe wrapper) → ZoneRules (tzdata) → LHTSchema (wire values)
 // → Storage (the log and tables) → ServiceHost (flags, api loop) → one library per service → one thin executable each.
 // Pure decision modules (ReminderPlanning, StreakRules, NotificationRendering) know no sockets or files.
 let package = Package(
@@ -46,7 +46,9 @@ let package = Package(
             providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CPrefetch", path: "Shared/CPrefetch"),
         .systemLibrary(name: "CCRC32C", path: "Shared/CCRC32C"),
-        .target(name: "LHTSchema", path: "Shared/Schema", exclude: ["PROTOCOL.md", "SEMANTICS.md", "README.md"]),
+        // Zone rules from the system's tzdata (TZif files, their POSIX footers, the watch for updates).
+        .target(name: "ZoneRules", dependencies: [.product(name: "Logging", package: "swift-log")], path: "Shared/ZoneRules", exclude: ["README.md"]),
+        .target(name: "LHTSchema", dependencies: ["ZoneRules"], path: "Shared/Schema", exclude: ["PROTOCOL.md", "SEMANTICS.md", "README.md"]),
         .target(name: "LHTClient", dependencies: ["ZeroMQ", "LHTSchema"], path: "Shared/Client", exclude: ["README.md"]),
         // Child processes by posix_spawn and waitpid, for `lht subscribe --exec` and the tests.
         .target(name: "Spawn", path: "Shared/Spawn", exclude: ["README.md"]),
@@ -85,7 +87,7 @@ let package = Package(
             path: "Shared/ServiceHost", exclude: ["README.md"]),
 
         // Pure decision cores.
-        .target(name: "ReminderPlanning", dependencies: ["LHTSchema"], path: "Services/ReminderPlanner/Planning"),
+        .target(name: "ReminderPlanning", dependencies: ["LHTSchema", "ZoneRules"], path: "Services/ReminderPlanner/Planning"),
         .target(name: "StreakRules", dependencies: ["LHTSchema"], path: "Services/NoAlcStreak/Rules"),
         .target(name: "NotificationRendering", dependencies: ["LHTSchema"], path: "Services/Notifier/Rendering"),
 
@@ -135,13 +137,14 @@ let package = Package(
 
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "SpawnTests", dependencies: ["Spawn", "TestSupport"]),
-        .testTarget(name: "LHTSchemaTests", dependencies: ["LHTSchema", "TestSupport"], exclude: ["Reference"]),
+        .testTarget(name: "ZoneRulesTests", dependencies: ["ZoneRules", "LHTSchema", "TestSupport"], exclude: ["Reference"]),
+        .testTarget(name: "LHTSchemaTests", dependencies: ["LHTSchema", "ZoneRules", "TestSupport"]),
         .testTarget(name: "LHTSecurityTests", dependencies: ["LHTSecurity", "ZeroMQ", "LHTSchema", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "CZstd", "LHTSchema", "ZeroMQ", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         // Starts a real PostgreSQL server of its own (deploy/install-prerequisites --postgres).
         .testTarget(name: "PostgresStorageTests", dependencies: ["PostgresStorage", "TestSupport"]),
         .testTarget(name: "ServiceHostTests", dependencies: ["ServiceHost", "Storage", "LHTSchema", "LHTClient", "ZeroMQ", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "ReminderPlanningTests", dependencies: ["ReminderPlanning", "LHTSchema"]),
+        .testTarget(name: "ReminderPlanningTests", dependencies: ["ReminderPlanning", "LHTSchema", "ZoneRules"]),
         .testTarget(name: "StreakRulesTests", dependencies: ["StreakRules", "LHTSchema", "TestSupport"]),
         .testTarget(name: "NotificationRenderingTests", dependencies: ["NotificationRendering", "LHTSchema"]),
         // Every service library in-process, over real sockets, with typed calls (LHTClient and the catalog).

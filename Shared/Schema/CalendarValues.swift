@@ -1,9 +1,10 @@
 import Foundation
+import ZoneRules
 
 /// A calendar day with no zone attached (`YYYY-MM-DD`), counted by days since 1970-01-01.
 ///
-/// Day arithmetic is integer arithmetic (Howard Hinnant's civil-from-days), so it never
-/// goes through a `Calendar` and cannot be off by a DST hour.
+/// Day arithmetic is `CivilCalendar`'s integer arithmetic, so it never goes through a `Calendar`
+/// and cannot be off by a DST hour.
 public struct LocalDay: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// Days since 1970-01-01 (negative before it).
     public let ordinal: Int
@@ -13,13 +14,7 @@ public struct LocalDay: Hashable, Comparable, Sendable, CustomStringConvertible 
     public init?(year: Int, month: Int, day: Int) {
         guard (1...9999).contains(year), (1...12).contains(month),
               (1...LocalDay.daysIn(month: month, year: year)).contains(day) else { return nil }
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let monthIndex = month > 2 ? month - 3 : month + 9
-        let dayOfYear = (153 * monthIndex + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        ordinal = era * 146_097 + dayOfEra - 719_468
+        ordinal = CivilCalendar.days(year: year, month: month, day: day)
     }
 
     /// Parses exactly `YYYY-MM-DD`.
@@ -38,17 +33,7 @@ public struct LocalDay: Hashable, Comparable, Sendable, CustomStringConvertible 
         return LocalDay(year: year, month: month, day: day)
     }
 
-    public var components: (year: Int, month: Int, day: Int) {
-        let z = ordinal + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
-        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
-    }
+    public var components: (year: Int, month: Int, day: Int) { CivilCalendar.date(days: ordinal) }
 
     public var weekday: Weekday {
         // 1970-01-01 was a Thursday.
@@ -92,13 +77,7 @@ public struct LocalDay: Hashable, Comparable, Sendable, CustomStringConvertible 
 
     public static func < (lhs: LocalDay, rhs: LocalDay) -> Bool { lhs.ordinal < rhs.ordinal }
 
-    static func daysIn(month: Int, year: Int) -> Int {
-        switch month {
-        case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
-        case 4, 6, 9, 11: return 30
-        default: return 31
-        }
-    }
+    static func daysIn(month: Int, year: Int) -> Int { CivilCalendar.daysIn(month: month, year: year) }
 }
 
 /// A wall-clock time of day, `HH:mm` on a 24-hour clock.

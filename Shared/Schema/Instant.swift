@@ -1,4 +1,5 @@
 import Foundation
+import ZoneRules
 
 /// A point in time on the wire: RFC 3339 with `Z` or an offset, fractional seconds optional.
 ///

@@ -1,6 +1,7 @@
 import Foundation
 import LHTSchema
 import ReminderPlanning
+import ZoneRules
 
 /// `bench zones [--quick] [--rounds 5]`
 ///

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TestSupport
 @testable import LHTSchema
+import ZoneRules
 
 // PROTOCOL.md "Value formats": local day, local time, weekday, instant, time zone, userId, ids.
 

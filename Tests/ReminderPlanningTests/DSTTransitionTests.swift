@@ -2,6 +2,7 @@ import Foundation
 import LHTSchema
 import Testing
 @testable import ReminderPlanning
+import ZoneRules
 
 /// Every UTC-offset transition from 2020 through 2030 in zones with DST (both hemispheres, 30- and
 /// 120-minute shifts, Ramadan's negative DST, midnight transitions, zones that abolished DST).

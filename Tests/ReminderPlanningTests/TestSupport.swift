@@ -1,6 +1,7 @@
 import Foundation
 import LHTSchema
 @testable import ReminderPlanning
+import ZoneRules
 
 /// The zone's rules from the system's tzdata.
 func zone(_ identifier: String) -> ZoneRules {

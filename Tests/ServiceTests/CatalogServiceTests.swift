@@ -2,6 +2,7 @@ import Foundation
 import LHTSchema
 import Testing
 import TestSupport
+import ZoneRules
 
 /// Every service serves exactly the catalog's ops for it: every op `Ops.served(by:)` names is
 /// registered, and nothing else is.

@@ -8,6 +8,7 @@ import ServiceHost
 import Storage
 import StreakRules
 import ZeroMQ
+import ZoneRules
 
 /// `noalc-streak` flags (PROTOCOL.md "Running the services").
 public struct NoAlcStreakOptions: ServiceArguments {

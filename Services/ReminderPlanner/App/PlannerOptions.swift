@@ -3,6 +3,7 @@ import Foundation
 import LHTClient
 import LHTSchema
 import ServiceHost
+import ZoneRules
 
 /// `reminder-planner` flags (PROTOCOL.md "Running the services").
 public struct PlannerOptions: ServiceArguments {

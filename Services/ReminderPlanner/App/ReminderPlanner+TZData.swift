@@ -3,6 +3,7 @@ import LHTSchema
 import ReminderPlanning
 import ServiceHost
 import Storage
+import ZoneRules
 
 // A tzdata update while running (PROTOCOL.md "Zone rules (tzdata)"). Every computation asks the
 // zone's current rules, so requests follow new ones at once; what was planned ahead with the old

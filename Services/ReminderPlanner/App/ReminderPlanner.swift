@@ -5,6 +5,7 @@ import ReminderPlanning
 import ServiceHost
 import Storage
 import ZeroMQ
+import ZoneRules
 
 /// Keeps reminders, computes their occurrences in each user's zone, announces cancellations as
 /// soon as activity covers an occurrence, and decides every occurrence exactly once at its instant.

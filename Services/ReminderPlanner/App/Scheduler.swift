@@ -1,6 +1,7 @@
 import CPrefetch
 import LHTSchema
 import ReminderPlanning
+import ZoneRules
 
 /// The next undecided occurrence of every enabled reminder, in a queue by instant (`MinuteQueue`), so
 /// the planner wakes exactly at the next decision instead of scanning all reminders.

@@ -1,5 +1,6 @@
 import Foundation
 import LHTSchema
+import ZoneRules
 
 /// One occurrence of a reminder rule (SEMANTICS §1).
 ///

@@ -1,4 +1,5 @@
 import LHTSchema
+import ZoneRules
 
 /// Where `OccurrenceCalendar` gets a zone's UTC offsets from.
 public protocol UTCOffsets {

@@ -24,7 +24,7 @@ public final class ZoneRules: Sendable, Equatable {
         var generated: [(utc: Int64, offset: Int64)] = []
         if let footer {
             let lastUTC = transitions.last?.utc ?? .min
-            let fromYear = transitions.last.map { LocalDay(ordinal: Int(floorDivide($0.utc, 86_400))).components.year } ?? 1900
+            let fromYear = transitions.last.map { CivilCalendar.date(days: Int(floorDivide($0.utc, 86_400))).year } ?? 1900
             generated = footer.transitions(in: max(1900, fromYear)...Self.tableEndYear).filter { $0.utc > lastUTC }
         }
         // Entries that change nothing are left out: the table lists changes of the offset only.
@@ -37,7 +37,7 @@ public final class ZoneRules: Sendable, Equatable {
         self.offsets = offsets
         self.initialOffset = initialOffset
         self.footer = footer
-        tableEnd = footer == nil ? .max : Int64(LocalDay(year: Self.tableEndYear + 1, month: 1, day: 1)!.ordinal) * 86_400
+        tableEnd = footer == nil ? .max : Int64(CivilCalendar.days(year: Self.tableEndYear + 1, month: 1, day: 1)) * 86_400
     }
 
     /// The offset (seconds east of UTC) in force at `utcSeconds`.

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 import TestSupport
-@testable import LHTSchema
+@testable import ZoneRules
+import LHTSchema
 
 private func rules(_ name: String) throws -> ZoneRules { try #require(TZData.system.rules(name), "\(name) missing from the tzdata") }
 private func at(_ text: String) -> Int64 { Instant(rfc3339: text)!.secondsSince1970 }

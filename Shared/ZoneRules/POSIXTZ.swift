@@ -34,20 +34,19 @@ public struct POSIXTZ: Hashable, Sendable {
         }
 
         private func dayOrdinal(in year: Int) -> Int {
-            let january1 = LocalDay(year: year, month: 1, day: 1)!.ordinal
+            let january1 = CivilCalendar.days(year: year, month: 1, day: 1)
             switch day {
             case .julianNoLeap(let n):
-                let leap = LocalDay.daysIn(month: 2, year: year) == 29
+                let leap = CivilCalendar.daysIn(month: 2, year: year) == 29
                 return january1 + n - 1 + (leap && n >= 60 ? 1 : 0)
             case .zeroBased(let n):
                 return january1 + n
             case let .monthWeekDay(month, week, weekday):
-                let first = LocalDay(year: year, month: month, day: 1)!
-                // LocalDay.weekday counts Monday as 0; POSIX counts Sunday as 0.
-                let firstWeekday = (first.weekday.index + 1) % 7
+                let first = CivilCalendar.days(year: year, month: month, day: 1)
+                let firstWeekday = CivilCalendar.sundayBasedWeekday(days: first)
                 var dayOfMonth = 1 + (weekday - firstWeekday + 7) % 7 + (week - 1) * 7
-                while dayOfMonth > LocalDay.daysIn(month: month, year: year) { dayOfMonth -= 7 }
-                return first.ordinal + dayOfMonth - 1
+                while dayOfMonth > CivilCalendar.daysIn(month: month, year: year) { dayOfMonth -= 7 }
+                return first + dayOfMonth - 1
             }
         }
     }
@@ -55,7 +54,7 @@ public struct POSIXTZ: Hashable, Sendable {
     /// The offset in force at `utcSeconds`.
     public func offset(at utcSeconds: Int64) -> Int64 {
         guard daylight != nil else { return standardOffset }
-        let year = LocalDay(ordinal: Int(floorDivide(utcSeconds, 86_400))).components.year
+        let year = CivilCalendar.date(days: Int(floorDivide(utcSeconds, 86_400))).year
         var result = standardOffset
         // The year before can still be in force on January 1st, and the next one's first change can
         // come before it in UTC (a rule at 00:00 local east of Greenwich).
@@ -71,7 +70,7 @@ public struct POSIXTZ: Hashable, Sendable {
         for year in years where (1...9999).contains(year) {
             let start = daylight.start.localSeconds(in: year) - standardOffset
             let end = daylight.end.localSeconds(in: year) - daylight.offset
-            let yearLength = Int64(LocalDay(year: year, month: 12, day: 31)!.ordinal - LocalDay(year: year, month: 1, day: 1)!.ordinal + 1) * 86_400
+            let yearLength = Int64(CivilCalendar.days(year: year + 1, month: 1, day: 1) - CivilCalendar.days(year: year, month: 1, day: 1)) * 86_400
             // Daylight time all year (`0/0,J365/25`): the end meets the next year's start.
             if end - start >= yearLength {
                 result.append((start, daylight.offset))
@@ -177,7 +176,3 @@ extension POSIXTZ {
         }
     }
 }
-
-/// Division rounded towards minus infinity: the day of an instant before 1970 is the one before.
-@inline(__always)
-public func floorDivide(_ a: Int64, _ b: Int64) -> Int64 { a >= 0 ? a / b : (a - b + 1) / b }

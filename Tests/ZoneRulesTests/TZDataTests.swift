@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 import TestSupport
-@testable import LHTSchema
+@testable import ZoneRules
+import LHTSchema
 
 /// A private tzdata directory: zones are read on first use, and `refresh` notices a zone file
 /// replaced, rewritten, removed or broken, and a new `tzdata.zi` version.

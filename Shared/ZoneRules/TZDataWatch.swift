@@ -1,5 +1,4 @@
 import Foundation
-import LHTSchema
 import Logging
 
 /// Looks at the system's tzdata (`TZData.refresh`: a `stat` of `tzdata.zi` and of each zone file

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 import TestSupport
-@testable import LHTSchema
+@testable import ZoneRules
+import LHTSchema
 
 /// `ZoneRules` reads every zone of the system's tzdata as `zdump -v` and Python's `zoneinfo` do:
 /// the offsets on both sides of every change from 1970 through 2037 (the TZif tables), and in 2100
