@@ -1,9 +1,11 @@
-// A small synchronous wrapper of libpq: one connection, owned by one thread (README "Storage past
-// one machine": the loop thread will own it as it owns its ZeroMQ sockets). Statements are sent
-// with numbered parameters ($1...$n) and their rows come back as text, as psql shows them.
-// Pipeline mode is left for later: this piece is about the log row's correctness.
+// A small synchronous wrapper of libpq: one connection, owned by one thread (the service's loop
+// thread owns it as it owns its ZeroMQ sockets). Statements are sent with numbered parameters
+// ($1...$n) and their rows come back as text, as psql shows them. Statements whose result nobody
+// reads wait in libpq's pipeline (`enqueue`, PostgresPipeline.swift) and go out with the next one
+// whose result is needed (docs/decisions/0023-libpq-pipeline-for-unread-statements.md).
 import CLibPQ
 import Glibc
+import Synchronization
 
 /// Why a call failed, as one line (libpq's own messages span several; a log line or a start-up
 /// error should not).
@@ -72,7 +74,19 @@ public struct PostgresRow: Sendable {
 
 /// One connection to PostgreSQL. Not Sendable: the thread that opened it uses it and closes it.
 public final class PostgresConnection {
-    private var connection: OpaquePointer?
+    var connection: OpaquePointer?
+    /// Whether `enqueue` keeps statements for the next round trip (libpq's pipeline mode) or runs
+    /// each at once.
+    public var pipelines = true
+    /// Statements sent in pipeline mode whose results are not read yet.
+    var queued = 0
+    /// How many times this connection waited for the server: a statement run alone, or a pipeline
+    /// of queued statements read back.
+    public internal(set) var roundTrips = 0 {
+        didSet { Self.roundTripsInProcess.add(roundTrips - oldValue, ordering: .relaxed) }
+    }
+    /// `roundTrips` of every connection of this process, for a benchmark's profile.
+    public static let roundTripsInProcess = Atomic<Int>(0)
 
     /// Connects with a URL as libpq reads it (`postgresql://user[:password]@host[:port]/dbname[?...]`;
     /// the `PG*` variables and `~/.pgpass` apply). Blocks until connected or failed.
@@ -138,36 +152,22 @@ public final class PostgresConnection {
         try run(sql, parameters) { result in Int(String(cString: PQcmdTuples(result))) ?? 0 }
     }
 
-    /// Sends `sql` with `parameters` and gives the successful result to `read`.
+    /// Sends `sql` with `parameters` and gives the successful result to `read`. Statements queued
+    /// before go out with it, in one round trip; if one of them failed, its error is thrown and
+    /// this statement did not run (the server skips the rest of a pipeline after an error). A
+    /// ROLLBACK is never skipped so: the queue is read back first, its errors are what it undoes.
     private func run<T>(_ sql: String, _ parameters: [PostgresValue], _ read: (OpaquePointer?) -> T) throws(PostgresError) -> T {
         guard let connection else { throw PostgresError(.connection, "PostgreSQL connection is closed") }
-        // libpq wants C arrays of values, lengths and formats; the copies live until the call returns.
-        var values: [UnsafeMutablePointer<CChar>?] = []
-        var lengths: [Int32] = []
-        var formats: [Int32] = []
-        defer { values.forEach { free($0) } }
-        for parameter in parameters {
-            switch parameter {
-            case .text(let text):
-                values.append(strdup(text))
-                lengths.append(0)
-                formats.append(0)
-            case .bytes(let bytes):
-                let copy = malloc(max(bytes.count, 1))!
-                bytes.withUnsafeBytes { if let base = $0.baseAddress { memcpy(copy, base, $0.count) } }
-                values.append(copy.assumingMemoryBound(to: CChar.self))
-                lengths.append(Int32(bytes.count))
-                formats.append(1)
-            case .null:
-                values.append(nil)
-                lengths.append(0)
-                formats.append(0)
+        if queued > 0, sql.hasPrefix("ROLLBACK") { try flushIgnoringStatementErrors() }
+        let result: OpaquePointer?
+        if queued > 0 {
+            try send(sql, parameters)
+            result = try sync(keepingLast: true)
+        } else {
+            result = withParameters(parameters) { count, values, lengths, formats in
+                PQexecParams(connection, sql, count, nil, values, lengths, formats, 0)
             }
-        }
-        let result = values.withUnsafeBufferPointer { values in
-            values.withMemoryRebound(to: UnsafePointer<CChar>?.self) { values in
-                PQexecParams(connection, sql, Int32(parameters.count), nil, values.baseAddress, lengths, formats, 0)
-            }
+            roundTrips += 1
         }
         defer { PQclear(result) }
         switch PQresultStatus(result) {
@@ -180,7 +180,7 @@ public final class PostgresConnection {
     }
 
     /// What went wrong with `result`: the server's message and SQLSTATE, or a lost connection.
-    private func error(_ result: OpaquePointer?) -> PostgresError {
+    func error(_ result: OpaquePointer?) -> PostgresError {
         if PQstatus(connection) != CONNECTION_OK {
             // A terminated backend sends FATAL and closes: whatever it said, the connection is gone.
             return PostgresError(.connection, "PostgreSQL connection lost: \(oneLine(String(cString: PQerrorMessage(connection))))")
@@ -196,9 +196,13 @@ public final class PostgresConnection {
     /// A statement of the open transaction failed: it can only be rolled back.
     var inFailedTransaction: Bool { connection.map { PQtransactionStatus($0) == PQTRANS_INERROR } ?? false }
 
-    /// BEGIN: the statements until `commit()` or `rollback()` are one transaction.
+    /// A transaction is open (failed or not), as of the last result read.
+    var inTransaction: Bool { connection.map { [PQTRANS_INTRANS, PQTRANS_INERROR].contains(PQtransactionStatus($0)) } ?? false }
+
+    /// BEGIN: the statements until `commit()` or `rollback()` are one transaction. Queued: it goes
+    /// out with the transaction's first statement.
     public func begin() throws(PostgresError) -> PostgresTransaction {
-        try execute("BEGIN")
+        try enqueue("BEGIN")
         return PostgresTransaction(connection: self)
     }
 
@@ -236,15 +240,29 @@ public struct PostgresTransaction {
         try connection.execute(sql, parameters)
     }
 
+    /// As `execute`, for a statement whose result nobody reads: it may wait in the pipeline for
+    /// the next statement whose result is needed, or the commit (`PostgresConnection.enqueue`).
+    public func enqueue(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) {
+        try connection.enqueue(sql, parameters)
+    }
+
     /// Returns once the server has committed (and, with `synchronous_commit = on`, flushed the WAL).
+    /// The statements queued go out with the COMMIT; if one of them failed, its error is thrown and
+    /// the transaction is rolled back.
     public func commit() throws(PostgresError) {
         // COMMIT of a transaction in which a statement failed answers "ROLLBACK", not an error: a
         // caller who committed must hear that nothing was.
-        if connection.inFailedTransaction {
+        if connection.queued == 0, connection.inFailedTransaction {
             try rollback()
             throw PostgresError(.statement(sqlState: "25P02"), "PostgreSQL: not committed: a statement of the transaction had failed")
         }
-        try connection.execute("COMMIT")
+        do {
+            try connection.execute("COMMIT")
+        } catch {
+            // A queued statement failed, so the server skipped the COMMIT: the transaction is still open.
+            if error.kind != .connection, connection.inTransaction { try? rollback() }
+            throw error
+        }
     }
 
     public func rollback() throws(PostgresError) { try connection.execute("ROLLBACK") }

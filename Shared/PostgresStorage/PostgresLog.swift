@@ -106,9 +106,10 @@ public struct PostgresLog: Sendable {
     /// The statement that stores one record (seq, topic, envelope) under the lock.
     public var insertStatement: String { "INSERT INTO \(schema).log (seq, topic, envelope) VALUES ($1, $2, $3)" }
 
-    /// Moves the log row to `lastSeq`, the newest seq the locked batch stored.
+    /// Moves the log row to `lastSeq`, the newest seq the locked batch stored. Queued, to go out
+    /// with the COMMIT.
     public func advance(to lastSeq: Int64, in transaction: PostgresTransaction) throws(PostgresError) {
-        try transaction.execute("UPDATE \(schema).log_head SET last_seq = $2 WHERE service = $1", [.text(service), .int(lastSeq)])
+        try transaction.enqueue("UPDATE \(schema).log_head SET last_seq = $2 WHERE service = $1", [.text(service), .int(lastSeq)])
     }
 
     private static func missingRow(_ service: String, _ schema: String) -> PostgresError {
@@ -116,7 +117,7 @@ public struct PostgresLog: Sendable {
     }
 
     /// Appends `records` in the caller's transaction and returns their seqs: the lock, the rows,
-    /// the row moved. They become visible, all at once and after every earlier seq, when that
+    /// the row moved (the rows and the move queued, to go out with the next statement read or the COMMIT). They become visible, all at once and after every earlier seq, when that
     /// transaction commits; if it rolls back or its connection dies, the seqs are handed out
     /// again. Nil for no records: nothing is locked.
     @discardableResult
@@ -124,7 +125,7 @@ public struct PostgresLog: Sendable {
         guard !records.isEmpty else { return nil }
         let first = try lock(in: transaction) + 1
         for (offset, record) in records.enumerated() {
-            try transaction.execute(insertStatement, [.int(first + Int64(offset)), .text(record.topic), .bytes(record.envelope)])
+            try transaction.enqueue(insertStatement, [.int(first + Int64(offset)), .text(record.topic), .bytes(record.envelope)])
         }
         let last = first + Int64(records.count) - 1
         try advance(to: last, in: transaction)

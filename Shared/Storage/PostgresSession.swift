@@ -1,3 +1,4 @@
+import Foundation
 import PostgresStorage
 
 /// How a `PostgresStore` sets up its session: its tables without their schema, COMMIT returning
@@ -27,6 +28,8 @@ extension PostgresStore {
     /// store that holds leases or not (`limit`); nil: none yet (migrations at start).
     static func connect(_ url: String, schema: String, partitioned: Bool?) throws -> PostgresConnection {
         let connection = try PostgresConnection(url: url)
+        // Off only to measure what the pipeline saves (`bench planner --postgres`).
+        connection.pipelines = ProcessInfo.processInfo.environment["LHT_POSTGRES_PIPELINE"] != "off"
         try connection.execute("SET synchronous_commit = on")
         // The server drops this session within about 11 s of its client going silent (a host cut
         // off), and with it the log row's lock it may hold mid-batch, which every instance waits on.

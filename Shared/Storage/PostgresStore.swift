@@ -151,6 +151,9 @@ public final class PostgresStore: Store {
     /// while it has none.
     public var backendPID: Int32? { connection?.connection.backendPID }
 
+    /// The round trips to the server of the store's connection now (`PostgresConnection.roundTrips`).
+    public var roundTrips: Int { connection?.connection.roundTrips ?? 0 }
+
     public func close() {
         reconnect.close()
         connection?.connection.close()

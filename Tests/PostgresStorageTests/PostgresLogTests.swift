@@ -6,7 +6,7 @@ import Synchronization
 import Testing
 import TestSupport
 
-/// The log row (README "Storage past one machine"): against a real PostgreSQL, seqs are 1...N
+/// The log row (docs/storage.md, "The PostgreSQL backend"): against a real PostgreSQL, seqs are 1...N
 /// without gaps or duplicates and in commit order, whatever writers race, roll back or die.
 /// Serialized: each test starts a server of its own, and a 2-core box runs one at a time better.
 @Suite(.serialized) struct PostgresLogTests {

@@ -21,6 +21,10 @@ public protocol StoreConnection: AnyObject {
     var dialect: SQLDialect { get }
     /// Runs `sql`, which returns no rows, and returns how many rows it changed.
     @discardableResult func execute(_ sql: String, _ arguments: [SQLValue]) throws -> Int
+    /// As `execute`, for a statement whose count nobody reads: a backend may send it later, with
+    /// the next statement whose result is read or the commit (PostgreSQL's pipeline), and its
+    /// error then fails that later call, in the same transaction.
+    func executeLater(_ sql: String, _ arguments: [SQLValue]) throws
     /// Runs `sql` and gives `body` each row, valid only inside it. Not generic: a generic requirement
     /// is called unspecialized through the protocol, and asked the runtime for its element type's
     /// metadata at each query (a twentieth of the planner's deciding loop, in its coverage query).
@@ -28,6 +32,8 @@ public protocol StoreConnection: AnyObject {
 }
 
 extension StoreConnection {
+    public func executeLater(_ sql: String, _ arguments: [SQLValue]) throws { try execute(sql, arguments) }
+
     /// Runs `sql` and returns what `read` makes of each row (nil rows are skipped). Inlinable, so
     /// that each caller's `Element` is specialized.
     @inlinable
@@ -180,6 +186,10 @@ public final class PostgresStoreConnection: StoreConnection {
     @discardableResult
     public func execute(_ sql: String, _ arguments: [SQLValue]) throws -> Int {
         try connection.command(postgresText(sql), arguments.map(Self.value))
+    }
+
+    public func executeLater(_ sql: String, _ arguments: [SQLValue]) throws {
+        try connection.enqueue(postgresText(sql), arguments.map(Self.value))
     }
 
     public func forEachRow(_ sql: String, _ arguments: [SQLValue], _ body: (SQLRow) throws -> Void) throws {

@@ -129,7 +129,7 @@ public final class Transaction {
             for index in start..<(start + rows) {
                 arguments += [.integer(events[index].seq), .text(events[index].topic), .blob(stored[index])]
             }
-            try sql.execute(rows == 1 ? insertRecord : insertRecord + String(repeating: ", (?, ?, ?)", count: rows - 1), arguments)
+            try sql.executeLater(rows == 1 ? insertRecord : insertRecord + String(repeating: ", (?, ?, ?)", count: rows - 1), arguments)
             start += rows
         }
     }
@@ -177,7 +177,9 @@ public final class Transaction {
         let eventCount = events.count, readCount = pointReads.count, actionCount = commitActions.count, undoCount = undoActions.count
         // Cached statements, not GRDB's inSavepoint, which parses its SQL anew each time (a tenth
         // of a session.log). Savepoints of one name nest: each statement acts on the innermost.
-        if hasTables { try sql.execute("SAVEPOINT request", []) }
+        // RELEASE waits for its result: a statement of the body sent later (`executeLater`) fails here,
+        // inside the savepoint, not in whatever statement of the transaction comes next.
+        if hasTables { try sql.executeLater("SAVEPOINT request", []) }
         do {
             let result = try body()
             if hasTables { try sql.execute("RELEASE SAVEPOINT request", []) }
@@ -242,7 +244,7 @@ public final class Transaction {
 
     /// Records the seq an upstream feed was applied through, beside the state it produced.
     public func setCursor(_ upstream: String, _ seq: Int64, logId: RecordID?) throws {
-        try sql.execute("""
+        try sql.executeLater("""
             INSERT INTO \(cursorTable) (upstream, seq, log_id) VALUES (?, ?, ?)
             ON CONFLICT(upstream) DO UPDATE SET seq = excluded.seq, log_id = excluded.log_id
             """, [.text(upstream), .integer(seq), .text(logId?.description)])

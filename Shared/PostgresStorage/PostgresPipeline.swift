@@ -1,0 +1,112 @@
+import CLibPQ
+import Glibc
+
+/// libpq's pipeline mode: statements whose results nobody reads (inserts, updates, the log's head
+/// moved, BEGIN) are sent without waiting, and read back together with the next statement whose
+/// result is needed, or the COMMIT: a transaction costs a round trip per such statement, not one
+/// per statement (docs/decisions/0023-libpq-pipeline-for-unread-statements.md).
+///
+/// The server runs a pipeline in order and skips the rest of it after a statement fails, up to the
+/// sync that ends it; the failure is reported, with its SQLSTATE, by the call that reads the
+/// pipeline back. Inside a transaction that is the same as today's: the transaction is failed and
+/// can only be rolled back.
+extension PostgresConnection {
+    /// At most this many statements wait: the results of a longer pipeline could fill the socket's
+    /// buffers while this thread still writes, and neither side would read.
+    static let mostQueued = 256
+
+    /// Runs `sql` later, with the next statement whose result is read (or `flush`), in one round
+    /// trip; at once while `pipelines` is off. An error it meets is thrown by that later call.
+    public func enqueue(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) {
+        guard pipelines else { try command(sql, parameters); return }
+        guard let connection else { throw PostgresError(.connection, "PostgreSQL connection is closed") }
+        if queued == 0, PQenterPipelineMode(connection) != 1 { throw lost("cannot enter pipeline mode") }
+        try send(sql, parameters)
+        if queued >= Self.mostQueued { try flush() }
+    }
+
+    /// Sends what is queued and reads it back; throws the first error met.
+    public func flush() throws(PostgresError) {
+        guard queued > 0 else { return }
+        PQclear(try sync(keepingLast: false))
+    }
+
+    /// `flush`, where a statement's error does not matter (a ROLLBACK follows); a lost connection does.
+    func flushIgnoringStatementErrors() throws(PostgresError) {
+        do { try flush() } catch { if error.kind == .connection { throw error } }
+    }
+
+    /// Adds `sql` to the pipeline, in pipeline mode.
+    func send(_ sql: String, _ parameters: [PostgresValue]) throws(PostgresError) {
+        let sent = withParameters(parameters) { count, values, lengths, formats in
+            PQsendQueryParams(connection, sql, count, nil, values, lengths, formats, 0)
+        }
+        guard sent == 1 else { throw lost("cannot send a statement") }
+        queued += 1
+    }
+
+    /// Ends the pipeline with a sync, reads every queued statement's result and leaves pipeline
+    /// mode. Returns the last statement's result with `keepingLast` (the caller clears it); throws
+    /// the first failed statement's error, or `.connection` if the connection went meanwhile.
+    func sync(keepingLast: Bool) throws(PostgresError) -> OpaquePointer? {
+        let count = queued
+        queued = 0
+        roundTrips += 1
+        guard PQpipelineSync(connection) == 1 else { throw lost("cannot send the pipeline") }
+        var failed: OpaquePointer?, last: OpaquePointer?
+        defer { PQclear(failed) }
+        for index in 0..<count {
+            guard let result = PQgetResult(connection) else { PQclear(last); throw lost("no result for a queued statement") }
+            // Each statement's results end with a null result.
+            while let extra = PQgetResult(connection) { PQclear(extra) }
+            let status = PQresultStatus(result)
+            if failed == nil, status != PGRES_COMMAND_OK, status != PGRES_TUPLES_OK, status != PGRES_PIPELINE_ABORTED {
+                failed = result
+            } else if keepingLast, index == count - 1 {
+                last = result
+            } else {
+                PQclear(result)
+            }
+        }
+        var synced = false
+        while !synced, PQstatus(connection) == CONNECTION_OK, let result = PQgetResult(connection) {
+            synced = PQresultStatus(result) == PGRES_PIPELINE_SYNC
+            PQclear(result)
+        }
+        guard synced, PQexitPipelineMode(connection) == 1 else { PQclear(last); throw lost("the pipeline did not end") }
+        if let failed {
+            PQclear(last)
+            throw error(failed)
+        }
+        return last
+    }
+
+    /// The connection is gone (or libpq refused): its transaction with it.
+    func lost(_ what: String) -> PostgresError {
+        let detail = connection.map { String(cString: PQerrorMessage($0)) } ?? "closed"
+        return PostgresError(.connection, "PostgreSQL connection lost: \(what): \(detail.split(whereSeparator: \.isWhitespace).joined(separator: " "))")
+    }
+}
+
+/// `parameters` as libpq takes them (count, values, lengths, formats), for `body` only.
+func withParameters<T>(_ parameters: [PostgresValue],
+                       _ body: (Int32, UnsafePointer<UnsafePointer<CChar>?>?, [Int32], [Int32]) -> T) -> T {
+    var values: [UnsafeMutablePointer<CChar>?] = [], lengths: [Int32] = [], formats: [Int32] = []
+    defer { values.forEach { free($0) } }
+    for parameter in parameters {
+        switch parameter {
+        case .text(let text):
+            values.append(strdup(text)); lengths.append(0); formats.append(0)
+        case .bytes(let bytes):
+            let copy = malloc(max(bytes.count, 1))!
+            bytes.withUnsafeBytes { if let base = $0.baseAddress { memcpy(copy, base, $0.count) } }
+            values.append(copy.assumingMemoryBound(to: CChar.self)); lengths.append(Int32(bytes.count)); formats.append(1)
+        case .null:
+            values.append(nil); lengths.append(0); formats.append(0)
+        }
+    }
+    return values.withUnsafeBufferPointer { values in
+        values.withMemoryRebound(to: UnsafePointer<CChar>?.self) { body(Int32(parameters.count), $0.baseAddress, lengths, formats) }
+    }
+}
+
