@@ -113,6 +113,7 @@ let package = Package(
                            .product(name: "HummingbirdCore", package: "hummingbird"),
                            .product(name: "HTTPTypes", package: "swift-http-types"),
                            .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "CoreMetrics", package: "swift-metrics"),
                            .product(name: "Logging", package: "swift-log")],
             path: "Services/HTTPGateway/App"),
         .executableTarget(name: "HTTPGatewayMain", dependencies: ["HTTPGateway"], path: "Services/HTTPGateway/Main"),
@@ -126,7 +127,7 @@ let package = Package(
             name: "Bench",
             dependencies: ["ZeroMQ", "ServiceHost", "Storage", "LHTSchema", "LHTClient", "LHTSecurity", "SessionLogger", "ReminderPlanner", "ReminderPlanning", "NoAlcStreak", "StreakRules",
                            "TestSupport", "PostgresStorage", "Spawn", .product(name: "GRDB", package: "GRDB.swift")],
-            path: "Tests/Benchmarks", exclude: ["c", "python", "README.md"]),
+            path: "Tests/Benchmarks", exclude: ["c", "python", "wrk", "README.md"]),
 
         // Shared test support: the in-process service harness, typed test clients, temp directories.
         .target(

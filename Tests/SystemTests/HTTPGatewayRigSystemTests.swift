@@ -48,6 +48,24 @@ final class GatewayRig {
 
     var port: Int { Int(address.split(separator: ":").last!)! }
 
+    /// The gateway's `/metrics` scrape (the rig started with `--metrics 127.0.0.1:0`).
+    func scrape() throws -> String {
+        guard let line = gateway.output.split(separator: "\n").first(where: { $0.hasPrefix("ready ") }),
+              let part = line.split(separator: " ").first(where: { $0.hasPrefix("metrics=") }) else {
+            throw HarnessError("no metrics address in the gateway's ready line: \(gateway.output)")
+        }
+        return try Tools.get("http://\(part.dropFirst("metrics=".count))/metrics")
+    }
+
+    /// The value of one series of a scrape: `name` with every label of `labels`, 0 when there is none yet.
+    static func value(_ scrape: String, _ name: String, _ labels: [String: String] = [:]) -> Double {
+        for line in scrape.split(separator: "\n") where line.hasPrefix(name + "{") || line.hasPrefix(name + " ") {
+            guard labels.allSatisfy({ line.contains("\($0.key)=\"\($0.value)\"") }) else { continue }
+            return line.split(separator: " ").last.flatMap { Double($0) } ?? 0
+        }
+        return 0
+    }
+
     func url(_ path: String) -> String { "\(scheme)://\(address)\(path)" }
 
     /// `lht tokens add` into the system's key directory; the token it printed.

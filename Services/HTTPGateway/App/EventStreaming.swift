@@ -13,15 +13,22 @@ struct EventStreaming: Sendable {
     let hub: EventHub
     let pools: [ServiceName: UpstreamPool]
     let keepaliveSeconds: Double
-    let limiter = StreamLimiter()
+    let limiter: StreamLimiter
+
+    init(hub: EventHub, pools: [ServiceName: UpstreamPool], keepaliveSeconds: Double, metrics: GatewayMetrics) {
+        self.hub = hub
+        self.pools = pools
+        self.keepaliveSeconds = keepaliveSeconds
+        limiter = StreamLimiter(metrics: metrics)
+    }
 
     /// The response for a stream of `user`'s events, or nil when `key` has its 8 streams open already.
     func open(user: UserID, selection: EventSelection, cursor given: EventCursor?, format: Format, key: String,
-              cutOff: @escaping @Sendable () -> Void, closed: EventLoopFuture<Void>) async -> Response? {
+              cutOff: @escaping @Sendable () -> Void, hungUp: (@escaping @Sendable () -> Void) -> Void) async -> Response? {
         guard limiter.acquire(key) else { return nil }
         let sink = StreamSink(user: user, selection: selection, cutOff: cutOff)
         // A reader that hangs up ends its stream at once, not at the next write.
-        closed.whenComplete { _ in sink.end() }
+        hungUp { sink.end() }
         // Registered before the replay is read: whatever the log gets after it reaches the sink.
         hub.register(sink)
         var cursor = given ?? EventCursor()
@@ -123,11 +130,15 @@ struct EventStreaming: Sendable {
 final class StreamLimiter: @unchecked Sendable {
     private let lock = NSLock()
     private var open: [String: Int] = [:]
+    private let metrics: GatewayMetrics
+
+    init(metrics: GatewayMetrics) { self.metrics = metrics }
 
     func acquire(_ key: String) -> Bool {
         lock.withLock {
             guard open[key, default: 0] < EventStreaming.streamsPerToken else { return false }
             open[key, default: 0] += 1
+            metrics.streamOpened()
             return true
         }
     }
@@ -136,6 +147,7 @@ final class StreamLimiter: @unchecked Sendable {
         lock.withLock {
             open[key, default: 1] -= 1
             if open[key] == 0 { open[key] = nil }
+            metrics.streamClosed()
         }
     }
 }

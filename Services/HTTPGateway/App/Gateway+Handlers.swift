@@ -82,9 +82,21 @@ extension Gateway {
             cursor = parsed
         }
         let ndjson = request.headers[.accept]?.contains("application/x-ndjson") ?? false
-        let channel = context.channel
+        let channel = context.channel, metrics = metrics
+        let watcher = try? await channel.pipeline.handler(type: HangUpWatcher.self).get()
         let response = await streaming.open(user: user, selection: selection, cursor: cursor, format: ndjson ? .ndjson : .sse, key: key,
-                                            cutOff: { channel.close(promise: nil) }, closed: channel.closeFuture)
+                                            cutOff: {
+                                                metrics.streamCutOff()
+                                                channel.close(promise: nil)
+                                            },
+                                            hungUp: { end in
+                                                channel.closeFuture.whenComplete { _ in end() }
+                                                // The client's hang-up ends the stream and the connection at once.
+                                                watcher?.onHangUp {
+                                                    end()
+                                                    channel.close(promise: nil)
+                                                }
+                                            })
         return response ?? Self.failure(.tooManyRequests, WireError(.unavailable, "at most \(EventStreaming.streamsPerToken) streams per token at once"),
                                         headers: [.retryAfter: "5"])
     }

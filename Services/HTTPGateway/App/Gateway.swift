@@ -19,6 +19,7 @@ public final class Gateway: @unchecked Sendable {
     let hub: EventHub
     let tokens: TokenTable?
     let streaming: EventStreaming
+    let metrics = GatewayMetrics()
     /// Requests being forwarded now, so a stop can let them finish.
     private let inFlight = InFlight()
 
@@ -34,12 +35,13 @@ public final class Gateway: @unchecked Sendable {
         self.pools = pools
         hub = EventHub(context: context, upstreams: settings.upstreams, credentials: settings.credentials(for:), logger: logger)
         tokens = settings.keys.map { TokenTable(store: TokenStore(keys: $0)) }
-        streaming = EventStreaming(hub: hub, pools: pools, keepaliveSeconds: settings.keepaliveSeconds)
+        streaming = EventStreaming(hub: hub, pools: pools, keepaliveSeconds: settings.keepaliveSeconds, metrics: metrics)
     }
 
     /// Serves until the process is stopped; `ready` gets the bound address once the server listens.
     public func run(ready: @escaping @Sendable (String) -> Void) async throws {
         let router = Router(context: GatewayContext.self)
+        router.add(middleware: MetricsMiddleware(metrics: metrics))
         if let origin = settings.allowOrigin {
             router.add(middleware: CORSMiddleware(allowOrigin: origin == "*" ? .all : .oneOf(origin),
                                                   allowHeaders: [.accept, .authorization, .contentType, .lastEventID],
@@ -56,8 +58,8 @@ public final class Gateway: @unchecked Sendable {
                 certificateChain: try NIOSSLCertificate.fromPEMFile(tls.certificate).map { .certificate($0) },
                 privateKey: .privateKey(try NIOSSLPrivateKey(file: tls.key, format: .pem)))
             configuration.minimumTLSVersion = .tlsv12
-            return try .tls(.http1(), tlsConfiguration: configuration)
-        } ?? .http1()
+            return try .tls(.http1(configuration: Self.http1), tlsConfiguration: configuration)
+        } ?? .http1(configuration: Self.http1)
         let scheme = settings.tls == nil ? "http" : "https"
         let app = Application(router: router, server: server,
                               configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: nil),
@@ -68,6 +70,9 @@ public final class Gateway: @unchecked Sendable {
                               }, logger: logger)
         try await app.runService(gracefulShutdownSignals: [])
     }
+
+    /// Each connection gets its own watcher for the client hanging up (the autoclosure runs per connection).
+    static var http1: HTTP1Channel.Configuration { .init(additionalChannelHandlers: [HangUpWatcher()]) }
 
     /// Stopping: streams end, forwarded requests get up to `seconds` to be answered.
     public func stop(waiting seconds: Double) {
@@ -114,6 +119,7 @@ public final class Gateway: @unchecked Sendable {
     func caller(_ request: Request, context: GatewayContext) -> Caller {
         guard let tokens else { return .anyone }
         if let entry = tokens.entry(authorization: request.headers[.authorization]) { return .user(entry.userId, key: entry.label) }
+        metrics.refusedToken()
         if tokens.shouldLog(refusalFrom: context.peer) {
             logger.warning("refused a request without a valid token", metadata: ["peer": "\(context.peer)", "path": "\(request.uri.path)"])
         }
