@@ -9,7 +9,7 @@ extension ServiceHost {
     /// after all of it. Rules for the caller: call it only between transactions (never inside
     /// `write`); the requests served here are answered before the one in hand (each client still
     /// gets its own reply, by routing envelope); and refuse a second request of your own kind that
-    /// arrives meanwhile, since it would run nested inside the first. Watched sockets, `onTick` and
+    /// arrives meanwhile, since it would run nested inside the first. Watched sockets, feeds, `Service.tick` and
     /// heartbeats wait for the loop.
     public func serveWaitingRequests() throws {
         commits.runDurable()

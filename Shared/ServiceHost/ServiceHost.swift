@@ -44,12 +44,6 @@ public final class ServiceHost {
     private let countedOffLoop = Mutex<[String: Int64]>([:])
     /// Whether followers adopt an upstream's new history instead of halting (`--accept-upstream-reset`).
     public var acceptUpstreamReset = false
-    /// Called after every loop turn; services decide timed work here.
-    public var onTick: (() -> Void)?
-    /// The next instant the service wants `onTick` called by; the loop sleeps at most until then.
-    public var nextDeadline: (() -> Instant?)?
-    /// The tzdata version for `health`, for a service whose answers depend on zone rules.
-    public var tzdataVersion: (() -> String)?
     /// Whether the service's time-driven work is shared by partitions (`StoreLayout.partitioned`):
     /// then `health.owns` tells this instance's share.
     let sharesWorkByPartitions: Bool
@@ -57,9 +51,8 @@ public final class ServiceHost {
     /// which proves its leases are still held: `health.owns.leaseAgeSeconds` (`ServiceHost+Ownership`).
     var leasesConfirmedAt: UInt64?
     var ownershipMetricsSynced: UInt64 = 0
-    /// Runs first in every write transaction (not in a nested one): where the store is shared, the
-    /// service brings its memory up to what other instances committed, under the log row's lock.
-    public var beforeWriting: ((Transaction) throws -> Void)?
+    /// The service this host works for (`attach`); nil for a bare host, which has no timed work.
+    private weak var attached: (any Service)?
     private var isWriting = false
     /// This instance's name (`--instance`) for `health`; nil for a host not started from flags.
     public var instance: String?
@@ -166,6 +159,13 @@ public final class ServiceHost {
     /// Who sent a message whose connection carries `userId` (the ZAP handler's User-Id property).
     public func caller(userId: String?) -> Caller { security?.caller(userId: userId) ?? .local }
 
+    /// Makes the host call `service`'s timed work, deadline, tzdata version and write hook. `run`
+    /// attaches the service; one whose hook must run in its own start-up writes attaches itself first.
+    public func attach(_ service: any Service) {
+        precondition(service.host === self, "\(name): a service attaches to its own host")
+        attached = service
+    }
+
     func follow(_ feed: UpstreamFeed) {
         feeds.append(feed)
         count(UpstreamFeed.resetCounter, by: 0)
@@ -182,7 +182,7 @@ public final class ServiceHost {
         isWriting = true
         defer { isWriting = false }
         return try store.write(now: time.now(), copyOfUpstream: copyOfUpstream, { tx in
-            try beforeWriting?(tx)
+            try attached?.beforeWriting(tx)
             return try body(tx)
         }) { finish($0) }
     }
@@ -350,7 +350,7 @@ public final class ServiceHost {
         while !shutdown.isRequested {
             // Requests held wait out what is left of their group commit window, if any.
             var timeout = held.isEmpty ? 100 : Int((groupCommit.nanosecondsLeft(at: DispatchTime.now().uptimeNanoseconds) + 999_999) / 1_000_000)
-            if let deadline = nextDeadline?() {
+            if let deadline = attached?.nextDeadline() {
                 timeout = max(0, min(timeout, Int(deadline.milliseconds(since: time.now()))))
             }
             // Upstream calls in flight are polled too: their replies and deadlines wake the loop.
@@ -365,7 +365,8 @@ public final class ServiceHost {
                 addCountsFromOtherThreads()
                 commits.runDurable()
                 exchanges.serve(readable: readable[sockets.count..<sockets.count + upstream.count])
-                onTick?()
+                for feed in feeds { feed.tick() }
+                attached?.tick()
                 heartbeatIfQuiet()
                 syncHandshakeRefusals()
                 syncOwnershipMetrics()
@@ -403,7 +404,7 @@ public final class ServiceHost {
         let upstreams = feeds.map { UpstreamHealth(name: $0.upstream.rawValue, appliedSeq: $0.appliedSeq, upstreamSeq: $0.upstreamSeq) }
         return HealthReply(service: name, version: version, uptimeSeconds: Int64(Date().timeIntervalSince(startedAt)),
                            lastSeq: max(eventLog.publishedSeq, announcedSeq), counters: counters, upstreams: upstreams, lastError: lastError,
-                           logId: eventLog.identity, tzdata: tzdataVersion?(), instance: instance,
+                           logId: eventLog.identity, tzdata: attached?.tzdataVersion, instance: instance,
                            owns: ownership)
     }
 }

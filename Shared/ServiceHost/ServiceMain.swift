@@ -4,20 +4,6 @@ import Logging
 import Storage
 import ZeroMQ
 
-/// A running service as its executable and the tests see it.
-public protocol Service: AnyObject {
-    var host: ServiceHost { get }
-    /// The `ready …` line; services with extra endpoints add them after the standard two.
-    var readyLine: String { get }
-}
-
-extension Service {
-    public var readyLine: String { host.readyLine() }
-
-    /// Serves until `shutdown` is requested.
-    public func run(until shutdown: ShutdownSignal) { host.run(until: shutdown) }
-}
-
 extension ServiceCommandLine {
     /// How long a stopping service gives queued replies and events to go out (PROTOCOL
     /// "Operations": exit within 2 s of SIGTERM).

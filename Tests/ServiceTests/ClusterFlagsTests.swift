@@ -177,6 +177,5 @@ private final class CountingFollower: Service {
             tx.afterCommit { host.count("applied.\(event.seq)") }
         }
         feed.catchUp()
-        host.onTick = { [unowned self] in feed.tick() }
     }
 }

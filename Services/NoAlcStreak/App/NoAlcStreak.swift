@@ -89,12 +89,11 @@ public final class NoAlcStreakService: Service {
         // Before the ready line, so a client asking right after start sees everything logged so far.
         // If the session logger does not answer, the loop keeps trying (PROTOCOL "Running the services").
         feed.catchUp(timeoutMilliseconds: 2000)
-        host.tzdataVersion = { TZData.system.version }
-        host.onTick = { [unowned self] in
-            feed.tick()
-            _ = tzdata.check(logger: host.logger)
-        }
     }
+
+    public var tzdataVersion: String? { TZData.system.version }
+
+    public func tick() { _ = tzdata.check(logger: host.logger) }
 
     /// The service's tables as its migrations make them, for tools that measure its storage (`bench streak`).
     public static func migrate(_ migrator: inout DatabaseMigrator) { StreakStore.migrate(&migrator) }

@@ -41,7 +41,6 @@ public final class NotifierService: Service {
         registerOps()
         // Before the ready line; if the planner does not answer, the loop keeps trying.
         feed.catchUp(timeoutMilliseconds: 2000)
-        host.onTick = { [unowned self] in feed.tick() }
     }
 
     // MARK: Ops

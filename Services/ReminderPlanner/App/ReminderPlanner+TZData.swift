@@ -10,6 +10,9 @@ import ZoneRules
 // ones — each reminder's next occurrence in the schedule, announced cancellations — is planned
 // again here, user by user, in committed steps between requests.
 extension ReminderPlanner {
+    /// The rules its answers depend on, named in `health`.
+    public var tzdataVersion: String? { TZData.system.version }
+
     /// Users still to plan again, in order, each with its zone and the rules the zone had before.
     struct Replanning {
         /// `takenOver`: queued when this instance took the user's partition over, not at the update.

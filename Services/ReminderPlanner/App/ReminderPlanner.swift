@@ -104,26 +104,11 @@ public final class ReminderPlanner: Service {
         for status in [OccurrenceStatus.fired, .suppressed, .skipped, .missed] { host.countMetric("decisions", "kind", Self.decisionKind(status), by: 0) }
         feed.catchUp()
         decideDue(through: time.now())
-        host.tzdataVersion = { TZData.system.version }
         if host.store.isShared {
-            host.beforeWriting = { [unowned self] tx in try followOtherInstances(tx.sql) }
+            // Its write hook follows the other instances from here on, in the balance's writes too.
+            host.attach(self)
             // Ready with its share taken, and what fell due in it decided.
             balancePartitions()
-        }
-        // While decisions wait for a known gap, the catch-up's reply or deadline wakes the loop.
-        host.nextDeadline = { [unowned self] in
-            // Planning again after a tzdata update goes on at once, a step a turn; after a failed
-            // transaction, timed work waits for its retry.
-            let retry = self.host.time.now().adding(milliseconds: self.storeRetry.millisecondsLeft)
-            if !self.replanning.isDone { return retry }
-            guard self.manualClock == nil, !self.feed.isWaitingForKnownGap, let next = self.scheduler.nextInstant else { return nil }
-            return max(next, retry)
-        }
-        host.onTick = { [unowned self] in
-            self.feed.tick()
-            self.followTZData()
-            self.keepUpWithOtherInstances()
-            if self.manualClock == nil { self.decideRunning(through: self.host.time.now()) }
         }
     }
 

@@ -1,0 +1,27 @@
+import LHTSchema
+import ServiceHost
+import Storage
+
+// What the host calls between requests: the planner's timed work and its write hook (its tzdata
+// version is in `ReminderPlanner+TZData`).
+extension ReminderPlanner {
+    public func beforeWriting(_ tx: Transaction) throws {
+        if host.store.isShared { try followOtherInstances(tx.sql) }
+    }
+
+    /// While decisions wait for a known gap, the catch-up's reply or deadline wakes the loop.
+    public func nextDeadline() -> Instant? {
+        // Planning again after a tzdata update goes on at once, a step a turn; after a failed
+        // transaction, timed work waits for its retry.
+        let retry = host.time.now().adding(milliseconds: storeRetry.millisecondsLeft)
+        if !replanning.isDone { return retry }
+        guard manualClock == nil, !feed.isWaitingForKnownGap, let next = scheduler.nextInstant else { return nil }
+        return max(next, retry)
+    }
+
+    public func tick() {
+        followTZData()
+        keepUpWithOtherInstances()
+        if manualClock == nil { decideRunning(through: host.time.now()) }
+    }
+}
