@@ -6,8 +6,8 @@ import LHTSchema
 import Testing
 import TestSupport
 
-/// SQLite's log stores envelopes as zstd frames against a fixed dictionary (README "Compressed
-/// envelopes"), and gives back exactly the envelopes that were published.
+/// SQLite's log stores envelopes as zstd frames against a fixed dictionary
+/// (docs/decisions/0006-zstd-envelope-dictionary.md), and gives back exactly the envelopes that were published.
 @Suite struct EnvelopeCompressionTests {
     /// One envelope of each type the services store, as they wrote them (taken from their logs),
     /// German and emoji included.

@@ -5,7 +5,7 @@ import LHTSchema
 import Testing
 import TestSupport
 
-/// A projection (README "Storage"): rows derived from the log, in a file that is never synced. It
+/// A projection (docs/storage.md): rows derived from the log, in a file that is never synced. It
 /// is caught up from the log when behind, and rebuilt when it may have lost writes (open across a
 /// reboot), is unreadable, or is of another log.
 @Suite struct ProjectionTests {

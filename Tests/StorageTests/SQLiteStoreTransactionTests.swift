@@ -5,7 +5,7 @@ import LHTSchema
 import Testing
 import TestSupport
 
-/// `SQLiteStore.write` begins and commits with cached statements (README "Transactions"), so the
+/// `SQLiteStore.write` begins and commits with cached statements (docs/storage.md), so the
 /// checks GRDB's own transactions made are the store's.
 @Suite struct SQLiteStoreTransactionTests {
     static func store() throws -> SQLiteStore {

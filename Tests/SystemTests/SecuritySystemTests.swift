@@ -73,7 +73,7 @@ import ZeroMQ
         }
         let notification = try #require(notifications.first).notificationId
         // Everything settled (the streak service followed the NoAlc entry) before the counting starts.
-        Thread.sleep(forTimeInterval: 1)
+        try waitUntil(timeout: 10, interval: 0.05, "every service following its upstreams' last events") { try system.settled() }
         let before = try system.lastSeqs()
 
         // Bob's userId: unauthorized, whatever the op.
@@ -488,6 +488,17 @@ extension LHTSystem {
             seqs[service.rawValue] = try adminClient(service).call(Ops.health, NoFields(), timeoutMilliseconds: 5000).lastSeq
         }
         return seqs
+    }
+
+    /// Whether every running service has applied all that its upstreams published, and nothing
+    /// was published meanwhile: what one event set off has run its course.
+    func settled() throws -> Bool {
+        let seqs = try lastSeqs()
+        for service in ServiceName.allCases where process(service) != nil {
+            let health = try adminClient(service).call(Ops.health, NoFields(), timeoutMilliseconds: 5000)
+            if health.upstreams.contains(where: { $0.appliedSeq < seqs[$0.name] ?? 0 }) { return false }
+        }
+        return try lastSeqs() == seqs
     }
 }
 

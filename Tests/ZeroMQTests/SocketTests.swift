@@ -171,14 +171,16 @@ struct SocketTests {
         #expect(try Poller.readable([pull], signals: [idle, signal], timeoutMilliseconds: 50) == [false, false, false])
 
         let started = Date()
+        let givenTwice = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
             Thread.sleep(forTimeInterval: 0.05)
             signal.signal()
             signal.signal()  // given twice before the loop looks: one wake-up, one clear
+            givenTwice.signal()
         }
         #expect(try Poller.readable([pull], signals: [idle, signal], timeoutMilliseconds: 2000) == [false, false, true])
         #expect(Date().timeIntervalSince(started) < 1.5)
-        Thread.sleep(forTimeInterval: 0.02)
+        givenTwice.wait()
         #expect(try Poller.readable([pull], signals: [idle, signal], timeoutMilliseconds: 0) == [false, false, true], "a signal stays given until cleared")
         signal.clear()
         #expect(try Poller.readable([pull], signals: [idle, signal], timeoutMilliseconds: 50) == [false, false, false])
