@@ -146,6 +146,9 @@ let package = Package(
         .testTarget(name: "PostgresStorageTests", dependencies: ["PostgresStorage", "TestSupport"]),
         .testTarget(name: "ServiceHostTests", dependencies: ["ServiceHost", "Storage", "LHTSchema", "LHTClient", "ZeroMQ", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ReminderPlanningTests", dependencies: ["ReminderPlanning", "LHTSchema", "ZoneRules"]),
+        // The planner's library without its sockets: its scheduler, stored rules and tables on both backends.
+        .testTarget(name: "ReminderPlannerTests", dependencies: ["ReminderPlanner", "ReminderPlanning", "ServiceHost", "Storage", "PostgresStorage",
+                                                               "LHTSchema", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "StreakRulesTests", dependencies: ["StreakRules", "LHTSchema", "TestSupport"]),
         .testTarget(name: "NotificationRenderingTests", dependencies: ["NotificationRendering", "LHTSchema"]),
         // Every service library in-process, over real sockets, with typed calls (LHTClient and the catalog).
@@ -153,8 +156,6 @@ let package = Package(
             name: "ServiceTests",
             dependencies: ["TestSupport", "SessionLogger", "ReminderPlanner", "Notifier", "NoAlcStreak", "LHTSecurity",
                            "ServiceHost", "Storage", "LHTClient", "LHTSchema", "ZeroMQ",
-                           // To read a service's PostgreSQL tables as they are (`PlannerStoreLayoutTests`).
-                           "PostgresStorage",
                            .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            // To damage a stopped service's SQLite file on purpose.
                            .product(name: "GRDB", package: "GRDB.swift")]),

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import TestSupport
 @testable import ServiceHost
 
 /// One producer thread, one consumer: order kept, at most `waitingLimit` items waiting, the
@@ -42,11 +43,12 @@ import Testing
             }
             refused.signal()
         }.start()
+        try waitUntil("the producer filled the limit") { put.load(ordering: .relaxed) == 2 }
+        // Given the time to run past the limit, it has not.
         Thread.sleep(forTimeInterval: 0.2)
         #expect(put.load(ordering: .relaxed) == 2, "the producer ran past the limit")
         #expect(try pipe.take() == 0)
-        Thread.sleep(forTimeInterval: 0.2)
-        #expect(put.load(ordering: .relaxed) == 3, "taking one did not let one more in")
+        try waitUntil("taking one let one more in") { put.load(ordering: .relaxed) == 3 }
         pipe.cancel()
         #expect(refused.wait(timeout: .now() + 5) == .success, "the blocked producer was not released")
     }

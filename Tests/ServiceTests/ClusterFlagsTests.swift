@@ -2,8 +2,11 @@ import ArgumentParser
 import Foundation
 import LHTClient
 import LHTSchema
+import NoAlcStreak
 import Notifier
+import ReminderPlanner
 import ServiceHost
+import SessionLogger
 import Storage
 import Testing
 import TestSupport
@@ -28,6 +31,19 @@ import ZeroMQ
         } catch {
             return (error as? ValidationError)?.message ?? (error as? EndpointError)?.description ?? NotifierOptions.message(for: error)
         }
+    }
+
+    /// Every flag a service declares may come from its `LHT_*` variable: the names are read from the
+    /// declarations, and are the ones the services have always taken.
+    @Test func everyDeclaredFlagHasItsVariable() {
+        let common = ["api", "events", "data-dir", "keys", "insecure", "accept-upstream-reset", "metrics", "log-format", "log-level",
+                      "database", "instance"]
+        #expect(CommonOptions.flagNames == common)
+        #expect(Set(SessionLoggerOptions.flagNames) == Set(common + ["intake"]))
+        #expect(Set(PlannerOptions.flagNames) == Set(common + ["session-logger-api", "session-logger-events", "time-zone", "grace-minutes",
+                                                               "clock", "tzdata-check-seconds"]))
+        #expect(Set(NotifierOptions.flagNames) == Set(common + ["planner-api", "planner-events", "session-logger-api", "rate-limit-minutes"]))
+        #expect(Set(NoAlcStreakOptions.flagNames) == Set(common + ["session-logger-api", "session-logger-events", "policy", "time-zone"]))
     }
 
     @Test func everyUpstreamFlagAndVariableTakesAListOfInstances() throws {

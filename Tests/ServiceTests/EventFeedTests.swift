@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import LHTClient
 import LHTSchema
-import ServiceHost
+@testable import ServiceHost
 import Storage
 import Testing
 import TestSupport

@@ -16,7 +16,7 @@ import TestSupport
     @Test(arguments: Backend.allCases)
     func anOccurrenceAtAPartlyDecidedInstantIsDecidedOnce(_ backend: Backend) throws {
         let rig = try ServiceRig(.inproc, backend: backend)
-        let start = PlannerSchedulerTests.start, end = start.adding(seconds: 3600)
+        let start = PlannerMemoryTests.start, end = start.adding(seconds: 3600)
         let instant = start.adding(seconds: 600)
         let users = (0..<6).map { UserID("partly\($0)")! }
         let first = try PlannerMemoryTests.planner(rig)
@@ -61,7 +61,7 @@ import TestSupport
     @Test(arguments: Backend.allCases)
     func decisionsTakenInATransactionAreReadInIt(_ backend: Backend) throws {
         let rig = try ServiceRig(.inproc, backend: backend)
-        let start = PlannerSchedulerTests.start, instant = start.adding(seconds: 600)
+        let start = PlannerMemoryTests.start, instant = start.adding(seconds: 600)
         let planner = try PlannerMemoryTests.planner(rig)
         try Self.process(planner, [try PlannerMemoryTests.frame(Ops.reminderPut, ReminderPutRequest(
             userId: UserID("partly")!, activity: .workout, time: LocalTime(hour: 0, minute: 10)!))])

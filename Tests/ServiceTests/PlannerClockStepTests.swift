@@ -95,7 +95,7 @@ import TestSupport
             }
             Thread.sleep(forTimeInterval: 0.005)
         }
-        while outcome.withLock({ $0 == nil }) { Thread.sleep(forTimeInterval: 0.01) }
+        try waitUntil(timeout: 600, "the first move replied") { outcome.withLock { $0 != nil } }
         let reply = try #require(outcome.withLock { $0 }).get()
         let target = start.adding(seconds: 400 * 86_400)
         #expect(reply.now == target)

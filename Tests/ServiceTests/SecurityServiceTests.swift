@@ -126,11 +126,10 @@ import ZeroMQ
         _ = try asAlice.call(Ops.health, NoFields(), timeoutMilliseconds: 5000)
         try keys.revoke("alice")
         // The key set is re-read every 2 s; within 5 s the open connection's requests are refused.
-        let deadline = Date().addingTimeInterval(5)
         var refusal: WireError?
-        while refusal == nil, Date() < deadline {
-            do { _ = try asAlice.call(Ops.health, NoFields(), timeoutMilliseconds: 1000) } catch { refusal = error }
-            if refusal == nil { Thread.sleep(forTimeInterval: 0.2) }
+        try? waitUntil(timeout: 5, interval: 0.2, "a refusal") {
+            do { _ = try asAlice.call(Ops.health, NoFields(), timeoutMilliseconds: 1000) } catch let error as WireError { refusal = error }
+            return refusal != nil
         }
         #expect(refusal?.code == .unauthorized)
     }

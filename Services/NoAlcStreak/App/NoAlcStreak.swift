@@ -27,9 +27,6 @@ public struct NoAlcStreakOptions: ServiceArguments {
     public var timeZone: String?
 
     public init() {}
-
-    public static let flagNames = CommonOptions.flagNames
-        + [ServiceName.sessionLogger.flag(.api), ServiceName.sessionLogger.flag(.events), "policy", "time-zone"]
 }
 
 /// Resolved settings; tests and benchmarks build these directly.

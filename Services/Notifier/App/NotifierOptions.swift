@@ -23,11 +23,6 @@ public struct NotifierOptions: ServiceArguments {
     public var rateLimitMinutes = 60
 
     public init() {}
-
-    public static let flagNames = CommonOptions.flagNames + [
-        ServiceName.reminderPlanner.flag(.api), ServiceName.reminderPlanner.flag(.events), ServiceName.sessionLogger.flag(.api),
-        "rate-limit-minutes",
-    ]
 }
 
 /// Resolved settings; tests build these directly with wildcard ports and a temp directory.

@@ -28,9 +28,6 @@ public struct PlannerOptions: ServiceArguments {
     public var tzdataCheckSeconds = TZDataWatch.defaultSeconds
 
     public init() {}
-
-    public static let flagNames = CommonOptions.flagNames
-        + [ServiceName.sessionLogger.flag(.api), ServiceName.sessionLogger.flag(.events), "time-zone", "grace-minutes", "clock", "tzdata-check-seconds"]
 }
 
 /// Where the planner's "now" comes from.

@@ -104,8 +104,8 @@ extension ReminderPlanner {
     /// A manual clock moves at most a day per step, and a step (of it, or of the live loop) stops
     /// after `clockStepOccurrences` or this much work, whichever comes first: each step is one
     /// transaction, and between steps the planner answers other requests (`clock.advance` over
-    /// months must not stall `health`, a burst at one instant must not stall the other instances). The
-    /// step's commit costs about as much again as its work (`bench advance`: 20 ms of work, 22 ms to commit).
+    /// months must not stall `health`, a burst at one instant must not stall the other instances;
+    /// docs/decisions/0016-planner-deciding-loop.md).
     static let clockStepSeconds: Int64 = 86_400
     static let clockStepNanoseconds: UInt64 = 10_000_000
 

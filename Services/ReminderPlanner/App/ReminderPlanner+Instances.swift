@@ -7,7 +7,9 @@ import Storage
 // user and reminder in memory and answers any op, bringing its memory up to what the others
 // committed first; each decides only for the partitions of users it holds leases on.
 extension ReminderPlanner {
-    struct Instances {
+    /// What this instance keeps to share a store with other instances of the planner (not to be
+    /// confused with the client's `Instances`, the endpoints of one service).
+    struct ClusterState {
         /// The stored `memoryVersion` this instance's memory reflects.
         var memoryVersion: Int64 = 0
         var balance = BalanceCadence()
@@ -38,14 +40,14 @@ extension ReminderPlanner {
     /// just connected again, its leases gone): before deciding anything, so that nothing due in its
     /// former share is passed over.
     func balancePartitionsIfDue() {
-        guard host.store.isShared, instances.balance.isDue || host.store.ownedPartitions.isEmpty else { return }
+        guard host.store.isShared, cluster.balance.isDue || host.store.ownedPartitions.isEmpty else { return }
         balancePartitions()
     }
 
     /// Takes this instance's share of the partitions and lets go of the rest; a failure is logged,
     /// and tried again a second later.
     func balancePartitions() {
-        instances.balance.balancing()
+        cluster.balance.balancing()
         guard storeRetry.isDue else { return }
         do {
             try takeShare(now: host.time.now())
@@ -58,7 +60,7 @@ extension ReminderPlanner {
     /// it newly holds: their reminders are scheduled from where their last owner's decisions
     /// reached, and what fell due since is decided by the grace window (`backlogThrough`).
     func takeShare(now: Instant) throws {
-        let taken = try host.balancePartitions()
+        let taken = try host.store.balancePartitions()
         guard !taken.isEmpty else { return }
         // Memory first, as the database has it: the last owner's users may have changed through
         // instances whose changes this one has not read yet.
@@ -78,8 +80,8 @@ extension ReminderPlanner {
     /// of a user then decides a reminder put, moved or deleted through any instance at its instant.
     func followOtherInstancesIfDue() {
         let now = DispatchTime.now().uptimeNanoseconds
-        guard host.store.isShared, now >= instances.nextFollowCheck, storeRetry.isDue else { return }
-        instances.nextFollowCheck = now + Self.followCheckNanoseconds
+        guard host.store.isShared, now >= cluster.nextFollowCheck, storeRetry.isDue else { return }
+        cluster.nextFollowCheck = now + Self.followCheckNanoseconds
         do {
             try host.query { try followOtherInstances($0) }
         } catch {
@@ -92,8 +94,8 @@ extension ReminderPlanner {
     /// was paused or stalled), what fell due meanwhile is decided by the grace window, `late` or
     /// `missed`, as after a restart.
     func noteStall(now: Instant) {
-        defer { instances.lastTurn = now }
-        guard let last = instances.lastTurn, now.milliseconds(since: last) > Self.stallMilliseconds else { return }
+        defer { cluster.lastTurn = now }
+        guard let last = cluster.lastTurn, now.milliseconds(since: last) > Self.stallMilliseconds else { return }
         host.logger.warning("the loop stalled; what fell due meanwhile is decided late", metadata: ["milliseconds": "\(now.milliseconds(since: last))"])
         backlogThrough = max(backlogThrough, now)
     }
@@ -104,8 +106,8 @@ extension ReminderPlanner {
     /// and moved days all of them. Outside a transaction the version is read first: what the
     /// reads after it see is at least that new, and anything newer is read again next time.
     func followOtherInstances(_ sql: StoreConnection) throws {
-        guard let version = try PlannerStore.value("memoryVersion", sql), version != instances.memoryVersion else { return }
-        for userId in try PlannerStore.changedUsers(since: instances.memoryVersion, sql) {
+        guard let version = try PlannerStore.value("memoryVersion", sql), version != cluster.memoryVersion else { return }
+        for userId in try PlannerStore.changedUsers(since: cluster.memoryVersion, sql) {
             setUser(userId, try PlannerStore.user(userId, sql))
             let stored = try PlannerStore.reminders(of: userId, sql)
             let kept = Set(stored.map(\.id))
@@ -114,15 +116,15 @@ extension ReminderPlanner {
         }
         restored = try PlannerStore.restoredOccurrences(sql)
         movedDecidedDays = try PlannerStore.movedDecidedDays(sql)
-        instances.memoryVersion = version
+        cluster.memoryVersion = version
     }
 
     /// Records, for the other instances, that `user`'s settings or reminders change in `tx`.
     func noteChanged(_ user: UserID?, _ tx: Transaction) throws {
         guard host.store.isShared, let user else { return }
-        let before = instances.memoryVersion
-        instances.memoryVersion += 1
-        try PlannerStore.noteChanged(user, version: instances.memoryVersion, tx.sql)
-        tx.onRollback { [unowned self] in instances.memoryVersion = before }
+        let before = cluster.memoryVersion
+        cluster.memoryVersion += 1
+        try PlannerStore.noteChanged(user, version: cluster.memoryVersion, tx.sql)
+        tx.onRollback { [unowned self] in cluster.memoryVersion = before }
     }
 }

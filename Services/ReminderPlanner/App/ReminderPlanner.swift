@@ -32,7 +32,7 @@ public final class ReminderPlanner: Service {
     var backlogThrough: Instant
     /// The instances sharing the store: what this one's memory holds of their changes
     /// (`followOtherInstances`), and when it next balances the partitions.
-    var instances = Instances()
+    var cluster = ClusterState()
     /// Occurrences the user restored (few; read for every decision, so kept in memory too).
     var restored: Set<OccurrenceKey> = []
     /// A `clock.set`/`clock.advance` is moving the clock step by step (and serving requests between steps).
@@ -82,7 +82,7 @@ public final class ReminderPlanner: Service {
         for partition in host.store.ownedPartitions { decidedThrough[partition] = stored.decidedThrough[partition] ?? now }
         partlyDecided = PartlyDecidedInstant(after: decidedThrough.oldest)
         backlogThrough = now
-        instances.memoryVersion = stored.memoryVersion ?? 0
+        cluster.memoryVersion = stored.memoryVersion ?? 0
         restored = stored.restored
         movedDecidedDays = stored.moved
         try loadReminders(expecting: stored.reminderCount, users: stored.users)

@@ -9,7 +9,7 @@ import ReminderPlanning
 /// A row is 40 bytes: the id, the creation instant, the user as an index into the interned user
 /// ids, and the rule's small fields. Titles and bodies, which few reminders have, are kept apart.
 /// `Reminder` values are rebuilt on lookup. A user's settings are kept by the same index, so the
-/// reminder in a row gives its user's without hashing the user id (a tenth of the deciding loop did),
+/// reminder in a row gives its user's without hashing the user id (docs/decisions/0016-planner-deciding-loop.md),
 /// and so are the user's latest session ends (`LatestLogged`), for users with reminders or without.
 struct ReminderTable {
     private struct Row {

@@ -15,8 +15,6 @@ public struct SessionLoggerOptions: ServiceArguments {
     public var intake: String?
 
     public init() {}
-
-    public static let flagNames = CommonOptions.flagNames + ["intake"]
 }
 
 /// Resolved settings; tests build these directly with wildcard ports and a temp directory.
@@ -113,8 +111,8 @@ public final class SessionLogger: Service {
             requests.append(request)
         }
         guard !requests.isEmpty else { return }
-        for reply in host.process(requests, allowedOps: [Ops.sessionLog.info, Ops.noalcLog.info]) {
-            if let failure = try? WireJSON.decode(ReplyFrame<NoFields>.self, from: reply), let error = failure.error {
+        for failure in host.failures(processing: requests, allowedOps: [Ops.sessionLog.info, Ops.noalcLog.info]) {
+            if let error = failure {
                 reject(error.description, reason: error.code.rawValue)
             } else {
                 host.count("intakeAccepted")

@@ -4,8 +4,8 @@ import LHTSchema
 /// The inputs of a batch's requests, decoded in order on a thread of their own while the loop runs
 /// the requests before them in the batch's transaction.
 ///
-/// Decoding a request's `data` was a fifth of a `session.log`'s work on the loop, and needs nothing
-/// but the frame and the op's decoder (`Operation.decode`), so a second core can do it. The loop
+/// Decoding a request's `data` is a good part of a write's work on the loop, and needs nothing but
+/// the frame and the op's decoder (`Operation.decode`), so a second core can do it. The loop
 /// decodes the first request itself, so it never waits for the other thread to wake; each later
 /// one is decoded before the loop, busy storing the one before it, asks for it. A small batch is
 /// all decoded on the loop: handing it over costs more than it saves.
@@ -13,23 +13,21 @@ final class DecodeAhead: @unchecked Sendable {
     /// From this many requests on, a batch is decoded ahead.
     static let smallestBatch = 4
 
-    typealias Decoder = @Sendable (_ frame: Data, _ head: RequestHead) throws -> Any
-
     private let condition = NSCondition()
     // Under `condition`: `inputs[..<ready]` are decoded.
-    private var inputs: [Result<Any, Error>?]
+    private var inputs: [Result<DecodedRequest, Error>?]
     private var ready = 0
     private var loopWaits = false
 
     /// Starts decoding `requests` after the first, in order; nil for a batch too small to hand over.
-    init?(_ requests: [(frame: Data, head: RequestHead, decode: Decoder)]) {
+    init?(_ requests: [(frame: Data, head: RequestHead, operation: Operation)]) {
         guard requests.count >= Self.smallestBatch else { return nil }
         inputs = Array(repeating: nil, count: requests.count)
         ready = 1
         // A global queue, not one of our own: two hosts in a process must not wait on each other's batches.
         DispatchQueue.global(qos: .userInitiated).async { [self] in
             for (index, request) in requests.enumerated().dropFirst() {
-                let input = Result { try request.decode(request.frame, request.head) }
+                let input = Result { try request.operation.decode(request.frame, request.head) }
                 condition.withLock {
                     inputs[index] = input
                     ready = index + 1
@@ -41,7 +39,7 @@ final class DecodeAhead: @unchecked Sendable {
 
     /// The decoded input of the batch's `index`th request, once it is there; nil for the first,
     /// which the loop decodes.
-    func input(_ index: Int) -> Result<Any, Error>? {
+    func input(_ index: Int) -> Result<DecodedRequest, Error>? {
         guard index > 0 else { return nil }
         return condition.withLock {
             while ready <= index {

@@ -5,17 +5,10 @@ import Storage
 // Who does which user's time-driven work (PROTOCOL "Cluster (PostgreSQL)", "Owners"), as operators
 // see it: `health.owns` and the metrics `lht_owned_partitions` and `lht_lease_age_seconds`.
 extension ServiceHost {
-    /// Takes this instance's share of the partitions and lets go of the rest (`Store.balancePartitions`),
-    /// noting when it last succeeded: a balance that reached the database shows the leases still held.
-    public func balancePartitions() throws -> PartitionSet {
-        let taken = try store.balancePartitions()
-        leasesConfirmedAt = DispatchTime.now().uptimeNanoseconds
-        return taken
-    }
-
-    /// Seconds since the leases were last confirmed; nil on a store no other instance shares.
+    /// Seconds since the leases were last renewed (`Store.balancePartitions`); nil on a store no
+    /// other instance shares.
     public var leaseAgeSeconds: Double? {
-        guard store.isShared, let confirmed = leasesConfirmedAt else { return nil }
+        guard store.isShared, let confirmed = store.leaseRenewedAt else { return nil }
         let now = DispatchTime.now().uptimeNanoseconds
         return Double(now > confirmed ? now - confirmed : 0) / 1e9
     }

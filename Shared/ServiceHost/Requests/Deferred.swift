@@ -51,15 +51,7 @@ extension ServiceHost {
     /// must not block: it starts upstream calls and returns. A throw before answering answers with it.
     public func handleDeferred<Input, Output>(_ op: Op<Input, Output>, owner: ((Input) throws -> UserID?)? = nil,
                                               _ handler: @escaping (Input, DeferredReply<Output>) throws -> Void) {
-        precondition(op.info.service == nil || op.info.service == service, "\(op.name) is not an op of \(name)")
-        precondition((op.info.access == .ownRecord) == (owner != nil), "\(op.name): an owner exactly for .ownRecord ops")
-        operations[op.name] = Operation(info: op.info, placement: .deferred, decode: { frame, head in
-            try decodeRequestData(Input.self, from: frame, head: head)
-        }, apply: { _, _, _ in
-            throw WireError(.internal, "\(op.name) is answered later")
-        }, start: { [unowned self] input, request, send in
-            let input = input as! Input
-            try Self.authorize(op.info, input, request.caller, owner: owner)
+        register(op, .deferred, owner: owner, .start { [unowned self] input, request, send in
             let reply = DeferredReply<Output>(outcome: { [unowned self] body in outcome(op.name, request, body) }, send: send)
             do {
                 try handler(input, reply)
@@ -82,7 +74,7 @@ extension ServiceHost {
             if slot.returned { later?(outcome) } else { slot.now = outcome }
         }
         let failed = outcome(head.op, request) {
-            try operation.start!(operation.decode(request.frame, head), request, body)
+            try operation.decode(request.frame, head).start(request, body)
             return Data()
         }
         slot.returned = true

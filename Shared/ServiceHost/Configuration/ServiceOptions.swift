@@ -43,8 +43,7 @@ public struct CommonOptions: ParsableArguments {
 
     public init() {}
 
-    public static let flagNames = ["api", "events", "data-dir", "keys", "insecure", "accept-upstream-reset", "metrics", "log-format", "log-level",
-                                   "database", "instance"]
+    public static var flagNames: [String] { longFlagNames }
 
     /// `--instance`, else `<hostname>:<pid>`: read by the settings and, before them, by the logging set-up.
     public func instanceName() throws -> String {
@@ -92,6 +91,33 @@ public struct CommonOptions: ParsableArguments {
 /// ones for logging and metrics (`ServiceCommandLine.parseOrExit`, `serve`).
 public protocol ServiceArguments: ParsableArguments {
     var common: CommonOptions { get }
+}
+
+extension ServiceArguments {
+    /// The flags an `LHT_*` variable may set (`ServiceCommandLine.withEnvironment`): all of them.
+    public static var flagNames: [String] { longFlagNames }
+}
+
+/// What `_dumpHelp` says of a type's arguments, as far as `longFlagNames` reads it.
+private struct ArgumentsDescription: Decodable {
+    struct Command: Decodable { let arguments: [Argument]? }
+    struct Argument: Decodable {
+        struct Name: Decodable { let kind: String; let name: String }
+        let kind: String
+        let names: [Name]?
+    }
+    let command: Command
+}
+
+extension ParsableArguments {
+    /// The long names of the options and flags this type declares (its option groups' included,
+    /// `--help` aside), read from the parser's own description of them, so no list repeats them.
+    public static var longFlagNames: [String] {
+        guard let description = try? JSONDecoder().decode(ArgumentsDescription.self, from: Data(_dumpHelp().utf8)) else { return [] }
+        return (description.command.arguments ?? []).filter { $0.kind != "positional" }
+            .compactMap { $0.names?.first { $0.kind == "long" }?.name }
+            .filter { $0 != "help" && $0 != "version" }
+    }
 }
 
 /// Where `/metrics` is served (PROTOCOL "Operations").

@@ -1,12 +1,11 @@
 import Foundation
 
-/// When the loop runs the requests it has read (#30: bytes written per record).
+/// When the loop runs the requests it has read.
 ///
 /// Requests run in one turn share a transaction and the sync that makes it durable, and a sync
-/// costs at least the 4 KB page it rewrites however little changed in it: at 1,000 requests a
-/// second, each alone in its sync, the session logger wrote 6.9 KB per record, 6 KB of them its
-/// log's pages. So under steady load the first write read waits up to `window` for others to
-/// join its turn, as long as others may come:
+/// rewrites whole pages however little changed in them, so under steady load the first write read
+/// waits up to `window` for others to join its turn, as long as others may come (why, measured:
+/// docs/decisions/0003-group-commit-window.md):
 /// - **load** is writes that come closer together on average than `window`; writes that come
 ///   seldom run at once, and so do reads, which sync nothing (a turn of reads alone never waits);
 /// - **others may come** from a connection answered within the last `window` that has not sent

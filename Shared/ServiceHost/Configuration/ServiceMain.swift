@@ -17,9 +17,6 @@ extension ServiceCommandLine {
         let logger = Logger(label: name)
         let shutdown = ShutdownSignal.process
         shutdown.installSignalHandlers()
-        if common.insecure && common.keys == nil {
-            logger.warning("--insecure: serving plaintext without keys; endpoints other than loopback are reachable by anyone who can reach this machine")
-        }
         let metrics = startMetrics(name, common: common, logger: logger)
         let service: Service
         do {

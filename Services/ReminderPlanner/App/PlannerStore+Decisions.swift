@@ -1,0 +1,131 @@
+import Foundation
+import GRDB
+import LHTSchema
+import ReminderPlanning
+import ServiceHost
+import Storage
+
+// Occurrence state.
+extension PlannerStore {
+    struct Recorded {
+        let status: OccurrenceStatus
+        let cause: RecordID?
+        /// The occurrence as it was decided; nil for decisions stored before days were.
+        let occurrence: PlannedOccurrence?
+    }
+
+    /// Stores a decision with its rule day and local time; false if the occurrence was decided before
+    /// (it never is decided twice).
+    static func decide(_ reminder: RecordID, _ planned: PlannedOccurrence, status: OccurrenceStatus, cause: RecordID?,
+                       _ sql: StoreConnection) throws -> Bool {
+        try sql.execute("""
+            INSERT INTO decision (reminder_id, at_ms, status, cause, day, local_minute) VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT (reminder_id, at_ms) DO NOTHING
+            """, [.blob(reminder.bytes), .integer(planned.at.millisecondsSince1970), .text(status.rawValue),
+                  .text(cause?.description), .integer(Int64(planned.day.ordinal)), .integer(Int64(planned.localTime.minutesSinceMidnight))]) > 0
+    }
+
+    /// As `decide`, and false as well when the reminder's rule day at that local time is decided at
+    /// another instant: by an instance whose tzdata put it elsewhere (another host's, or an earlier
+    /// process's), so that each rule day is decided once whichever instance decides it. Such an
+    /// instant lies within two days of this one, which keeps the look a short range of the key.
+    static func decideOnce(_ reminder: RecordID, _ planned: PlannedOccurrence, status: OccurrenceStatus, cause: RecordID?,
+                           _ sql: StoreConnection) throws -> Bool {
+        let at = planned.at.millisecondsSince1970, day = Int64(planned.day.ordinal), minute = Int64(planned.localTime.minutesSinceMidnight)
+        return try sql.execute("""
+            INSERT INTO decision (reminder_id, at_ms, status, cause, day, local_minute) SELECT ?, ?, ?, ?, ?, ?
+            WHERE NOT EXISTS (SELECT 1 FROM decision WHERE reminder_id = ? AND at_ms BETWEEN ? AND ? AND day = ? AND local_minute = ?)
+            ON CONFLICT (reminder_id, at_ms) DO NOTHING
+            """, [.blob(reminder.bytes), .integer(at), .text(status.rawValue), .text(cause?.description), .integer(day), .integer(minute),
+                  .blob(reminder.bytes), .integer(at - 2 * 86_400_000), .integer(at + 2 * 86_400_000), .integer(day), .integer(minute)]) > 0
+    }
+
+    /// The reminder's decisions from `from` through `through`, by instant. A row whose status does
+    /// not read back is skipped; a day or time that does not is as if not stored (decisions before days were).
+    static func decisions(of reminder: RecordID, from: Instant, through: Instant, _ sql: StoreConnection) throws -> [Int64: Recorded] {
+        var result: [Int64: Recorded] = [:]
+        try sql.forEachRow("SELECT at_ms, status, cause, day, local_minute FROM decision WHERE reminder_id = ? AND at_ms BETWEEN ? AND ?",
+                           [.blob(reminder.bytes), .integer(from.millisecondsSince1970), .integer(through.millisecondsSince1970)]) { row in
+            guard let at = row.integer(0), let status = row.text(1).flatMap(OccurrenceStatus.init(rawValue:)) else { return }
+            let occurrence = row.integer(3).flatMap { ordinal in
+                row.integer(4).flatMap { LocalTime(hour: Int($0) / 60, minute: Int($0) % 60) }.map { localTime in
+                    PlannedOccurrence(day: LocalDay(ordinal: Int(ordinal)), weekday: LocalDay(ordinal: Int(ordinal)).weekday,
+                                      at: Instant(millisecondsSince1970: at), localTime: localTime)
+                }
+            }
+            result[at] = Recorded(status: status, cause: row.text(2).flatMap(RecordID.init), occurrence: occurrence)
+        }
+        return result
+    }
+
+    static func restoredOccurrences(_ sql: StoreConnection) throws -> Set<OccurrenceKey> {
+        Set(try sql.rows("SELECT reminder_id, at_ms FROM restored", []) { row in
+            guard let id = row.text(0).flatMap(RecordID.init), let at = row.integer(1) else { return nil }
+            return OccurrenceKey(reminder: id, at: Instant(millisecondsSince1970: at))
+        })
+    }
+
+    static func restore(_ reminder: Reminder, at: Instant, _ sql: StoreConnection) throws {
+        try sql.execute("INSERT INTO restored (reminder_id, at_ms) VALUES (?, ?) ON CONFLICT (reminder_id, at_ms) DO NOTHING",
+                        [.text(reminder.id.description), .integer(at.millisecondsSince1970)])
+        try withdrawAnnouncement(reminder, at: at.millisecondsSince1970, sql)
+    }
+
+    // MARK: Announced cancellations, keyed by user (`announcementsByUser`)
+
+    /// Occurrences of `reminder` announced as cancelled, with their cause: the undecided ones, and
+    /// decided ones that `forgetAnnouncements` has not taken yet.
+    static func announced(of reminder: Reminder, _ sql: StoreConnection) throws -> [Int64: RecordID] {
+        var result: [Int64: RecordID] = [:]
+        try sql.forEachRow("SELECT at_ms, cause FROM announced WHERE user_id = ? AND reminder_id = ?", announcementKey(reminder)) { row in
+            if let at = row.integer(0), let cause = row.text(1).flatMap(RecordID.init) { result[at] = cause }
+        }
+        return result
+    }
+
+    /// Records an announcement; false if this occurrence was announced already.
+    static func announce(_ reminder: Reminder, at: Instant, cause: RecordID, _ sql: StoreConnection) throws -> Bool {
+        try sql.execute("INSERT INTO announced (user_id, reminder_id, at_ms, cause) VALUES (?, ?, ?, ?) ON CONFLICT (user_id, reminder_id, at_ms) DO NOTHING",
+                        announcementKey(reminder) + [.integer(at.millisecondsSince1970), .text(cause.description)]) > 0
+    }
+
+    static func withdrawAnnouncement(_ reminder: Reminder, at: Int64, _ sql: StoreConnection) throws {
+        try sql.execute("DELETE FROM announced WHERE user_id = ? AND reminder_id = ? AND at_ms = ?", announcementKey(reminder) + [.integer(at)])
+    }
+
+    /// Forgets `user`'s announcements of occurrences at or before `decidedThrough`: decided, they
+    /// are never announced again, and without this they stayed until their reminder was edited.
+    static func forgetAnnouncements(of user: UserID, through decidedThrough: Instant, _ sql: StoreConnection) throws {
+        try sql.execute("DELETE FROM announced WHERE user_id = ? AND at_ms <= ?", [.text(user.rawValue), .integer(decidedThrough.millisecondsSince1970)])
+    }
+
+    static func announcementKey(_ reminder: Reminder) -> [SQLValue] { [.text(reminder.userId.rawValue), .blob(reminder.id.bytes)] }
+
+    // MARK: Rule days moved by new zone rules
+
+    /// A few rows at most (none but after a tzdata update), read once at start.
+    static func movedDecidedDays(_ sql: StoreConnection) throws -> [RecordID: MovedDecidedDay] {
+        var result: [RecordID: MovedDecidedDay] = [:]
+        try sql.forEachRow("SELECT reminder_id, day, until_ms FROM moved_decided_day", []) { row in
+            if let id = row.text(0).flatMap(RecordID.init), let day = row.integer(1), let until = row.integer(2) {
+                result[id] = MovedDecidedDay(day: LocalDay(ordinal: Int(day)), until: Instant(millisecondsSince1970: until))
+            }
+        }
+        return result
+    }
+
+    static func save(_ moved: MovedDecidedDay, of reminder: RecordID, _ sql: StoreConnection) throws {
+        try sql.execute("""
+            INSERT INTO moved_decided_day (reminder_id, day, until_ms) VALUES (?, ?, ?)
+            ON CONFLICT (reminder_id) DO UPDATE SET day = excluded.day, until_ms = excluded.until_ms
+            """, [.text(reminder.description), .integer(Int64(moved.day.ordinal)), .integer(moved.until.millisecondsSince1970)])
+    }
+
+    static func forgetMovedDecidedDay(of reminder: RecordID, _ sql: StoreConnection) throws {
+        try sql.execute("DELETE FROM moved_decided_day WHERE reminder_id = ?", [.text(reminder.description)])
+    }
+
+    static func forgetMovedDecidedDays(through: Instant, _ sql: StoreConnection) throws {
+        try sql.execute("DELETE FROM moved_decided_day WHERE until_ms <= ?", [.integer(through.millisecondsSince1970)])
+    }
+}
