@@ -291,7 +291,7 @@ enum PlannerBenchmark {
     /// follows); and from the ack to the planner's first `reminder.cancelled` for the user. A
     /// session whose announcement never came has no figure.
     static func cancellations(context: Context, logger: InProcessService, planner: InProcessService, users: Int,
-                              sessions: Int) throws -> (ack: [Double], logged: [Double], cancel: [Double]) {
+                              sessions: Int, firstUser: Int? = nil) throws -> (ack: [Double], logged: [Double], cancel: [Double]) {
         func subscriber(_ endpoint: String, _ event: String) throws -> Socket {
             let socket = try Socket(context, .sub)
             try socket.subscribe(event + ".")
@@ -313,7 +313,7 @@ enum PlannerBenchmark {
         var ack: [Double] = [], logged: [Double] = [], cancel: [Double] = []
         let now = Instant.now()
         for n in 0..<sessions {
-            let user = UserID("u\((users / 2 + n) % users)")!
+            let user = UserID("u\(((firstUser ?? users / 2) + n) % users)")!
             // 20 hours long and ending an hour ago: with a 12-hour look-back it overlaps every daily time.
             let end = now.adding(seconds: -Int64(3600 + n))
             let request = SessionLogRequest(userId: user, activity: .mindfulness, start: end.adding(seconds: -20 * 3600), end: end)

@@ -20,7 +20,8 @@ import ZeroMQ
 ///    instance started in its place; beside (1)'s cold start. Each round also SIGSTOPs the oldest
 ///    (paused: the server ends its idle session) and takes the same time, beside the SIGKILL's.
 /// 3. A covering session acknowledged → `reminder.cancelled`, logger and planner in-process on
-///    PostgreSQL, beside both on SQLite (`PlannerBenchmark.cancellations`).
+///    PostgreSQL, with and without libpq's pipeline, beside both on SQLite (`PlannerPostgresAckBenchmark`).
+/// `--ack-only`: (3) alone.
 enum PlannerPostgresBenchmark {
     static let starts = 3, takeovers = 3
     /// Rows per multi-row INSERT when filling PostgreSQL.
@@ -54,6 +55,10 @@ enum PlannerPostgresBenchmark {
         let sqliteSeed = try PlannerBenchmark.time { try PlannerBenchmark.seed(directory: sqliteDirectory, users: users, perUser: perUser) }
         let postgresSeed = try PlannerBenchmark.time { try seed(admin, users: users, perUser: perUser) }
         let reminders = users * perUser
+        if arguments.contains("--ack-only") {
+            return try PlannerPostgresAckBenchmark.run(context: context, server: server, users: users, sessions: sessions,
+                                                       sqlite: (sqliteLogger, sqliteDirectory), postgres: (postgresLogger, postgresDirectory))
+        }
         print("planner on PostgreSQL \(binaries.split(separator: "/").dropLast().last ?? "?") (fsync on, synchronous_commit on) beside SQLite, "
               + "\(reminders) reminders (\(users) users × \(perUser)) in each")
         print(String(format: "  seeded: SQLite %.1f s (a row a statement, one transaction); PostgreSQL %.1f s, %.0f rows/s "
@@ -127,25 +132,9 @@ enum PlannerPostgresBenchmark {
         for instance in instances { instance.stop() }
         instances = []
 
-        // 3. Ack → reminder.cancelled, in-process as `bench planner` measures it, SQLite first.
-        var latencies: [(ack: [Double], logged: [Double], cancel: [Double])] = []
-        for (logger, directory, extra) in [(sqliteLogger, sqliteDirectory, []), (postgresLogger, postgresDirectory, database)] {
-            let planner = try PlannerBenchmark.startPlanner(context: context, directory: directory, logger: logger, extra: extra)
-            defer { planner.stop() }
-            latencies.append(try PlannerBenchmark.cancellations(context: context, logger: logger, planner: planner, users: users, sessions: sessions))
-        }
-        print("covering session acknowledged → reminder.cancelled, logger and planner in-process on each, \(sessions) sessions, SQLite's first")
-        print("  (ms, p50 / p99; ack → session.logged: the logger's announcement, which the planner reacts to)")
-        func row(_ name: String, _ values: [Double]) -> String { String(format: "%@ %6.3f / %6.3f", name, percentile(values, 0.5), percentile(values, 0.99)) }
-        for (latency, name) in zip(latencies, ["SQLite    ", "PostgreSQL"]) {
-            print("  \(name)   " + [row("session.log ack", latency.ack), row("ack → session.logged", latency.logged),
-                                     row("ack → cancelled", latency.cancel)].joined(separator: "   ") + "   (\(latency.cancel.count)/\(sessions) observed)")
-        }
-        func ratio(_ series: KeyPath<(ack: [Double], logged: [Double], cancel: [Double]), [Double]>) -> String {
-            String(format: "p50 %.2f, p99 %.2f", percentile(latencies[1][keyPath: series], 0.5) / percentile(latencies[0][keyPath: series], 0.5),
-                   percentile(latencies[1][keyPath: series], 0.99) / percentile(latencies[0][keyPath: series], 0.99))
-        }
-        print("  ratio PG/SQLite: ack → cancelled \(ratio(\.cancel)); ack → session.logged \(ratio(\.logged)); session.log ack \(ratio(\.ack))")
+        // 3. Ack → reminder.cancelled, in-process as `bench planner` measures it.
+        try PlannerPostgresAckBenchmark.run(context: context, server: server, users: users, sessions: sessions,
+                                            sqlite: (sqliteLogger, sqliteDirectory), postgres: (postgresLogger, postgresDirectory))
     }
 
     typealias Start = (seconds: Double, peak: Double)

@@ -224,6 +224,11 @@ public final class Transaction {
                 results += values.map { .success($0) }
             } catch {
                 if isFatal(error) { throw error }
+                // Every body returned: a statement one sent later (`executeLater`) failed at the release. Alone, each tells which.
+                guard values.count < rest.count else {
+                    results += try rest.map(alone)
+                    continue
+                }
                 let passed = rest.prefix(values.count)
                 if let again = try? isolated({ try passed.map(body) }) {
                     results += again.map { .success($0) }

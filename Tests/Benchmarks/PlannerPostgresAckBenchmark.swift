@@ -1,0 +1,83 @@
+import Foundation
+import Glibc
+import PostgresStorage
+import TestSupport
+import ZeroMQ
+
+/// Part 3 of `bench planner --postgres`: a covering session acknowledged → `reminder.cancelled`,
+/// logger and planner in-process (`PlannerBenchmark.cancellations`), in the same run on SQLite, on
+/// PostgreSQL with libpq's pipeline, and on PostgreSQL without it (`LHT_POSTGRES_PIPELINE=off`,
+/// a logger instance and a planner of their own, on other users' reminders). For PostgreSQL, the
+/// round trips per acknowledged session (both services', every connection of this process; the
+/// background's, measured idle just before, taken off).
+enum PlannerPostgresAckBenchmark {
+    typealias Service = (logger: InProcessService, directory: String)
+    typealias Latencies = (ack: [Double], logged: [Double], cancel: [Double])
+
+    static func run(context: Context, server: TestPostgres, users: Int, sessions: Int, sqlite: Service, postgres: Service) throws {
+        let database = ["--database", server.url]
+        var rows: [(name: String, latencies: Latencies, roundTrips: Double?)] = []
+
+        let sqlitePlanner = try PlannerBenchmark.startPlanner(context: context, directory: sqlite.directory, logger: sqlite.logger)
+        rows.append(("SQLite             ", try PlannerBenchmark.cancellations(context: context, logger: sqlite.logger, planner: sqlitePlanner,
+                                                                               users: users, sessions: sessions), nil))
+        sqlitePlanner.stop()
+
+        let planner = try PlannerBenchmark.startPlanner(context: context, directory: postgres.directory, logger: postgres.logger, extra: database)
+        let (pipelined, pipelinedTrips) = try counted(sessions) {
+            try PlannerBenchmark.cancellations(context: context, logger: postgres.logger, planner: planner, users: users, sessions: sessions)
+        }
+        rows.append(("PostgreSQL         ", pipelined, pipelinedTrips))
+        planner.stop()
+
+        // Made with the pipeline off: the variable is read as each connection is made.
+        setenv("LHT_POSTGRES_PIPELINE", "off", 1)
+        let plainLogger = try InProcessService.sessionLogger(context: context, extra: database)
+        defer { plainLogger.stop() }
+        let plainPlanner = try PlannerBenchmark.startPlanner(context: context, directory: postgres.directory, logger: plainLogger, extra: database)
+        unsetenv("LHT_POSTGRES_PIPELINE")
+        // Other users than the pipelined run's: their occurrences are announced cancelled already.
+        let (plain, plainTrips) = try counted(sessions) {
+            try PlannerBenchmark.cancellations(context: context, logger: plainLogger, planner: plainPlanner, users: users, sessions: sessions,
+                                               firstUser: users / 4)
+        }
+        rows.append(("PostgreSQL, no pipe", plain, plainTrips))
+        plainPlanner.stop()
+
+        print("covering session acknowledged → reminder.cancelled, logger and planner in-process on each, \(sessions) sessions, in this order")
+        print("  (ms, p50 / p99; ack → session.logged: the logger's announcement, which the planner reacts to; "
+              + "round trips: to PostgreSQL per session, both services, the idle background taken off)")
+        func cell(_ name: String, _ values: [Double]) -> String {
+            String(format: "%@ %6.3f / %6.3f", name, percentile(values, 0.5), percentile(values, 0.99))
+        }
+        for row in rows {
+            print("  \(row.name)   " + [cell("session.log ack", row.latencies.ack), cell("ack → session.logged", row.latencies.logged),
+                                         cell("ack → cancelled", row.latencies.cancel)].joined(separator: "   ")
+                  + "   (\(row.latencies.cancel.count)/\(sessions) observed)" + (row.roundTrips.map { String(format: "   round trips %.1f", $0) } ?? ""))
+        }
+        func ratio(_ over: Int, _ under: Int, _ series: KeyPath<Latencies, [Double]>) -> String {
+            let a = rows[over].latencies[keyPath: series], b = rows[under].latencies[keyPath: series]
+            return String(format: "p50 %.2f, p99 %.2f", percentile(a, 0.5) / percentile(b, 0.5), percentile(a, 0.99) / percentile(b, 0.99))
+        }
+        print("  ratio PG/SQLite: ack → cancelled \(ratio(1, 0, \.cancel)); ack → session.logged \(ratio(1, 0, \.logged)); "
+              + "session.log ack \(ratio(1, 0, \.ack))")
+        print("  ratio PG without/with the pipeline: ack → cancelled \(ratio(2, 1, \.cancel)); ack → session.logged \(ratio(2, 1, \.logged))")
+        let met = percentile(rows[1].latencies.cancel, 0.5) <= 2 * percentile(rows[0].latencies.cancel, 0.5)
+        print("  target: PostgreSQL ack → cancelled p50 ≤ 2 × SQLite's: \(PlannerBenchmark.verdict(met))")
+    }
+
+    /// `body`'s result and this process's round trips to PostgreSQL per session during it, less
+    /// those of the second before it (heartbeats, leases, the planner's memory poll) at the same rate.
+    static func counted(_ sessions: Int, _ body: () throws -> Latencies) throws -> (Latencies, Double) {
+        func trips() -> Int { PostgresConnection.roundTripsInProcess.load(ordering: .relaxed) }
+        let idleStart = trips(), idleSince = DispatchTime.now().uptimeNanoseconds
+        Thread.sleep(forTimeInterval: 1)
+        let idleRate = Double(trips() - idleStart) / Double(DispatchTime.now().uptimeNanoseconds - idleSince)
+        let start = trips(), since = DispatchTime.now().uptimeNanoseconds
+        let latencies = try body()
+        let background = idleRate * Double(DispatchTime.now().uptimeNanoseconds - since)
+        return (latencies, (Double(trips() - start) - background) / Double(max(latencies.ack.count, 1)))
+    }
+
+    static func percentile(_ values: [Double], _ fraction: Double) -> Double { LoadClients.percentile(values, fraction) }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import LHTSchema
+import PostgresStorage
+import Storage
+import Testing
+import TestSupport
+
+/// A write's statements whose results nobody reads (`executeLater`, the log's rows, the head moved,
+/// COMMIT) go out in one round trip through libpq's pipeline, and fail as they did one by one.
+extension PostgresStoreTests {
+    /// A write of one request: the log row's lock with BEGIN, then the body's rows, the log's and COMMIT.
+    @Test func aWriteIsTwoRoundTripsAndAFailureInItsBatchLeavesNothing() throws {
+        let postgres = try TestPostgres()
+        defer { postgres.stop() }
+        let store = try Self.open(postgres)
+        let before = store.roundTrips
+        let seq = try store.write(now: Self.start, copyOfUpstream: false, { tx in
+            for n in 0..<3 { try tx.sql.executeLater("INSERT INTO logged (seq, id) VALUES (?, ?)", [.integer(tx.nextSeq + 10 * Int64(n)), .text("a")]) }
+            return try tx.append(Events.sessionLogged, userId: UserID("ada")!, activity: .workout, data: Self.session())
+        }, committed: { _ in })
+        #expect(seq == 1)
+        #expect(store.roundTrips - before == 2)
+        #expect(try Self.rows(store) == [1, 11, 21])
+
+        // A duplicate key among the queued rows: the write fails with it, and nothing of it is stored.
+        #expect {
+            try store.write(now: Self.start, copyOfUpstream: false, { tx in
+                try tx.sql.executeLater("INSERT INTO logged (seq, id) VALUES (?, 'b')", [.integer(30)])
+                try tx.sql.executeLater("INSERT INTO logged (seq, id) VALUES (?, 'b')", [.integer(11)])
+                try tx.append(Events.sessionLogged, userId: UserID("ada")!, activity: .workout, data: Self.session())
+            }, committed: { _ in Issue.record("committed") })
+        } throws: { ($0 as? PostgresError)?.kind == .statement(sqlState: "23505") }
+        #expect(try Self.rows(store) == [1, 11, 21])
+        #expect(try Self.log(in: store) == 2, "a failed write takes no seq")
+
+        // Inside a request's savepoint the failure is that request's alone, as before.
+        let results = try store.write(now: Self.start, copyOfUpstream: false, { tx in
+            try tx.eachIsolated([40, 21, 41], isFatal: { _ in false }) { n in
+                try tx.sql.executeLater("INSERT INTO logged (seq, id) VALUES (?, 'c')", [.integer(Int64(n))])
+            }
+        }, committed: { _ in })
+        #expect(results.map { (try? $0.get()) != nil } == [true, false, true])
+        #expect(try Self.rows(store) == [1, 2, 11, 21, 40, 41])
+    }
+
+    /// The connection killed while a write's statements wait in the pipeline: the write is
+    /// `unavailable`, nothing of it stored, and the store connects again.
+    @Test func aConnectionKilledMidPipelineIsUnavailableAndTheStoreConnectsAgain() throws {
+        let postgres = try TestPostgres()
+        defer { postgres.stop() }
+        let store = try Self.open(postgres)
+        let admin = try postgres.connect()
+        let pid = try #require(store.backendPID)
+        #expect(throws: StoreUnavailable.self) {
+            try store.write(now: Self.start, copyOfUpstream: false, { tx in
+                try tx.sql.executeLater("INSERT INTO logged (seq, id) VALUES (?, 'd')", [.integer(tx.nextSeq)])
+                try tx.append(Events.sessionLogged, userId: UserID("ada")!, activity: .workout, data: Self.session())
+                _ = try admin.execute("SELECT pg_terminate_backend($1, 10000)", [.int(Int64(pid))])
+            }, committed: { _ in Issue.record("committed") })
+        }
+        #expect(try Self.eventually { try Self.log(in: store) } == 1)
+        #expect(try Self.rows(store) == [1])
+    }
+
+    static func session() -> StoredSession {
+        StoredSession(id: RecordID(), userId: UserID("ada")!, activity: .workout, start: start, end: start.adding(seconds: 600),
+                      source: nil, loggedAt: start)
+    }
+}
