@@ -47,6 +47,8 @@ extension Gateway {
         }
     }
 
+    static let streamSendBuffer: SocketOptionValue = 64 * 1024
+
     static func tooLarge(_ size: Int?) -> Response {
         failure(.contentTooLarge, WireError.invalid("request", "a body is at most 1 MiB (1,048,576 bytes)" + (size.map { "; this one has \($0) bytes" } ?? "")))
     }
@@ -84,6 +86,9 @@ extension Gateway {
         let ndjson = request.headers[.accept]?.contains("application/x-ndjson") ?? false
         let channel = context.channel, metrics = metrics
         let watcher = try? await channel.pipeline.handler(type: HangUpWatcher.self).get()
+        // A stream's kernel send buffer is fixed, not grown by autotuning (up to 4 MiB on Linux): a
+        // reader that stops reading then holds little there, and its inbox's limit is what cuts it off.
+        try? await channel.setOption(ChannelOptions.socketOption(.so_sndbuf), value: Self.streamSendBuffer).get()
         let response = await streaming.open(user: user, selection: selection, cursor: cursor, format: ndjson ? .ndjson : .sse, key: key,
                                             cutOff: {
                                                 metrics.streamCutOff()
