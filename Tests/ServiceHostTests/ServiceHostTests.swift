@@ -187,8 +187,7 @@ import Storage
         #expect(applied == [1, 3])
     }
 
-    /// A commit writes whole pages to the log: a new database uses small ones (soak: 13.4 KB written
-    /// per logged record with 4 KB pages, 3.5 KB with 1 KB pages).
+    /// A commit writes whole pages to the log: a new database uses small ones (docs/storage.md).
     @Test func aNewDatabaseHasSmallPages() throws {
         let host = try makeHost()
         #expect(try host.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") } == SQLiteStore.pageSize)

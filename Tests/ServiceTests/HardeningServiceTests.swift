@@ -5,7 +5,7 @@ import LHTSchema
 import Testing
 import TestSupport
 
-/// The red-team findings through real services in-process: free text kept exactly and U+0000
+/// Hostile and damaged input through real services in-process: free text kept exactly and U+0000
 /// refused, NoAlc days bounded by the wall clock, unreadable stored rows skipped, and streak.get's
 /// today in the user's zone.
 @Suite struct HardeningServiceTests {

@@ -6,7 +6,7 @@ import Testing
 import TestSupport
 
 /// A long `clock.advance` moves in committed steps and the planner answers other requests between
-/// them (red-team finding 9: a months-long advance was one transaction that every request waited for).
+/// them: a months-long advance in one transaction would hold every request behind it.
 @Suite struct PlannerClockStepTests {
     /// `LHT_TEST_ADVANCE_REMINDERS` (default 100) sets the number of daily reminders; 10000 gives the
     /// finding's figure. The advance is 180 days.

@@ -5,7 +5,7 @@ import Synchronization
 import Testing
 import TestSupport
 
-/// No loop waits on an upstream (red-team findings 8 and 12): with an upstream stopped, every
+/// No loop waits on an upstream: with an upstream stopped, every
 /// service keeps answering at once, while the requests that need the upstream (a quick action, a
 /// clock move) wait for it without holding the loop and answer at their deadline. Real sockets
 /// (TCP, so a stopped upstream is a silent one), services in-process.
@@ -77,7 +77,7 @@ import TestSupport
         return notification
     }
 
-    /// Finding 8: a quick action waits on the stopped session logger (3 × 1 s) while health and
+    /// A quick action waits on the stopped session logger (3 × 1 s) while health and
     /// notification.list are answered at once; the action answers `unavailable` at its deadline.
     @Test func theNotifierAnswersWhileAQuickActionWaitsOnAStoppedLogger() throws {
         let rig = try ServiceRig()
@@ -120,7 +120,7 @@ import TestSupport
         #expect(seconds >= 2.8 && seconds < 4.5, "the action's deadline is 3 × 1 s, answered after \(seconds) s")
     }
 
-    /// Finding 8, the other side: an action that succeeds while others are served still answers
+    /// The other side: an action that succeeds while others are served still answers
     /// with the entry as the logger stored it, and a second tap gets the same entry.
     @Test func aQuickActionThatSucceedsAnswersWithTheStoredEntry() throws {
         let rig = try ServiceRig()
@@ -140,7 +140,7 @@ import TestSupport
         #expect(unknown.code == .notFound && unknown.field == "data.actionId")
     }
 
-    /// Finding 12: with the session logger stopped, the planner and the streak service keep
+    /// With the session logger stopped, the planner and the streak service keep
     /// answering health at once, through the silence their feeds notice (3 s) and the catch-ups
     /// they then try; a clock move waits for its catch-up (fail-safe, 2 s) without holding the loop.
     @Test func thePlannerAndTheStreakServiceAnswerWhileTheLoggerIsStopped() throws {
@@ -187,7 +187,7 @@ import TestSupport
         _ = expectPrompt("streak health, logger stopped", streakSide())
     }
 
-    /// Finding 12: with the planner stopped, the notifier (no action in flight) answers at once
+    /// With the planner stopped, the notifier (no action in flight) answers at once
     /// through its feed's silence and catch-up attempts.
     @Test func theNotifierAnswersWhileThePlannerIsStopped() throws {
         let rig = try ServiceRig()

@@ -4,7 +4,7 @@ import LHTSchema
 /// copies. The deciding loop asks it before the coverage query: when every session of the
 /// reminder's activity ended before the occurrence's window opened, nothing stored can cover it,
 /// and the query is not run. Most decisions are of occurrences nothing covers (that is why they
-/// fire), so this spares most of them a query that was a sixth of the loop's time.
+/// fire), so this spares most of them the query (docs/decisions/0019-latest-session-end-bound.md).
 ///
 /// A bound, only ever raised: an insert that rolls back, or a session an earlier history replaced
 /// with one that ended earlier, leaves it above what is stored, which costs a query and nothing

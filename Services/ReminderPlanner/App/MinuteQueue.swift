@@ -5,7 +5,7 @@ import HeapModule
 /// the planner takes occurrences in time order and puts each reminder's next one about a day later,
 /// so a pop reads the next entry of one sorted array, and a push appends to the array of tomorrow's
 /// same minute, which the pushes before it just touched. A heap of a million entries instead went
-/// twenty levels down on each push, missing the cache on most: a fifth of deciding (`bench planner`).
+/// twenty levels down on each push, missing the cache on most (docs/decisions/0016-planner-deciding-loop.md).
 struct MinuteQueue<Element: MinuteOrdered> {
     /// The earliest minute's elements, sorted from largest to smallest (the smallest pops from the end).
     private var current: [Element] = []

@@ -43,7 +43,7 @@ extension PlannerStore {
             pipe.finish(Result {
                 try database.read { db in
                     // One pass, never read again: through a small page cache, so that loading does not
-                    // leave the connection's cache (16 MB) full of reminder pages.
+                    // leave the connection's cache full of reminder pages.
                     let cacheSize = try Int.fetchOne(db, sql: "PRAGMA cache_size") ?? -2000
                     try db.execute(sql: "PRAGMA cache_size = -1024")
                     defer { try? db.execute(sql: "PRAGMA cache_size = \(cacheSize)") }

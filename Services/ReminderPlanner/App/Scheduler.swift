@@ -22,8 +22,7 @@ struct Scheduler {
     private var queue = MinuteQueue<Entry>()
     /// Each row's live occurrence and the ticket of its one live queue entry, packed into 16 bytes
     /// (`Live.unscheduled` where none). An array by row, not a dictionary by id: loading a million
-    /// reminders wrote it in order instead of hashing each id into scattered memory, which had cost
-    /// a quarter of a second of start-up.
+    /// reminders writes it in order instead of hashing each id into scattered memory.
     private var live: [Live] = []
     /// Rows with a scheduled occurrence.
     private(set) var scheduledCount = 0
