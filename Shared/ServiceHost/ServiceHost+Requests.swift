@@ -93,7 +93,7 @@ extension ServiceHost {
     public func handle<Input, Output>(_ op: Op<Input, Output>, _ placement: Placement = .batched,
                                       owner: ((Input) throws -> UserID?)? = nil,
                                       _ handler: @escaping (Input, Transaction) throws -> Output) {
-        handleEncoded(op, placement, owner: owner) { input, tx in try wireEncoder().encode(handler(input, tx)) }
+        handleEncoded(op, placement, owner: owner) { input, tx in try WireJSON.encode(handler(input, tx)) }
     }
 
     /// As `handle`, for replies that write their own JSON (`WireJSON.encode(writable:)`).
@@ -106,7 +106,7 @@ extension ServiceHost {
     /// Registers an op placed `.outside` any transaction.
     public func handleOutside<Input, Output>(_ op: Op<Input, Output>, owner: ((Input) throws -> UserID?)? = nil,
                                              _ handler: @escaping (Input) throws -> Output) {
-        register(op, .outside, owner: owner) { input, _, _ in try wireEncoder().encode(handler(input)) }
+        register(op, .outside, owner: owner) { input, _, _ in try WireJSON.encode(handler(input)) }
     }
 
     /// As `handleOutside`, for replies that write their own JSON, without a cast per reply to find that out.
@@ -123,7 +123,7 @@ extension ServiceHost {
                                           _ handler: @escaping (Input, StoreConnection) throws -> Output) {
         guard store.readsBehindTheLog != nil else { return handle(op, owner: owner) { input, tx in try handler(input, tx.sql) } }
         register(op, .reading, owner: owner, { _, _, _ in throw WireError(.internal, "\(op.name) is read behind the log") }) { input in
-            { sql in try wireEncoder().encode(handler(input, sql)) }
+            { sql in try WireJSON.encode(handler(input, sql)) }
         }
     }
 
