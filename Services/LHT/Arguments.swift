@@ -23,7 +23,7 @@ func wireValue<Value: Decodable>(_ items: [String], field: String) throws(Failur
 
 private func wireValue<Value: Decodable>(_ json: JSONValue, field: String) throws(Failure) -> Value {
     do {
-        return try JSONDecoder().decode(Value.self, from: wireEncoder().encode(json))
+        return try JSONDecoder().decode(Value.self, from: WireJSON.encode(json))
     } catch {
         let wire = WireError(decoding: error, under: "data.\(field)")
         throw Failure.service(code: wire.code.rawValue, field: wire.field, message: wire.message)
@@ -37,7 +37,7 @@ extension UserOption {
 
 extension JSONValue {
     /// One line of JSON (keys sorted).
-    var jsonLine: String { (try? wireEncoder().encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "null" }
+    var jsonLine: String { (try? WireJSON.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "null" }
 }
 
 /// Parses an RFC 3339 instant option.

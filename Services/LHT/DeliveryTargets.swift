@@ -27,7 +27,7 @@ extension DeliveryTarget {
 
 /// The event envelope as one line of JSON (what `lht subscribe` prints under "event").
 func envelopeJSON(_ event: ReceivedEvent) -> String {
-    (try? wireEncoder().encode(event)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
+    (try? WireJSON.encode(event)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
 }
 
 /// `--exec`: `/bin/sh -c <command>` per event, the notification's fields in LHT_* variables.

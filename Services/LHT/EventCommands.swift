@@ -169,7 +169,7 @@ struct Subscribe: ParsableCommand {
     }
 
     private func jsonLine(_ event: ReceivedEvent) -> String {
-        let envelope = (try? wireEncoder().encode(event)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
+        let envelope = (try? WireJSON.encode(event)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
         return "{\"topic\":\(JSONValue.string(event.topic).jsonLine),\"event\":\(envelope)}"
     }
 }

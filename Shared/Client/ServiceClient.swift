@@ -106,7 +106,7 @@ public final class ServiceClient {
                                             tries: Int = 1) throws(WireError) -> (value: Output, data: Data) {
         let reply = try exchange(op, request, timeoutMilliseconds: timeoutMilliseconds, tries: tries)
         let value = try Self.decodeReply(op, reply, from: instances.endpoint)
-        return (value, Reply.dataBytes(of: reply) ?? ((try? wireEncoder().encode(value)) ?? Data("null".utf8)))
+        return (value, Reply.dataBytes(of: reply) ?? ((try? WireJSON.encode(value)) ?? Data("null".utf8)))
     }
 
     private func exchange<Input, Output>(_ op: Op<Input, Output>, _ request: Input, timeoutMilliseconds: Int,
@@ -139,7 +139,7 @@ public final class ServiceClient {
     public static func requestFrame<Input, Output>(_ op: Op<Input, Output>, _ request: Input) throws(WireError) -> Data {
         let request = (request as? ClientIdentifiable)?.identified() as? Input ?? request
         do {
-            return try wireEncoder().encode(RequestFrame(op: op.name, data: request))
+            return try WireJSON.encode(RequestFrame(op: op.name, data: request))
         } catch {
             throw WireError(.internal, "the \(op.name) request could not be encoded: \(error)")
         }

@@ -31,15 +31,15 @@ public struct RecordID: Hashable, Comparable, Sendable, CustomStringConvertible 
 
     /// A new time-ordered id (version 7, RFC 9562): the Unix time in milliseconds, then 74 random
     /// bits. Ids made later sort later, so a table's index of them grows at its end instead of
-    /// dirtying a random page per record (README "Storage"). The random bits come from the kernel
-    /// in blocks (`IDGenerator`): Foundation's `UUID()` on Linux opens /dev/urandom for every id, a
-    /// fifth of the planner's time per decision.
+    /// dirtying a random page per record (decision [0005](../../docs/decisions/0005-version-7-record-ids.md)). The random bits come from
+    /// the kernel in blocks (`IDGenerator`): Foundation's `UUID()` on Linux opens /dev/urandom for
+    /// every id.
     public init() { uuid = IDGenerator.shared.next(milliseconds: UInt64(max(0, Date().timeIntervalSince1970 * 1000))) }
 
     /// Strictly 8-4-4-4-12 hex digits, either case. Parsed here rather than by `UUID(uuidString:)`,
-    /// which on Linux skips white space inside the groups and costs microseconds (sscanf).
+    /// which on Linux skips white space inside the groups and is slow (sscanf).
     public init?(_ text: String) {
-        // Through the contiguous bytes: iterating a String's UTF-8 view costs ten times as much.
+        // Through the contiguous bytes: iterating a String's UTF-8 view costs far more.
         var text = text
         guard let id = text.withUTF8({ RecordID(utf8: $0) }) else { return nil }
         self = id
@@ -92,7 +92,7 @@ public struct RecordID: Hashable, Comparable, Sendable, CustomStringConvertible 
 
     private static let notHex: UInt8 = 0xF0
 
-    /// Lower-case 8-4-4-4-12 hex, written directly: `uuidString.lowercased()` costs microseconds per id.
+    /// Lower-case 8-4-4-4-12 hex, written directly: `uuidString.lowercased()` makes two strings per id.
     public var description: String {
         String(unsafeUninitializedCapacity: RecordID.textLength) { write(into: $0) }
     }
@@ -101,8 +101,8 @@ public struct RecordID: Hashable, Comparable, Sendable, CustomStringConvertible 
     public static let textLength = 36
 
     /// Writes `description`'s bytes into `buffer` (at least `textLength` long) and returns how many.
-    /// Eight digits at a time (`hexDigits`): a table lookup per digit cost about 400 instructions
-    /// an id, and a `session.log` writes four.
+    /// Eight digits at a time (`hexDigits`), not a table lookup per digit: a `session.log` writes
+    /// four ids (decision [0009](../../docs/decisions/0009-hand-written-json-codec.md)).
     public func write(into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
         precondition(buffer.count >= RecordID.textLength)
         let (high, low) = words

@@ -21,7 +21,7 @@ struct JSONToken {
 /// of Double's range, nesting deeper than 64): that the caller hands to Foundation.
 ///
 /// Tokens, not a tree of nodes: the tree made a `String` per key and value and an array per
-/// object; decoding a page of events cost about 40,000 instructions an event.
+/// object (decision [0009](../../docs/decisions/0009-hand-written-json-codec.md)).
 final class JSONDocument {
     let bytes: UnsafeBufferPointer<UInt8>
     let tokens: UnsafeBufferPointer<JSONToken>

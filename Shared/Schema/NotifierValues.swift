@@ -116,3 +116,19 @@ public struct NotificationActionRequest: Codable, Sendable, Hashable {
         }
     }
 }
+
+/// `notification.action` reply: the stored entry for a NoAlc level, the deep link for `open.*`.
+public struct NotificationActionReply: Codable, Sendable, Hashable {
+    public let entry: StoredNoAlcEntry?
+    public let deepLink: String?
+
+    public init(entry: StoredNoAlcEntry) {
+        self.entry = entry
+        deepLink = nil
+    }
+
+    public init(deepLink: String) {
+        entry = nil
+        self.deepLink = deepLink
+    }
+}

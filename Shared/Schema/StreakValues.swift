@@ -19,8 +19,9 @@ public struct StreakGetRequest: Codable, Sendable, Hashable {
     }
 }
 
-/// Read by hand: `streak.get` is answered from memory, and decoding through `Decodable` was a fifth
-/// of the loop's time from reading the request to sending the reply (#30).
+/// Read by hand: `streak.get` is answered from memory, and decoding through `Decodable` was a large
+/// part of the loop's time from reading the request to sending the reply (decision
+/// [0009](../../docs/decisions/0009-hand-written-json-codec.md)).
 extension StreakGetRequest: WireJSONReadable {
     init(members: JSONMembers) throws {
         self.init(userId: try members.required("userId"), asOf: try members.optional("asOf"), timeZone: try members.optional("timeZone"))

@@ -162,14 +162,6 @@ func readRequestData<Payload: WireJSONReadable>(_ type: Payload.Type, from frame
     return try decodeRequestData(Payload.self, from: frame, head: head)
 }
 
-/// The encoder for everything this system writes on the wire: compact, slashes unescaped, keys
-/// in the order each type encodes them (see `WireJSON`).
-public struct WireEncoder: Sendable {
-    public func encode<Value: Encodable>(_ value: Value) throws -> Data { try WireJSON.encode(value) }
-}
-
-public func wireEncoder() -> WireEncoder { WireEncoder() }
-
 /// Reply frames. Success embeds the payload's JSON bytes as they are, so stored JSON is never re-encoded.
 public enum Reply {
     /// Written into one buffer: growing a `Data` made from the prefix's UTF-8 view cost a runtime
@@ -183,13 +175,13 @@ public enum Reply {
     }
 
     public static func success<Payload: Encodable>(_ payload: Payload) throws -> Data {
-        try success(rawData: wireEncoder().encode(payload))
+        try success(rawData: WireJSON.encode(payload))
     }
 
     public static func failure(_ error: WireError) -> Data {
         struct Failure: Encodable { let v: Int; let ok: Bool; let error: WireError }
         // Encoding three strings cannot fail; the fallback keeps the reply well formed regardless.
-        return (try? wireEncoder().encode(Failure(v: wireVersion, ok: false, error: error)))
+        return (try? WireJSON.encode(Failure(v: wireVersion, ok: false, error: error)))
             ?? Data(#"{"v":1,"ok":false,"error":{"code":"internal","message":"reply could not be encoded"}}"#.utf8)
     }
 }

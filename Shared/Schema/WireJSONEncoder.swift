@@ -2,10 +2,11 @@ import Foundation
 
 /// Encodes wire values to compact JSON in one pass, keys in the order the type encodes them.
 ///
-/// Foundation's JSONEncoder costs ~15 µs for one event envelope on Linux, a large part of a
-/// `session.log`'s budget. This one streams into a single buffer: Codable calls are strictly
-/// nested (a value's `encode(to:)` finishes before its parent writes the next key), so a container
-/// is closed as soon as anything is written at a shallower depth. Strings are escaped as RFC 8259
+/// The one encoder for everything this system writes on the wire. Foundation's JSONEncoder on
+/// Linux was a large part of a `session.log`'s budget (decision
+/// [0009](../../docs/decisions/0009-hand-written-json-codec.md)). This one streams into a single
+/// buffer: Codable calls are strictly nested (a value's `encode(to:)` finishes before its parent
+/// writes the next key), so a container is closed as soon as anything is written at a shallower depth. Strings are escaped as RFC 8259
 /// requires, slashes are left alone, non-finite numbers throw.
 public enum WireJSON {
     public static func encode<Value: Encodable>(_ value: Value) throws -> Data {
@@ -24,7 +25,7 @@ public enum WireJSON {
     }
 
     /// As `encode`, for a value known to write itself: without the runtime's conformance check,
-    /// which cost about 800 instructions per value.
+    /// which costs more than writing a small value.
     public static func encode(writable value: some WireJSONWritable) -> Data {
         var object = JSONObjectWriter()
         value.writeFields(to: &object)

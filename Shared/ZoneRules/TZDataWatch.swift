@@ -4,7 +4,7 @@ import Logging
 /// Looks at the system's tzdata (`TZData.refresh`: a `stat` of `tzdata.zi` and of each zone file
 /// read) every `interval` seconds of the loop's turns, and tells what changed since this watch
 /// last looked: it compares rules itself, so services sharing a process (the tests' rigs) each see
-/// every change. A check costs microseconds; an update is seen within one interval.
+/// every change. A check is a `stat` per zone read; an update is seen within one interval.
 public struct TZDataWatch {
     /// Well within the 60 s the contract allows (PROTOCOL.md "Zone rules (tzdata)").
     public static let defaultSeconds = 30

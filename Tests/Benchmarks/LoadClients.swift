@@ -158,7 +158,7 @@ enum LoadClients {
     /// `request` as the request frame `ServiceClient` sends for `op`, built ahead for clients that
     /// pipeline raw DEALER sockets (what these benchmarks time beside the echo).
     static func frame<Request, Reply>(_ op: Op<Request, Reply>, _ request: Request) -> Data {
-        guard let frame = try? wireEncoder().encode(RequestFrame(op: op.name, data: request)) else {
+        guard let frame = try? WireJSON.encode(RequestFrame(op: op.name, data: request)) else {
             fatalError("the \(op.name) request cannot be encoded")
         }
         return frame

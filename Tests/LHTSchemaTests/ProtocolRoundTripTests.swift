@@ -3,7 +3,7 @@ import Testing
 @testable import LHTSchema
 
 // Every JSON shape of PROTOCOL.md that has a type in LHTSchema today: decode the PROTOCOL-style JSON,
-// encode with wireEncoder(), decode again, and compare.
+// encode with `WireJSON.encode`, decode again, and compare.
 
 enum Examples {
     static let sessionID = "3F2B8C1E-0000-4000-8000-00000000000A"
@@ -65,7 +65,7 @@ struct ProtocolRoundTripTests {
         #expect(request.source == "watch")
 
         // Re-sent as a client would send it, through the same pipeline.
-        let resent = try wireEncoder().encode(RequestFrame(op: "session.log", data: request))
+        let resent = try WireJSON.encode(RequestFrame(op: "session.log", data: request))
         let wire = String(decoding: resent, as: UTF8.self)
         #expect(try jsonObject(wire) == jsonObject(#"{"data":{"activity":"mindfulness","end":"2026-11-23T09:35:00.500Z","id":"\#(Examples.sessionIDLower)","source":"watch","start":"2026-11-23T09:15:00Z","userId":"henning"},"op":"session.log","v":1}"#))
         #expect(try pipeline(SessionLogRequest.self, resent).get() == request)
@@ -98,7 +98,7 @@ struct ProtocolRoundTripTests {
     @Test func noAlcLogRequestEnvelope() throws {
         let request = try pipeline(NoAlcLogRequest.self, frame(Examples.noAlcLogRequest)).get()
         #expect(request == NoAlcLogRequest(userId: UserID("henning")!, day: LocalDay("2026-11-23")!, level: .easy, source: "cli"))
-        let resent = try wireEncoder().encode(RequestFrame(op: "noalc.log", data: request))
+        let resent = try WireJSON.encode(RequestFrame(op: "noalc.log", data: request))
         #expect(try pipeline(NoAlcLogRequest.self, resent).get() == request)
         let (_, wire) = try expectEqualRoundTrip(NoAlcLogRequest.self, Examples.noAlcLogData)
         #expect(try jsonObject(wire) == jsonObject(#"{"day":"2026-11-23","level":"easy","source":"cli","userId":"henning"}"#))
@@ -136,9 +136,9 @@ struct ProtocolRoundTripTests {
         // An absent source is emitted as null: the stored record always has every field.
         let noSource = StoredSession(id: session.id, userId: session.userId, activity: .mindfulness, start: session.start,
                                      end: session.end, source: nil, loggedAt: session.loggedAt)
-        let noSourceWire = try jsonObject(String(decoding: try wireEncoder().encode(noSource), as: UTF8.self))
+        let noSourceWire = try jsonObject(String(decoding: try WireJSON.encode(noSource), as: UTF8.self))
         #expect(noSourceWire["source"] == .null)
-        #expect(try JSONDecoder().decode(StoredSession.self, from: try wireEncoder().encode(noSource)) == noSource)
+        #expect(try JSONDecoder().decode(StoredSession.self, from: try WireJSON.encode(noSource)) == noSource)
 
         let (entry, entryWire) = try expectEqualRoundTrip(StoredNoAlcEntry.self, Examples.storedNoAlcEntry)
         #expect(entry.drinks == 6)
@@ -190,95 +190,6 @@ struct ProtocolRoundTripTests {
         let read = try JSONDecoder().decode(ReplyFrame<NoFields>.self, from: frame(handWritten))
         #expect(read.error == WireError(.notFound, "no such reminder"))
         try expectEqualRoundTrip(WireError.self, #"{"code":"invalid_argument","message":"data.start: bad","field":"data.start"}"#)
-    }
-
-    @Test func sessionLoggedEnvelope() throws {
-        let (envelope, wire) = try expectStableRoundTrip(EventEnvelope<StoredSession>.self, Examples.sessionLoggedEnvelope)
-        #expect(envelope.v == 1)
-        #expect(envelope.type == "session.logged")
-        #expect(envelope.seq == 42)
-        #expect(envelope.id.description == Examples.eventID.lowercased())
-        #expect(envelope.time.description == "2026-11-23T17:00:01.250Z")
-        #expect(envelope.source == "session-logger")
-        #expect(envelope.topic == "session.logged.henning.workout")
-        #expect(Topic(envelope.topic) == Topic(type: "session.logged", userId: envelope.data.userId, activity: envelope.data.activity))
-        #expect(envelope.data == (try JSONDecoder().decode(StoredSession.self, from: frame(Examples.storedSession))))
-        // The same bytes read as a generic envelope, and back.
-        let generic = try JSONDecoder().decode(EventEnvelope<JSONValue>.self, from: frame(wire))
-        #expect(generic.data["userId"] == .string("henning"))
-        #expect(generic.data["source"] == .string("watch"))
-        #expect(try jsonObject(String(decoding: try wireEncoder().encode(generic), as: UTF8.self)) == jsonObject(wire))
-    }
-
-    /// One envelope type serves a reader of one payload and a reader of every type: the same bytes
-    /// read as `ReceivedEvent` hold the same header and the same data, typed by the envelope's
-    /// `type`, and write back the same; a type the reader does not know keeps its header.
-    @Test func receivedEventIsTheEnvelopeTypedByItsType() throws {
-        let typed = try JSONDecoder().decode(EventEnvelope<StoredSession>.self, from: frame(Examples.sessionLoggedEnvelope))
-        let received: EventEnvelope<EventData?> = try WireJSON.decode(ReceivedEvent.self, from: frame(Examples.sessionLoggedEnvelope))
-        #expect(received.data == .sessionLogged(typed.data))
-        #expect([received.v, received.type, received.seq, received.id, received.time, received.source, received.topic] as [AnyHashable]
-            == [typed.v, typed.type, typed.seq, typed.id, typed.time, typed.source, typed.topic] as [AnyHashable])
-        #expect(try wireEncoder().encode(received) == (try wireEncoder().encode(typed)))
-
-        let unknown = Examples.sessionLoggedEnvelope.replacingOccurrences(of: #""type":"session.logged""#, with: #""type":"session.rated""#)
-        let newer = try WireJSON.decode(ReceivedEvent.self, from: frame(unknown))
-        #expect(newer.type == "session.rated" && newer.seq == typed.seq && newer.data == nil)
-        #expect(throws: DecodingError.self) {
-            try JSONDecoder().decode(ReceivedEvent.self, from: frame(unknown.replacingOccurrences(of: #""v":1,"#, with: "")))
-        }
-    }
-
-    @Test func reminderDueEnvelopeWithGenericData() throws {
-        let (envelope, _) = try expectStableRoundTrip(EventEnvelope<JSONValue>.self, Examples.reminderDueEnvelope)
-        #expect(envelope.topic == "reminder.due.henning.workout")
-        #expect(envelope.id.description == Examples.eventID.lowercased())
-        #expect(envelope.time.description == "2026-11-23T17:00:00Z")
-        #expect(envelope.data["title"] == .null)
-        #expect(envelope.data["late"] == .bool(false))
-        #expect(envelope.data["localTime"]?.stringValue == "18:00")
-        #expect(envelope.data["nested"] == .array([.number(1), .number(2.5), .number(-3), .bool(true), .object(["a": .array([])])]))
-        let built = EventEnvelope(type: envelope.type, seq: envelope.seq, id: envelope.id, time: envelope.time,
-                                  source: envelope.source, topic: envelope.topic, data: envelope.data)
-        #expect(try wireEncoder().encode(built) == (try wireEncoder().encode(envelope)))
-    }
-
-    @Test func jsonValueRoundTrips() throws {
-        let text = #"{"a":null,"b":true,"c":false,"d":0,"e":-12,"f":2.5,"g":"s\u00e9\n","h":[],"i":{},"j":[[{"k":[1]}]],"l":9007199254740993}"#
-        let (value, _) = try expectEqualRoundTrip(JSONValue.self, text)
-        #expect(value["a"] == .null)
-        #expect(value["e"]?.intValue == -12)
-        #expect(value["f"]?.intValue == nil)
-        #expect(value["g"]?.stringValue == "s\u{e9}\n")
-        #expect(value["b"]?.boolValue == true)
-        #expect(value["zz"] == nil)
-        #expect(try JSONDecoder().decode(JSONValue.self, from: frame("-0")) == .number(0))
-    }
-
-    @Test func eventsSince() throws {
-        let (request, wire) = try expectStableRoundTrip(EventsSinceRequest.self, #"{"after":41,"limit":100}"#)
-        #expect(request.after == 41 && request.limit == 100)
-        #expect(wire == #"{"after":41,"limit":100}"#)
-        let defaults = try pipeline(EventsSinceRequest.self, frame(#"{"v":1,"op":"events.since"}"#)).get()
-        #expect(defaults.after == 0 && defaults.limit == 500)
-        let empty = try pipeline(EventsSinceRequest.self, wireRequest("events.since", "{}")).get()
-        #expect(empty.after == 0 && empty.limit == 500)
-        for limit in [1, 1000] {
-            #expect(try pipeline(EventsSinceRequest.self, wireRequest("events.since", #"{"limit":\#(limit)}"#)).get().limit == limit)
-        }
-
-        let reply = "{\"events\":[\(Examples.sessionLoggedEnvelope),\(Examples.reminderDueEnvelope)],\"lastSeq\":43,\"logId\":\"0b3ad1a6-8a3e-4c5e-9d3c-2f54b1f0e7a1\"}"
-        let (decoded, _) = try expectEqualRoundTrip(EventsSinceReply.self, reply)
-        #expect(decoded.lastSeq == 43)
-        #expect(decoded.logId == RecordID("0b3ad1a6-8a3e-4c5e-9d3c-2f54b1f0e7a1"))
-        // Each envelope's data is decoded once, into the type the catalog gives its event type.
-        guard case .sessionLogged(let session) = decoded.events[0].data, case .reminderDue(let due) = decoded.events[1].data else {
-            Issue.record("events not typed: \(decoded.events.map(\.data))")
-            return
-        }
-        #expect(session.activity == .workout && due.occurrence.activity == .workout)
-        #expect(decoded.events.map(\.seq) == [42, 7])
-        #expect(decoded.events.map(\.topic) == ["session.logged.henning.workout", "reminder.due.henning.workout"])
     }
 
     @Test func healthReply() throws {
@@ -345,47 +256,5 @@ struct ProtocolRoundTripTests {
         let data = #"{"userId":"u1","from":"2026-11-01","until":"2026-11-30","timeZone":"UTC"}"#
         let (_, wire) = try expectStableRoundTrip(DailySummaryRequest.self, data)
         #expect(try jsonObject(wire) == jsonObject(#"{"from":"2026-11-01","timeZone":"UTC","until":"2026-11-30","userId":"u1"}"#))
-    }
-}
-
-@Suite("Topics")
-struct TopicTests {
-    @Test func buildAndParse() throws {
-        let topic = try #require(Topic("reminder.due.henning.workout"))
-        #expect(topic.type == "reminder.due")
-        #expect(topic.userId == UserID("henning"))
-        #expect(topic.activity == .workout)
-        #expect(topic.description == "reminder.due.henning.workout")
-        #expect(Topic(type: "reminder.due", userId: UserID("henning")!, activity: .workout) == topic)
-
-        for text in ["session.logged.u1.mindfulness", "noalc.logged.u1.noalc", "notify.u1.workout", "streak.updated.henning.noalc",
-                     "reminder.changed.A-b_9.noalc"] {
-            #expect(Topic(text)?.description == text, "\(text)")
-        }
-        #expect(Topic("notify.u1.workout")?.type == "notify")
-        #expect(Topic("streak.updated.henning.noalc")?.type == "streak.updated")
-    }
-
-    @Test(arguments: [
-        "", "henning.workout", "workout", ".henning.workout", "reminder..henning.workout", "reminder.due..workout",
-        "reminder.due.henning.", "reminder.due.henning.running", "reminder.due.hen ning.workout", "reminder.due.henning.Workout",
-        "reminder.due.j\u{FC}rgen.workout", "reminder.due.henning.workout.", "..", "...",
-    ])
-    func malformedTopicsAreRejected(text: String) {
-        #expect(Topic(text) == nil, "\(text.debugDescription) parsed as \(String(describing: Topic(text)))")
-    }
-
-    @Test func userPrefixesDoNotMatchOtherUsers() throws {
-        let u1 = try #require(UserID("u1"))
-        let u10 = try #require(UserID("u10"))
-        let prefix = Topic.prefix(type: "notify", userId: u1)
-        #expect(prefix == "notify.u1.")
-        #expect(!Topic(type: "notify", userId: u10, activity: .workout).description.hasPrefix(prefix))
-        #expect(Topic(type: "notify", userId: u1, activity: .workout).description.hasPrefix(prefix))
-        #expect(Topic(type: "reminder.due", userId: u1, activity: .noalc).description.hasPrefix(Topic.prefix(type: "reminder.due", userId: u1)))
-        #expect(!Topic(type: "reminder.due", userId: u10, activity: .noalc).description.hasPrefix(Topic.prefix(type: "reminder.due", userId: u1)))
-        // The byte-level prefix match ZeroMQ does.
-        let topicBytes = Array(Topic(type: "notify", userId: u10, activity: .mindfulness).description.utf8)
-        #expect(!topicBytes.starts(with: Array(prefix.utf8)))
     }
 }

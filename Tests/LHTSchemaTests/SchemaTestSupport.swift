@@ -85,11 +85,11 @@ extension String {
     }
 }
 
-/// Decodes with a plain `JSONDecoder`, encodes with `wireEncoder()`, decodes again.
+/// Decodes with a plain `JSONDecoder`, encodes with `WireJSON.encode`, decodes again.
 /// Returns the first value, the wire bytes, and the second value.
 func wireRoundTrip<Value: Codable>(_ type: Value.Type, _ json: String) throws -> (first: Value, bytes: Data, second: Value) {
     let first = try JSONDecoder().decode(Value.self, from: frame(json))
-    let bytes = try wireEncoder().encode(first)
+    let bytes = try WireJSON.encode(first)
     let second = try JSONDecoder().decode(Value.self, from: bytes)
     return (first, bytes, second)
 }
@@ -100,7 +100,7 @@ func expectStableRoundTrip<Value: Codable>(
     _ type: Value.Type, _ json: String, sourceLocation: SourceLocation = #_sourceLocation
 ) throws -> (value: Value, wire: String) {
     let (first, bytes, second) = try wireRoundTrip(Value.self, json)
-    let again = try wireEncoder().encode(second)
+    let again = try WireJSON.encode(second)
     #expect(again == bytes, "\(String(decoding: bytes, as: UTF8.self)) vs \(String(decoding: again, as: UTF8.self))", sourceLocation: sourceLocation)
     return (first, String(decoding: bytes, as: UTF8.self))
 }
@@ -112,7 +112,7 @@ func expectEqualRoundTrip<Value: Codable & Equatable>(
 ) throws -> (value: Value, wire: String) {
     let (first, bytes, second) = try wireRoundTrip(Value.self, json)
     #expect(first == second, sourceLocation: sourceLocation)
-    let again = try wireEncoder().encode(second)
+    let again = try WireJSON.encode(second)
     #expect(again == bytes, sourceLocation: sourceLocation)
     return (first, String(decoding: bytes, as: UTF8.self))
 }

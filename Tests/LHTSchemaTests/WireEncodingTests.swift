@@ -7,7 +7,7 @@ import Testing
 @Suite("wire encoding matches JSONEncoder")
 struct WireEncodingTests {
     func same<Value: Encodable>(_ value: Value, sourceLocation: SourceLocation = #_sourceLocation) throws {
-        let ours = try JSONDecoder().decode(JSONValue.self, from: wireEncoder().encode(value))
+        let ours = try JSONDecoder().decode(JSONValue.self, from: WireJSON.encode(value))
         let foundation = try JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(value))
         #expect(ours == foundation, sourceLocation: sourceLocation)
     }
@@ -52,7 +52,7 @@ struct WireEncodingTests {
         try same(ReminderPutReply(reminder: reminder, warnings: nil))
         try same(ReminderChange.put(reminder))
         // The planner replies to a put without warnings with its `reminder.changed` data, encoded once.
-        #expect(try wireEncoder().encode(ReminderPutReply(reminder: reminder, warnings: nil)) == wireEncoder().encode(ReminderChange.put(reminder)))
+        #expect(try WireJSON.encode(ReminderPutReply(reminder: reminder, warnings: nil)) == WireJSON.encode(ReminderChange.put(reminder)))
         try same(ReminderChange.deleted(ReminderDeleted(id: reminder.id, userId: reminder.userId, activity: .noalc)))
         try same(ReminderChange.deleted(ReminderDeleted(id: reminder.id, userId: nil, activity: nil)))
         try same(ReminderListReply(reminders: [reminder, reminder]))
@@ -65,7 +65,7 @@ struct WireEncodingTests {
     /// Exact bytes, key order included, of values whose conformance is synthesized (CalendarGetRequest,
     /// without its derived `days`) or written by hand for explicit nulls.
     @Test func exactBytesOfSynthesizedAndExplicitNullEncodings() throws {
-        func wire<Value: Encodable>(_ value: Value) throws -> String { String(decoding: try wireEncoder().encode(value), as: UTF8.self) }
+        func wire<Value: Encodable>(_ value: Value) throws -> String { String(decoding: try WireJSON.encode(value), as: UTF8.self) }
         #expect(try wire(CalendarGetRequest(userId: UserID("u1")!, month: "2026-02")!) == #"{"userId":"u1","month":"2026-02"}"#)
         #expect(try wire(CalendarReply.Day(day: LocalDay("2026-02-01")!, level: nil, color: nil))
             == #"{"day":"2026-02-01","level":null,"color":null}"#)
@@ -117,7 +117,7 @@ struct WireEncodingTests {
         let occurrence = Self.occurrence(noalc: true, cause: nil)
         let id = RecordID()
         let frame = EventEnvelope<Occurrence>.frame(type: "reminder.cancelled", seq: 3, id: id, time: Self.at, source: "reminder-planner",
-                                                    topic: "reminder.cancelled.henning.noalc", encodedData: try wireEncoder().encode(occurrence))
+                                                    topic: "reminder.cancelled.henning.noalc", encodedData: try WireJSON.encode(occurrence))
         let envelope = EventEnvelope(type: "reminder.cancelled", seq: 3, id: id, time: Self.at, source: "reminder-planner",
                                      topic: "reminder.cancelled.henning.noalc", data: occurrence)
         #expect(try JSONDecoder().decode(JSONValue.self, from: frame) == JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(envelope)))
@@ -181,7 +181,8 @@ struct WireEncodingTests {
             #expect(milliseconds >= before && milliseconds <= UInt64(Date().timeIntervalSince1970 * 1000))
         }
         // An id made in a later millisecond sorts after, as text too (what an index of them orders by).
-        Thread.sleep(forTimeInterval: 0.002)
+        let lastMillisecond = UInt64(Date().timeIntervalSince1970 * 1000)
+        while UInt64(Date().timeIntervalSince1970 * 1000) <= lastMillisecond {}
         let later = RecordID()
         #expect(ids.allSatisfy { $0 < later && $0.description < later.description })
     }

@@ -2,6 +2,7 @@ import Foundation
 import LHTSchema
 import LHTSecurity
 import Testing
+import TestSupport
 import ZeroMQ
 
 /// A CURVE ROUTER with the ZAP handler, over TCP on 127.0.0.1; each test its own context and keys.
@@ -83,14 +84,14 @@ struct CurveServerTests {
         #expect(keys.keys.clients().map(\.name) == ["admin"])
         let start = Date()
         // The open connection stays, but its requests no longer resolve to a principal.
-        #expect(eventually(within: 5) { server.zap!.resolve(before.userId) == nil })
+        try waitUntil(timeout: 5, "the revoked key resolving to no principal") { server.zap!.resolve(before.userId) == nil }
         let onOpen = try #require(try server.ask(open))
         #expect(onOpen.principal == nil)
         #expect(try server.ask(server.client(alice), within: 700) == nil)
         #expect(Date().timeIntervalSince(start) < 5)
 
         let bob = try keys.addUser("bob")
-        #expect(try eventually(within: 5) { try server.ask(server.client(bob), within: 300)?.principal == .user(UserID("bob")!) })
+        try waitUntil(timeout: 5, "the added key admitted") { try server.ask(server.client(bob), within: 300)?.principal == .user(UserID("bob")!) }
     }
 
     @Test func handlerStopsWhenTheContextShutsDown() throws {
@@ -101,6 +102,10 @@ struct CurveServerTests {
         // A second handler on the same context cannot bind.
         #expect(throws: ZMQError.self) { try ZAPHandler(keys: keys.keys, logger: testLogger).start(on: context) }
         context.shutdown()
-        handler.stop()  // returns: the thread saw ETERM
+        // The handler thread ends on ETERM. Stopped on a thread of its own, so a handler that missed
+        // it fails this test instead of hanging it.
+        let stopped = DispatchSemaphore(value: 0)
+        Thread { handler.stop(); stopped.signal() }.start()
+        #expect(stopped.wait(timeout: .now() + 5) == .success, "stop() did not return within 5 s of the context's shutdown")
     }
 }

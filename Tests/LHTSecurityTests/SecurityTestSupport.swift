@@ -89,13 +89,3 @@ final class CurveServer {
         return (zap?.resolve(served.userId), served.userId, reply)
     }
 }
-
-/// Retries `body` until it returns true or `seconds` pass.
-func eventually(within seconds: Double, _ body: () throws -> Bool) rethrows -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if try body() { return true }
-        Thread.sleep(forTimeInterval: 0.1)
-    }
-    return try body()
-}

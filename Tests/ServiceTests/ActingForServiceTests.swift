@@ -46,7 +46,7 @@ import ZeroMQ
 
     /// Sends `op` with `data` and `as`, and returns the reply's error (nil: ok).
     func send<Input: Encodable, Output>(_ client: ServiceClient, _ op: Op<Input, Output>, _ data: Input, as user: String?) throws -> WireError? {
-        let frame = try wireEncoder().encode(RequestFrame(op: op.name, data: data, as: user.flatMap(UserID.init)))
+        let frame = try WireJSON.encode(RequestFrame(op: op.name, data: data, as: user.flatMap(UserID.init)))
         let reply = try #require(client.exchange(frame, timeoutMilliseconds: 5000))
         return try WireJSON.decode(ReplyFrame<JSONValue>.self, from: reply).error
     }
@@ -66,7 +66,7 @@ import ZeroMQ
         #expect(try send(admin, Ops.sessionLog, session("bob", minute: 3), as: nil) == nil)
         #expect(try sessions("bob", admin) == 1)
         // events.since as Alice: her own events only; clock-like privileged ops are refused.
-        let frame = try wireEncoder().encode(RequestFrame(op: Ops.eventsSince.name, data: EventsSinceRequest(), as: UserID("alice")))
+        let frame = try WireJSON.encode(RequestFrame(op: Ops.eventsSince.name, data: EventsSinceRequest(), as: UserID("alice")))
         let page = try WireJSON.decode(ReplyFrame<EventsSinceReply>.self, from: try #require(admin.exchange(frame, timeoutMilliseconds: 5000)))
         #expect(page.data?.events.map(\.topic) == ["session.logged.alice.mindfulness"])
     }

@@ -33,7 +33,7 @@ import TestSupport
     }
 
     static func frame<Input: Encodable, Output>(_ op: Op<Input, Output>, _ input: Input) throws -> IncomingRequest {
-        IncomingRequest(frame: try wireEncoder().encode(RequestFrame(op: op.name, data: input)))
+        IncomingRequest(frame: try WireJSON.encode(RequestFrame(op: op.name, data: input)))
     }
 
     /// `LHT_TEST_PLANNER_PUTS` (default 300) sets how many puts; 4000 reproduces the finding's figure.

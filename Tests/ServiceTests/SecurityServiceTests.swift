@@ -100,7 +100,7 @@ import ZeroMQ
     @Test func plaintextUnknownAndWrongServerKeyGetNoAnswerAndAreCounted() throws {
         let logger = try startLogger()
         defer { logger.stop() }
-        let request = try wireEncoder().encode(RequestFrame(op: Ops.health.name, data: NoFields()))
+        let request = try WireJSON.encode(RequestFrame(op: Ops.health.name, data: NoFields()))
         let stranger = try Certificate.generate(metadata: ["user-id": "alice"])
         let strangers: [(String, CurveCredentials?)] = [
             ("plaintext", nil),

@@ -79,14 +79,14 @@ import ZeroMQ
         let otherLevel = NoAlcLogRequest(id: entry.id, userId: entry.userId, day: today, level: .wild)
         let list = SessionListRequest(userId: user("henning"), from: session.start.adding(seconds: -60), until: Instant.now())
         let frames = try [
-            wireEncoder().encode(RequestFrame(op: Ops.sessionLog.name, data: session)),
-            wireEncoder().encode(RequestFrame(op: Ops.sessionLog.name, data: session)),
-            wireEncoder().encode(RequestFrame(op: Ops.sessionLog.name, data: changed)),
-            wireEncoder().encode(RequestFrame(op: Ops.noalcLog.name, data: entry)),
-            wireEncoder().encode(RequestFrame(op: Ops.sessionList.name, data: list)),
-            wireEncoder().encode(RequestFrame(op: Ops.noalcLog.name, data: otherLevel)),
-            wireEncoder().encode(RequestFrame(op: Ops.noalcLog.name, data: entry)),
-            wireEncoder().encode(RequestFrame(op: Ops.sessionLog.name, data: other)),
+            WireJSON.encode(RequestFrame(op: Ops.sessionLog.name, data: session)),
+            WireJSON.encode(RequestFrame(op: Ops.sessionLog.name, data: session)),
+            WireJSON.encode(RequestFrame(op: Ops.sessionLog.name, data: changed)),
+            WireJSON.encode(RequestFrame(op: Ops.noalcLog.name, data: entry)),
+            WireJSON.encode(RequestFrame(op: Ops.sessionList.name, data: list)),
+            WireJSON.encode(RequestFrame(op: Ops.noalcLog.name, data: otherLevel)),
+            WireJSON.encode(RequestFrame(op: Ops.noalcLog.name, data: entry)),
+            WireJSON.encode(RequestFrame(op: Ops.sessionLog.name, data: other)),
         ]
         let dealer = try rig.socket(.dealer)
         try dealer.setReceiveTimeout(milliseconds: 10_000)
@@ -170,7 +170,7 @@ import ZeroMQ
         let publisher = try rig.socket(.pub)
         try publisher.connect(intake)
         let request = Self.session(id: RecordID())
-        let frame = try wireEncoder().encode(RequestFrame(op: Ops.sessionLog.name, data: request))
+        let frame = try WireJSON.encode(RequestFrame(op: Ops.sessionLog.name, data: request))
 
         try waitUntil("the intake session's event") {
             try publisher.send(multipart: [Data("intake".utf8), frame])
@@ -210,10 +210,10 @@ import ZeroMQ
         for entry in entries { _ = try client.call(Ops.noalcLog, entry) }
         func answers() throws -> [String] {
             try [
-                wireEncoder().encode(client.call(Ops.sessionList, SessionListRequest(userId: user("henning"), from: end.adding(seconds: -86_400),
+                WireJSON.encode(client.call(Ops.sessionList, SessionListRequest(userId: user("henning"), from: end.adding(seconds: -86_400),
                                                                                      until: end))),
-                wireEncoder().encode(client.call(Ops.noalcList, DayRangeRequest(userId: user("henning"), from: today.adding(days: -1), until: today))),
-                wireEncoder().encode(client.call(Ops.dailySummary, DailySummaryRequest(userId: user("henning"), from: today.adding(days: -1),
+                WireJSON.encode(client.call(Ops.noalcList, DayRangeRequest(userId: user("henning"), from: today.adding(days: -1), until: today))),
+                WireJSON.encode(client.call(Ops.dailySummary, DailySummaryRequest(userId: user("henning"), from: today.adding(days: -1),
                                                                                        until: today, timeZone: .utc))),
             ].map { String(decoding: $0, as: UTF8.self) }
         }
@@ -261,8 +261,8 @@ import ZeroMQ
                 entry.id.description, entry.loggedAt.millisecondsSince1970])
             for (seq, type, topic, data) in [
                 (Int64(1), Events.sessionLogged.name, Events.sessionLogged.topic(userId: session.userId, activity: .workout).description,
-                 try wireEncoder().encode(session)),
-                (2, Events.noalcLogged.name, Events.noalcLogged.topic(userId: entry.userId, activity: .noalc).description, try wireEncoder().encode(entry)),
+                 try WireJSON.encode(session)),
+                (2, Events.noalcLogged.name, Events.noalcLogged.topic(userId: entry.userId, activity: .noalc).description, try WireJSON.encode(entry)),
             ] {
                 let envelope = EventEnvelope<StoredSession>.frame(type: type, seq: seq, time: start, source: "session-logger", topic: topic, encodedData: data)
                 try db.execute(sql: "INSERT INTO outbox (seq, topic, envelope) VALUES (?, ?, ?)", arguments: [seq, topic, envelope])

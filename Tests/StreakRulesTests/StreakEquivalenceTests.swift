@@ -114,9 +114,9 @@ struct StreakEquivalenceTests {
 
     /// The cost grows with the logged days, not with the calendar span (the red-team case: 300
     /// entries spread over 0001…9999, each applied as the service applies it, by recomputing the
-    /// streak as of the latest day). The day-by-day walk needs about 5 s for this in a release build
-    /// and far longer in a debug build; skipping unlogged runs needs milliseconds. The bound is
-    /// generous so it cannot flake on a loaded machine.
+    /// streak as of the latest day). A day-by-day walk would take seconds even in a release build;
+    /// skipping unlogged runs takes milliseconds. The bound is generous so it cannot flake on a
+    /// loaded machine.
     @Test func costDoesNotGrowWithTheCalendarSpan() {
         let first = LocalDay("0001-01-01")!, last = LocalDay("9999-12-31")!
         let step = last.days(since: first) / 299

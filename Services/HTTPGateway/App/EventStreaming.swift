@@ -90,7 +90,7 @@ struct EventStreaming: Sendable {
         var after = cursor[service]
         while true {
             let request = EventsSinceRequest(after: after, limit: 1000)
-            guard let body = try? wireEncoder().encode(request),
+            guard let body = try? WireJSON.encode(request),
                   let frame = Forwarding.requestFrame(op: Ops.eventsSince.name, body: body, as: sink.user),
                   let reply = await pools[service]?.exchange(frame, timeoutMilliseconds: 5000),
                   let page = try? WireJSON.decode(ReplyFrame<EventsSinceReply>.self, from: reply).data
@@ -116,7 +116,7 @@ struct EventStreaming: Sendable {
 
     /// One event as the stream writes it: an SSE message, or an NDJSON line with its cursor.
     static func message(_ event: ReceivedEvent, cursor: EventCursor, format: Format) -> ByteBuffer {
-        let envelope = (try? wireEncoder().encode(event)) ?? Data("{}".utf8)
+        let envelope = (try? WireJSON.encode(event)) ?? Data("{}".utf8)
         switch format {
         case .sse:
             return ByteBuffer(string: "event: \(event.type)\nid: \(cursor)\ndata: " + String(decoding: envelope, as: UTF8.self) + "\n\n")

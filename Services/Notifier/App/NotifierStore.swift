@@ -62,7 +62,7 @@ enum NotifierStore {
             INSERT INTO notification (notification_id, seq, user_id, activity, scheduled_for_ms, test, body) VALUES (?, ?, ?, ?, ?, ?, ?)
             """, [key(notification.notificationId), .integer(notification.seq), .text(notification.userId.rawValue),
                   .text(notification.activity.rawValue), .integer(notification.scheduledFor.millisecondsSince1970),
-                  .integer(notification.test ? 1 : 0), .blob(try wireEncoder().encode(notification))])
+                  .integer(notification.test ? 1 : 0), .blob(try WireJSON.encode(notification))])
     }
 
     static func recordRateLimited(_ notificationId: String, user: UserID, activity: Activity, at: Instant, lastSent: Instant,

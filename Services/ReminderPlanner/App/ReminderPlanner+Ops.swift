@@ -84,12 +84,12 @@ extension ReminderPlanner {
         if let existing, existing.time != reminder.time || WeekdayMask(existing.weekdays) != WeekdayMask(reminder.weekdays) {
             try forgetMovedDecidedDay(of: existing.id, tx)
         }
-        let change = try wireEncoder().encode(ReminderChange.put(reminder))
+        let change = try WireJSON.encode(ReminderChange.put(reminder))
         try tx.append(Events.reminderChanged, userId: reminder.userId, activity: reminder.activity, encodedData: change)
         try reevaluate(reminder, isNew: existing == nil, zone: user(reminder.userId).timeZone, in: tx)
         try persistDecidedThrough(tx)
         try replaceReminder(reminder.id, with: reminder, in: tx)
-        return warnings == nil ? change : try wireEncoder().encode(ReminderPutReply(reminder: reminder, warnings: warnings))
+        return warnings == nil ? change : try WireJSON.encode(ReminderPutReply(reminder: reminder, warnings: warnings))
     }
 
     private func restore(_ input: RestoreRequest, _ tx: Transaction) throws -> Occurrence {

@@ -149,7 +149,7 @@ extension ReminderPlanner {
         for (row, reminder) in reminders.rows(ownedBy: userId) {
             if occurrencesMoved(reminder, before: before, now: zone.rules) {
                 try tx.append(Events.reminderChanged, userId: reminder.userId, activity: reminder.activity,
-                              encodedData: try wireEncoder().encode(ReminderChange.put(reminder)))
+                              encodedData: try WireJSON.encode(ReminderChange.put(reminder)))
             }
             try reevaluate(reminder, zone: zone, in: tx)
             let moved = takenOver ? nil : movedDecidedDay(reminder, before: before, now: zone.rules)

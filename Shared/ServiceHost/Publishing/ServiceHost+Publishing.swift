@@ -41,7 +41,7 @@ extension ServiceHost {
     func heartbeatIfQuiet() {
         guard Date().timeIntervalSince(events.lastSent) * 1000 >= Double(Heartbeat.intervalMilliseconds),
               case let newest = store.newestSeq(),
-              let frame = try? wireEncoder().encode(Heartbeat(source: name, lastSeq: newest, time: time.now(), logId: eventLog.identity))
+              let frame = try? WireJSON.encode(Heartbeat(source: name, lastSeq: newest, time: time.now(), logId: eventLog.identity))
         else { return }
         announcedSeq = newest
         try? events.send(topic: Heartbeat.topic, frame)

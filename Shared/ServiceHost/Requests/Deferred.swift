@@ -33,7 +33,7 @@ public final class DeferredReply<Output: Encodable> {
     public func answer(_ body: () throws -> Output) {
         guard let send else { return }
         self.send = nil
-        send(answerOutcome { try wireEncoder().encode(body()) })
+        send(answerOutcome { try WireJSON.encode(body()) })
     }
 
     public func succeed(_ value: Output) { answer { value } }

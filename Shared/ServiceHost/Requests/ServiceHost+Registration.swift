@@ -22,7 +22,7 @@ extension ServiceHost {
     public func handle<Input, Output>(_ op: Op<Input, Output>, _ placement: Placement = .batched,
                                       owner: ((Input) throws -> UserID?)? = nil,
                                       _ handler: @escaping (Input, Transaction) throws -> Output) {
-        handleEncoded(op, placement, owner: owner) { input, tx in try wireEncoder().encode(handler(input, tx)) }
+        handleEncoded(op, placement, owner: owner) { input, tx in try WireJSON.encode(handler(input, tx)) }
     }
 
     /// As `handle`, for replies that write their own JSON (`WireJSON.encode(writable:)`).
@@ -35,7 +35,7 @@ extension ServiceHost {
     /// Registers an op placed `.outside` any transaction.
     public func handleOutside<Input, Output>(_ op: Op<Input, Output>, owner: ((Input) throws -> UserID?)? = nil,
                                              _ handler: @escaping (Input) throws -> Output) {
-        register(op, .outside, owner: owner) { input, _, _ in try wireEncoder().encode(handler(input)) }
+        register(op, .outside, owner: owner) { input, _, _ in try WireJSON.encode(handler(input)) }
     }
 
     /// As `handleOutside`, for replies that write their own JSON, without a cast per reply to find that out.
@@ -51,7 +51,7 @@ extension ServiceHost {
     public func handleRead<Input, Output>(_ op: Op<Input, Output>, owner: ((Input) throws -> UserID?)? = nil,
                                           _ handler: @escaping (Input, StoreConnection) throws -> Output) {
         guard store.readsBehindTheLog != nil else { return handle(op, owner: owner) { input, tx in try handler(input, tx.sql) } }
-        register(op, .reading, owner: owner, .read { input in { sql in try wireEncoder().encode(handler(input, sql)) } })
+        register(op, .reading, owner: owner, .read { input in { sql in try WireJSON.encode(handler(input, sql)) } })
     }
 
     /// As `handle`, for handlers that return the reply's `data` already encoded (stored JSON, sent as it is).

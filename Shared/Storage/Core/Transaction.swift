@@ -75,7 +75,7 @@ public final class Transaction {
     /// Stores an event in the outbox and returns its seq.
     @discardableResult
     public func append<Payload>(_ type: EventType<Payload>, userId: UserID, activity: Activity, data: Payload) throws -> Int64 {
-        try append(type, userId: userId, activity: activity, encodedData: wireEncoder().encode(data))
+        try append(type, userId: userId, activity: activity, encodedData: WireJSON.encode(data))
     }
 
     /// As `append(data:)`, for payloads that write their own JSON (every event the hot paths store),
@@ -90,7 +90,7 @@ public final class Transaction {
         return seq
     }
 
-    /// As `append(data:)`, with `data` encoded already (`wireEncoder().encode` of a `Payload`): for a
+    /// As `append(data:)`, with `data` encoded already (`WireJSON.encode` of a `Payload`): for a
     /// handler that replies with the same JSON and encodes it once.
     @discardableResult
     public func append<Payload>(_ type: EventType<Payload>, userId: UserID, activity: Activity, encodedData: Data) throws -> Int64 {
