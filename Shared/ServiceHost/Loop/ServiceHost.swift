@@ -1,6 +1,5 @@
 import DequeModule
 import Foundation
-import GRDB
 import LHTClient
 import LHTSchema
 import LHTSecurity
