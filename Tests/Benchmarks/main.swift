@@ -17,6 +17,7 @@ let benchmarks: [String: ([String]) throws -> Void] = [
     "advance": AdvanceBenchmark.run,
     "zones": ZonesBenchmark.run,
     "postgres": PostgresBenchmark.run,
+    "cluster": ClusterBurstBenchmark.run,
 ]
 /// Left out of `bench all`: they run for minutes by design.
 let longRunning: Set = ["soak", "advance"]
