@@ -18,6 +18,7 @@ let benchmarks: [String: ([String]) throws -> Void] = [
     "zones": ZonesBenchmark.run,
     "postgres": PostgresBenchmark.run,
     "gateway": GatewayBenchmark.run,
+    "cluster": ClusterBurstBenchmark.run,
 ]
 /// Left out of `bench all`: they run for minutes by design.
 let longRunning: Set = ["soak", "advance"]
