@@ -96,12 +96,12 @@ let package = Package(
         .executableTarget(name: "SessionLoggerMain", dependencies: ["SessionLogger"], path: "Services/SessionLogger/Main"),
         .target(
             name: "ReminderPlanner",
-            dependencies: ["ServiceHost", "Storage", "ReminderPlanning", "CPrefetch", .product(name: "HeapModule", package: "swift-collections")],
+            dependencies: ["ServiceHost", "Storage", "ReminderPlanning", "ZoneRules", "CPrefetch", .product(name: "HeapModule", package: "swift-collections")],
             path: "Services/ReminderPlanner/App"),
         .executableTarget(name: "ReminderPlannerMain", dependencies: ["ReminderPlanner"], path: "Services/ReminderPlanner/Main"),
         .target(name: "Notifier", dependencies: ["ServiceHost", "Storage", "NotificationRendering"], path: "Services/Notifier/App"),
         .executableTarget(name: "NotifierMain", dependencies: ["Notifier"], path: "Services/Notifier/Main"),
-        .target(name: "NoAlcStreak", dependencies: ["ServiceHost", "Storage", "StreakRules"], path: "Services/NoAlcStreak/App"),
+        .target(name: "NoAlcStreak", dependencies: ["ServiceHost", "Storage", "StreakRules", "ZoneRules"], path: "Services/NoAlcStreak/App"),
         .executableTarget(name: "NoAlcStreakMain", dependencies: ["NoAlcStreak"], path: "Services/NoAlcStreak/Main"),
         // HTTP for clients without ZeroMQ: ops forwarded as their caller, events as SSE, the web app's files.
         .target(
@@ -125,7 +125,7 @@ let package = Package(
         // Benchmarks are an executable, not tests: `swift run -c release bench <name>`.
         .executableTarget(
             name: "Bench",
-            dependencies: ["ZeroMQ", "ServiceHost", "Storage", "LHTSchema", "LHTClient", "LHTSecurity", "SessionLogger", "ReminderPlanner", "ReminderPlanning", "NoAlcStreak", "StreakRules",
+            dependencies: ["ZeroMQ", "ServiceHost", "Storage", "LHTSchema", "LHTClient", "LHTSecurity", "SessionLogger", "ReminderPlanner", "ReminderPlanning", "ZoneRules", "NoAlcStreak", "StreakRules",
                            "TestSupport", "PostgresStorage", "Spawn", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Tests/Benchmarks", exclude: ["c", "python", "wrk", "README.md"]),
 
@@ -155,7 +155,7 @@ let package = Package(
         .testTarget(
             name: "ServiceTests",
             dependencies: ["TestSupport", "SessionLogger", "ReminderPlanner", "Notifier", "NoAlcStreak", "LHTSecurity",
-                           "ServiceHost", "Storage", "LHTClient", "LHTSchema", "ZeroMQ",
+                           "ServiceHost", "Storage", "LHTClient", "LHTSchema", "ZoneRules", "ZeroMQ",
                            .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            // To damage a stopped service's SQLite file on purpose.
                            .product(name: "GRDB", package: "GRDB.swift")]),
