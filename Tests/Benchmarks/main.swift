@@ -21,7 +21,7 @@ let benchmarks: [String: ([String]) throws -> Void] = [
     "cluster": ClusterBurstBenchmark.run,
 ]
 /// Left out of `bench all`: they run for minutes by design.
-let longRunning: Set = ["soak", "advance"]
+let longRunning: Set = ["soak", "advance", "cluster"]
 
 @MainActor func runAll(_ arguments: [String]) throws {
     let started = Date()
