@@ -3,6 +3,7 @@ import LHTClient
 import LHTSchema
 import PostgresStorage
 import Synchronization
+import TestSupport
 import ZeroMQ
 
 /// What `bench cluster` watches from a second before a burst's instant until all of it is decided:
@@ -35,17 +36,10 @@ struct ClusterBurstProbes {
         let done = Atomic(false), failed = Atomic(0)
         let lists = Mutex([[Double]](repeating: [], count: planners.count)), waits = Mutex<[Double]>([])
         let probes = DispatchGroup()
-        // Threads of their own: the probes block.
-        func probe(_ body: @escaping @Sendable () -> Void) {
-            probes.enter()
-            Thread {
-                body()
-                probes.leave()
-            }.start()
-        }
+        // The probes block: each on a thread of its own.
         for (index, endpoint) in planners.enumerated() {
             let context = context, user = user
-            probe {
+            probes.startThread {
                 let client = ServiceClient(context: context, endpoint: endpoint)
                 while !done.load(ordering: .relaxed) {
                     let started = Date()
@@ -60,7 +54,7 @@ struct ClusterBurstProbes {
             }
         }
         if let postgresURL {
-            probe {
+            probes.startThread {
                 guard let connection = try? PostgresConnection(url: postgresURL) else { return }
                 while !done.load(ordering: .relaxed) {
                     let started = Date()

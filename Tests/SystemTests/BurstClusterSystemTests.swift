@@ -2,6 +2,7 @@ import Foundation
 import LHTSchema
 import PostgresStorage
 import Synchronization
+import TestSupport
 import Testing
 import ZeroMQ
 
@@ -42,16 +43,9 @@ import ZeroMQ
         Thread.sleep(forTimeInterval: max(0, due.secondsFromNow - 1))
         let done = Atomic(false)
         let lockWaits = Mutex<[Double]>([]), answers = Mutex<[Double]>([])
-        // Threads of their own: the probes block, and the global queue is as wide as the cores.
+        // The probes block: each on a thread of its own.
         let probes = DispatchGroup()
-        func probe(_ body: @escaping @Sendable () -> Void) {
-            probes.enter()
-            Thread {
-                body()
-                probes.leave()
-            }.start()
-        }
-        probe {
+        probes.startThread {
             guard let connection = try? postgres.connect() else { return }
             defer { connection.close() }
             while !done.load(ordering: .relaxed) {
@@ -64,7 +58,7 @@ import ZeroMQ
             }
         }
         for planner in planners {
-            probe {
+            probes.startThread {
                 guard let client = try? WireClient(planner.api, context: context) else { return }
                 while !done.load(ordering: .relaxed) {
                     let started = Date()

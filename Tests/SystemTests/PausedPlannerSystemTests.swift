@@ -35,14 +35,7 @@ import ZeroMQ
         paused.process.signal(SIGSTOP)
         defer { paused.process.signal(SIGCONT) }
         let stopped = Date()
-        var slowestHealth = 0.0
-        try waitUntil(timeout: 20, interval: 0.2, "the other planner owning all 64 partitions") {
-            let asked = Date()
-            let owned = try otherClient.ownedPartitions()
-            slowestHealth = max(slowestHealth, Date().timeIntervalSince(asked))
-            return owned == Ownership.partitionCount
-        }
-        let taken = Date().timeIntervalSince(stopped)
+        let (taken, slowestHealth) = try takeover(by: otherClient, since: stopped, interval: 0.2)
         #expect(taken <= 15, "the partitions were taken over \(taken) s after the pause")
         #expect(slowestHealth < 0.5, "health took \(slowestHealth) s during the takeover")
 

@@ -85,14 +85,8 @@ import ZeroMQ
 
         // The other planner: `health` at once throughout, every partition within 15 s, writes again
         // once the server ended the frozen transaction.
-        var slowestHealth = 0.0
-        try waitUntil(timeout: 20, interval: 0.05, "the other planner owning all 64 partitions") {
-            let asked = Date()
-            let owned = try otherClient.ownedPartitions()
-            slowestHealth = max(slowestHealth, Date().timeIntervalSince(asked))
-            return owned == Ownership.partitionCount
-        }
-        let takenAfter = Date().timeIntervalSince(stopped)
+        let (takenAfter, slowestDuringTakeover) = try takeover(by: otherClient, since: stopped, interval: 0.05)
+        var slowestHealth = slowestDuringTakeover
         try waitUntil(timeout: 10, interval: 0.05, "the other planner acknowledging a put again") { load.lastAck("planner other") > stopped }
         let writesAfter = load.lastAck("planner other").timeIntervalSince(stopped)
         let summary = "caught in \(attempts) tries; taken over after \(String(format: "%.1f", takenAfter)) s, "

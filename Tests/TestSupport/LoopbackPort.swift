@@ -17,3 +17,26 @@ public func freeLoopbackPort() throws -> Int {
     guard bound else { throw HarnessError("bind 127.0.0.1:0: \(String(cString: strerror(errno)))") }
     return Int(UInt16(bigEndian: address.sin_port))
 }
+
+/// A TCP connection to 127.0.0.1:`port`, its descriptor for the caller to close. `receiveBuffer`
+/// is set before connecting, so the advertised window is small from the handshake on.
+public func connectLoopback(port: Int, receiveBuffer: Int32? = nil) throws -> Int32 {
+    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard descriptor >= 0 else { throw HarnessError("socket: \(String(cString: strerror(errno)))") }
+    if var size = receiveBuffer {
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else {
+        let reason = String(cString: strerror(errno))
+        close(descriptor)
+        throw HarnessError("connect to 127.0.0.1:\(port): \(reason)")
+    }
+    return descriptor
+}

@@ -17,6 +17,19 @@ extension WireClient {
     }
 }
 
+/// Waits until the instance `client` talks to owns all 64 partitions (another was stopped, or cut
+/// off, at `since`); returns how long after `since` that was, and the slowest `health` meanwhile.
+func takeover(by client: WireClient, since: Date, interval: TimeInterval) throws -> (after: TimeInterval, slowestHealth: TimeInterval) {
+    var slowestHealth = 0.0
+    try waitUntil(timeout: 20, interval: interval, "the other planner owning all 64 partitions") {
+        let asked = Date()
+        let owned = try client.ownedPartitions()
+        slowestHealth = max(slowestHealth, Date().timeIntervalSince(asked))
+        return owned == Ownership.partitionCount
+    }
+    return (Date().timeIntervalSince(since), slowestHealth)
+}
+
 /// Each planner instance's share once the shares add up: every instance holds some, they add up to
 /// 64, and two rounds of `health` in a row agree (a share moving between one instance's answer and
 /// the next one's could otherwise be counted twice or not at all). The instances rebalance every

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,21 +11,7 @@ final class StalledReader {
     private let descriptor: Int32
 
     init(port: Int, receiveBuffer: Int32 = 4096) throws {
-        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw HarnessError("socket: errno \(errno)") }
-        var size = receiveBuffer
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else {
-            close(descriptor)
-            throw HarnessError("connect to 127.0.0.1:\(port): errno \(errno)")
-        }
+        descriptor = try connectLoopback(port: port, receiveBuffer: receiveBuffer)
     }
 
     deinit { close(descriptor) }
