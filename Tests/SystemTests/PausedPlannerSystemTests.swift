@@ -44,14 +44,7 @@ import ZeroMQ
 
         // Resumed, it rejoins: a share each again, and every occurrence still decided once, also
         // once its own clock has passed them.
-        paused.process.signal(SIGCONT)
-        var pausedClient = try WireClient(paused.api, context: context)
-        try waitUntil(timeout: 30, interval: 0.5, "the resumed planner answering") {
-            if (try? pausedClient.ok("health")) != nil { return true }
-            pausedClient = try WireClient(paused.api, context: context)
-            return false
-        }
-        try settledShares([pausedClient, otherClient], timeout: 30)
+        let pausedClient = try resume(paused, rejoining: otherClient, context: context)
         #expect(paused.process.isRunning, "the resumed planner stopped")
         #expect(try pausedClient.ok("clock.set", ["now": due.adding(seconds: 120).description])["decided"]?.intValue == 0)
         let decided = try otherClient.decisions(at: due)

@@ -111,14 +111,7 @@ import ZeroMQ
         }
 
         // Resumed, it rejoins with a share and commits nothing twice.
-        paused.process.signal(SIGCONT)
-        var pausedClient = try WireClient(paused.api, context: context)
-        try waitUntil(timeout: 30, interval: 0.5, "the resumed planner answering") {
-            if (try? pausedClient.ok("health")) != nil { return true }
-            pausedClient = try WireClient(paused.api, context: context)
-            return false
-        }
-        try settledShares([pausedClient, otherClient], timeout: 30)
+        let pausedClient = try resume(paused, rejoining: otherClient, context: context)
         #expect(paused.process.isRunning, "the resumed planner stopped")
         try waitUntil(timeout: 30, interval: 0.1, "the resumed planner acknowledging puts again") { load.lastAck("planner paused") > Date().addingTimeInterval(-1) }
         load.stop()

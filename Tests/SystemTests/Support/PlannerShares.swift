@@ -1,6 +1,7 @@
 import Foundation
 import LHTSchema
 import Storage
+import ZeroMQ
 
 // Several planner instances over one PostgreSQL (PROTOCOL "Cluster (PostgreSQL)", "Owners"): each
 // holds leases on a share of the 64 partitions users hash into and decides only for those.
@@ -28,6 +29,20 @@ func takeover(by client: WireClient, since: Date, interval: TimeInterval) throws
         return owned == Ownership.partitionCount
     }
     return (Date().timeIntervalSince(since), slowestHealth)
+}
+
+/// Sends SIGCONT to a SIGSTOPped planner and waits until it answers again and has rejoined `other`
+/// with a share of its own; returns a client for it (its first socket may have given up meanwhile).
+func resume(_ paused: ServiceProcess, rejoining other: WireClient, context: Context) throws -> WireClient {
+    paused.process.signal(SIGCONT)
+    var client = try WireClient(paused.api, context: context)
+    try waitUntil(timeout: 30, interval: 0.5, "the resumed planner answering") {
+        if (try? client.ok("health")) != nil { return true }
+        client = try WireClient(paused.api, context: context)
+        return false
+    }
+    try settledShares([client, other], timeout: 30)
+    return client
 }
 
 /// Each planner instance's share once the shares add up: every instance holds some, they add up to
