@@ -45,4 +45,16 @@ import TestSupport
         #expect(after <= limit, "the log holds \(after) bytes after a pause (\(written) before)")
         #expect(store.eventLog.lastSeq == Int64(commits) + 1)
     }
+
+    /// A clean stop closes every connection before it returns, the checkpointer's too, so the next
+    /// process finds the file unlocked: SQLite removes the log only when its last connection closes.
+    @Test func closeLeavesNoConnectionOpen() throws {
+        let directory = temporaryDirectory("lht-wal-close")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try SQLiteStore(directory: directory, name: "noalc-streak", migrations: { _ in }, logger: quietLogger("wal"))
+        try Self.append(store, 1)
+        store.close()
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("noalc-streak.sqlite-wal").path))
+        withExtendedLifetime(store) {}
+    }
 }

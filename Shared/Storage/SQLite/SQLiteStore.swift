@@ -199,8 +199,9 @@ public final class SQLiteStore: Store {
     }
 
     /// For a clean stop: the projection is synced and marked so, and needs no rebuild after a reboot;
-    /// the connection is closed, which releases the projection's lock. The store is unusable after.
+    /// the connections are closed, which releases the projection's lock. The store is unusable after.
     public func close() {
+        checkpointer.close()
         behindTheLog?.close()
         do {
             try projection?.close(database)

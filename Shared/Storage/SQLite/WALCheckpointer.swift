@@ -77,6 +77,14 @@ public final class WALCheckpointer {
         func wait() { done.wait() }
     }
 
+    /// Stops the timer, waits out a checkpoint under way and closes this connection before it returns:
+    /// a connection left to `deinit` could still hold the file's lock when another process opens it.
+    func close() {
+        timer.cancel()
+        queue.sync {}
+        try? database.close()
+    }
+
     deinit { timer.cancel() }
 
     /// Shared between the timer's queue and the writer.
