@@ -11,8 +11,10 @@ import TestSupport
 /// (TCP, so a stopped upstream is a silent one), services in-process.
 ///
 /// The bound asked for is 20 ms; the assertions allow 100 ms at the 99th percentile (this runs on a
-/// shared, loaded machine) and a maximum of 300 ms (a loop held by one 500 ms catch-up try exceeds
-/// it), and print the real figures.
+/// shared, loaded machine), at most one call over 300 ms and none over 1 s, and print the real figures.
+/// A loop that waited on its upstream would be held for every try it makes in the window (a 500 ms
+/// catch-up try at least twice, an action's 1 s tries three times, a clock move's 2 s catch-up once);
+/// a busy machine's scheduler stalls one call now and then.
 @Suite(.serialized) struct UpstreamWaitTests {
     let henning = user("henning")
 
@@ -36,7 +38,8 @@ import TestSupport
             let sorted = latencies.sorted()
             count = sorted.count
             p50 = sorted[sorted.count / 2]
-            p99 = sorted[min(sorted.count - 1, Int(Double(sorted.count) * 0.99))]
+            // Below the largest while there are fewer than a hundred: one stalled call is the max's to tell.
+            p99 = sorted[Int(Double(sorted.count - 1) * 0.99)]
             max = sorted.last!
         }
         var description: String { String(format: "n=%d p50=%.2f ms p99=%.2f ms max=%.2f ms", count, p50, p99, max) }
@@ -46,7 +49,8 @@ import TestSupport
         let figures = Figures(latencies)
         print("[loop latency] \(label): \(figures)")
         #expect(figures.p99 < 100, "\(label): \(figures)")
-        #expect(figures.max < 300, "\(label): \(figures)")
+        #expect(latencies.count { $0 >= 300 } <= 1, "\(label): \(figures), over 300 ms: \(latencies.filter { $0 >= 300 })")
+        #expect(figures.max < 1000, "\(label): \(figures)")
         return figures
     }
 
