@@ -161,7 +161,7 @@ let package = Package(
                            .product(name: "GRDB", package: "GRDB.swift")]),
         // Starts the built executables as real processes; depends on them only through the build
         // (Storage for `Ownership.partition(of:)`: which of the 64 partitions a user is in).
-        .testTarget(name: "HTTPGatewayTests", dependencies: ["HTTPGateway", "LHTSecurity", "LHTSchema", "TestSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .testTarget(name: "HTTPGatewayTests", dependencies: ["HTTPGateway", "LHTClient", "LHTSecurity", "LHTSchema", "ServiceHost", "TestSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .testTarget(name: "SystemTests", dependencies: ["ZeroMQ", "LHTSchema", "LHTClient", "LHTSecurity", "TestSupport", "PostgresStorage", "Storage"]),
     ]
 )

@@ -93,24 +93,42 @@ enum GatewayBenchmark {
         guard let wrk = RedisAnchor.executableOnPath("wrk") else {
             return print("session.log over HTTP: skipped (no wrk; deploy/install-prerequisites --bench installs it)")
         }
+        let before = (gateway: cpuSeconds(rig.gateway.process.pid), logger: cpuSeconds(rig.logger.process.pid))
         let (status, output, errors) = try ZeroMQPubSub.execute("/usr/bin/env", [
             "LHT_TOKEN=\(token)", "LHT_SALT=\(Int(Date().timeIntervalSince1970) % 100_000)", wrk, "-t", "2", "-c", "\(connections)",
             "-d", "\(seconds)s", "--latency", "-s", script, "http://127.0.0.1:\(rig.port)"])
         guard status == 0, let rate = number(after: "Requests/sec:", in: output) else { throw BenchError("wrk failed (\(status)): \(output) \(errors)") }
+        let counted = output.split(separator: "\n").first { $0.contains(" requests in ") }?.split(separator: " ").first.flatMap { Double($0) }
+        let requests = counted ?? rate * Double(seconds)
+        let gatewayCPU = (cpuSeconds(rig.gateway.process.pid) - before.gateway) / requests * 1e6
+        let loggerCPU = (cpuSeconds(rig.logger.process.pid) - before.logger) / requests * 1e6
         let refused = number(after: "Non-2xx or 3xx responses:", in: output) ?? 0
         let p99 = output.split(separator: "\n").first { $0.trimmingCharacters(in: .whitespaces).hasPrefix("99%") }
             .map { $0.split(separator: " ").last.map(String.init) ?? "?" } ?? "?"
 
         let credentials = try rig.adminCredentials()
+        let loggerBefore = cpuSeconds(rig.logger.process.pid)
         let zeromq = LoadClients.load(endpoint: rig.logger.endpoints["api"]!, context: rig.context, clients: connections, window: 1,
                                       credentials: { _ in credentials }) { client in
             (0..<perClient).map { SessionLogBenchmark.sessionLog(n: $0, client: 800 + client, user: "zmq") }
         }
+        let loggerZeroMQCPU = (cpuSeconds(rig.logger.process.pid) - loggerBefore) / Double(connections * perClient) * 1e6
         let ratio = rate / zeromq.rate
         print("session.log, \(connections) connections, one request in flight each (HTTP/1.1 keep-alive vs ZeroMQ DEALERs), keys on both")
         print(String(format: "  over ZeroMQ (CURVE, admin for the user)   %8.0f acks/s   p50 %.2f ms   p99 %.2f ms", zeromq.rate, zeromq.p50, zeromq.p99))
         print(String(format: "  over HTTP through the gateway (wrk)       %8.0f req/s    p99 %@   non-2xx %.0f", rate, p99, refused))
+        print(String(format: "  CPU per request: the gateway %.0f µs, the logger %.0f µs (over ZeroMQ: the logger %.0f µs)", gatewayCPU, loggerCPU, loggerZeroMQCPU))
         print(String(format: "  HTTP / ZeroMQ = %.3f   target ≥ 0.5: %@", ratio, ratio >= 0.5 && refused == 0 ? "met" : "NOT met"))
+    }
+
+    /// The CPU time process `pid` has had so far (user and system), in seconds, from `/proc/<pid>/stat`.
+    static func cpuSeconds(_ pid: Int32) -> Double {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let afterName = stat.range(of: ") ")?.upperBound else { return .nan }
+        // Fields 14 and 15 (utime, stime), counted after the name's closing parenthesis (field 2).
+        let fields = stat[afterName...].split(separator: " ")
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return .nan }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
     static func number(after label: String, in text: String) -> Double? {

@@ -1,7 +1,9 @@
 import Foundation
 import ArgumentParser
 import HTTPGateway
+import LHTClient
 import LHTSchema
+import ServiceHost
 import Testing
 
 /// The pure parts of the gateway: the frame it sends for a body, the status of a reply, cursors and flags.
@@ -18,6 +20,14 @@ import Testing
         #expect(text(Forwarding.requestFrame(op: "reminder.list", body: Data(), as: alice))
                 == #"{"v":1,"op":"reminder.list","as":"alice","data":{"userId":"alice"}}"#)
         #expect(text(Forwarding.requestFrame(op: "health", body: Data(), as: nil)) == #"{"v":1,"op":"health","data":{}}"#)
+        // Only a member of the body itself counts as naming a user, null or written with escapes too.
+        #expect(text(Forwarding.requestFrame(op: "user.put", body: Data(#"{"profile":{"userId":"bob"},"tags":["userId"]}"#.utf8), as: alice))
+                == #"{"v":1,"op":"user.put","as":"alice","data":{"userId":"alice","profile":{"userId":"bob"},"tags":["userId"]}}"#)
+        #expect(text(Forwarding.requestFrame(op: "user.get", body: Data(#"{"userId":null}"#.utf8), as: alice))
+                == #"{"v":1,"op":"user.get","as":"alice","data":{"userId":null}}"#)
+        #expect(text(Forwarding.requestFrame(op: "user.get", body: Data(#"{"a":"\"}","user\u0049d":"bob"}"#.utf8), as: alice))
+                == #"{"v":1,"op":"user.get","as":"alice","data":{"a":"\"}","user\u0049d":"bob"}}"#)
+        #expect(text(Forwarding.requestFrame(op: "user.get", body: Data("{ }".utf8), as: alice)) == #"{"v":1,"op":"user.get","as":"alice","data":{"userId":"alice" }}"#)
         // Not one JSON value: nothing is sent. A value that is no object goes as it is (the service names the field).
         #expect(Forwarding.requestFrame(op: "session.log", body: Data(#"{"a":1}}"#.utf8), as: alice) == nil)
         #expect(Forwarding.requestFrame(op: "session.log", body: Data(#"{"a":1},"as":"bob"#.utf8), as: alice) == nil)
@@ -35,6 +45,8 @@ import Testing
         for (code, status) in statuses { #expect(Forwarding.status(of: Reply.failure(WireError(code, "x"))) == status) }
         #expect(Forwarding.status(of: Reply.success(rawData: Data("{}".utf8))) == 200)
         #expect(Forwarding.status(of: Data("garbage".utf8)) == 500)
+        #expect(Forwarding.status(of: Data(#"{"v":1,"ok":true,"data":{"#.utf8)) == 500)
+        #expect(Forwarding.status(of: Data(#"{"ok":true,"v":1}"#.utf8)) == 200)
     }
 
     @Test func cursorsCarryEachPublishersSeq() throws {
@@ -64,5 +76,20 @@ import Testing
         #expect(local.host == "127.0.0.1" && local.port == 7380)
         #expect(local.upstreams[.notifier]?.api == ["tcp://127.0.0.1:9", "tcp://127.0.0.1:10"])
         #expect(local.upstreams[.sessionLogger]?.events == ["tcp://127.0.0.1:7302"])
+    }
+
+    /// Every flag the gateway declares may come from its `LHT_*` variable: the names are read from the
+    /// declarations, and are the ones the gateway has always taken.
+    @Test func everyDeclaredFlagHasItsVariable() throws {
+        let upstreams = ServiceName.allCases.flatMap { [$0.flag(.api), $0.flag(.events)] }
+        #expect(Set(GatewayOptions.flagNames) == Set(["http", "keys", "metrics", "tls-cert", "tls-key", "allow-origin", "web-dir", "insecure",
+                                                      "keepalive-seconds", "log-format", "log-level"] + upstreams))
+        #expect(GatewayOptions.flagNames.count == Set(GatewayOptions.flagNames).count)
+        // An upstream flag, the switch and a plain option, each from its variable; a flag given wins.
+        let arguments = ServiceCommandLine.withEnvironment(["--http", "127.0.0.1:7390"], flags: GatewayOptions.flagNames, environment: [
+            "LHT_HTTP": "127.0.0.1:1", "LHT_STREAK_EVENTS": "tcp://127.0.0.1:9", "LHT_INSECURE": "1", "LHT_KEEPALIVE_SECONDS": "7"])
+        let options = try GatewayOptions.parse(arguments)
+        #expect(options.http == "127.0.0.1:7390" && options.streakEvents == "tcp://127.0.0.1:9")
+        #expect(options.insecure && options.keepaliveSeconds == 7)
     }
 }

@@ -19,8 +19,8 @@ public enum Forwarding {
         var data = body
         if data.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { data = Data("{}".utf8) }
         guard JSONSyntax.isValue(data) else { return nil }
-        if let user, let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any], object["userId"] == nil,
-           let brace = data.firstIndex(of: UInt8(ascii: "{")) {
+        if let user, let object = TopLevelObject(data), !object.namesUser {
+            let brace = object.brace
             let member = Data("\"userId\":\(quoted(user.rawValue))".utf8)
             data = data[..<(brace + 1)] + member + (object.isEmpty ? Data() : Data(",".utf8)) + data[(brace + 1)...]
         }
@@ -37,6 +37,8 @@ public enum Forwarding {
 
     /// The status a reply maps to, from its error code (200 for success, 500 for an unreadable reply).
     public static func status(of reply: Data) -> Int {
+        // The services write a success as this prefix and its data: no decoding for the common case.
+        if reply.starts(with: successHead), JSONSyntax.isValue(reply) { return 200 }
         struct Head: Decodable { let ok: Bool; let error: Code? }
         struct Code: Decodable { let code: String }
         guard let head = try? JSONDecoder().decode(Head.self, from: reply) else { return 500 }
@@ -55,7 +57,13 @@ public enum Forwarding {
         }
     }
 
+    private static let successHead = Data(#"{"v":1,"ok":true,"#.utf8)
+
+    /// `text` as a JSON string. Op names and user ids need no escapes, so they skip the encoder.
     static func quoted(_ text: String) -> String {
-        String(decoding: (try? JSONEncoder().encode(text)) ?? Data("\"\"".utf8), as: UTF8.self)
+        let plain = !text.isEmpty && text.utf8.allSatisfy { $0 < 0x80 && ($0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".")
+                                                                           || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0)) }
+        if plain { return "\"" + text + "\"" }
+        return String(decoding: (try? JSONEncoder().encode(text)) ?? Data("\"\"".utf8), as: UTF8.self)
     }
 }

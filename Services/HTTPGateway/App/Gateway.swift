@@ -29,8 +29,8 @@ public final class Gateway: @unchecked Sendable {
         context = try Context()
         var pools: [ServiceName: UpstreamPool] = [:]
         for (service, endpoints) in settings.upstreams {
-            pools[service] = UpstreamPool(context: context, endpoints: endpoints.api, credentials: settings.credentials(for: service),
-                                          size: 8, name: service.flagStem)
+            pools[service] = try UpstreamPool(context: context, endpoints: endpoints.api, credentials: settings.credentials(for: service),
+                                              name: service.flagStem)
         }
         self.pools = pools
         hub = EventHub(context: context, upstreams: settings.upstreams, credentials: settings.credentials(for:), logger: logger)

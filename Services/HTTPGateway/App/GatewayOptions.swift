@@ -52,8 +52,9 @@ public struct GatewayOptions: ParsableArguments {
 
     public init() {}
 
-    public static let flagNames = ["http", "keys", "metrics", "tls-cert", "tls-key", "allow-origin", "web-dir", "insecure", "keepalive-seconds",
-                                   "log-format", "log-level"] + ServiceName.allCases.flatMap { [$0.flag(.api), $0.flag(.events)] }
+    /// The flags an `LHT_*` variable may set (`ServiceCommandLine.withEnvironment`): all of them, read
+    /// from the declarations above as the services' are.
+    public static var flagNames: [String] { longFlagNames }
 
     func given(_ service: ServiceName, _ role: SocketRole) -> String? {
         switch (service, role) {

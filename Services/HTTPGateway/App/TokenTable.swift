@@ -37,10 +37,14 @@ final class TokenTable: @unchecked Sendable {
         return TokenEntry.matching(token, in: lock.withLock { entries })
     }
 
+    /// The token of `Bearer <token>` (the scheme in any case, blanks around the token ignored).
+    /// Read as UTF-8 bytes: it runs for every request.
     static func bearer(_ authorization: String?) -> String? {
-        guard let authorization, authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else { return nil }
-        let token = authorization.dropFirst(7).trimmingCharacters(in: .whitespaces)
-        return token.isEmpty ? nil : token
+        guard let bytes = authorization?.utf8, bytes.count > 7,
+              bytes.prefix(7).elementsEqual("bearer ".utf8, by: { ((0x41...0x5A).contains($0) ? $0 | 0x20 : $0) == $1 }) else { return nil }
+        let blank: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 }
+        let token = bytes.dropFirst(7).drop(while: blank).reversed().drop(while: blank).reversed()
+        return token.isEmpty ? nil : String(decoding: token, as: UTF8.self)
     }
 
     /// Whether a refusal from `address` should be logged now (never the token itself).

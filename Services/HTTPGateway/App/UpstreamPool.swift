@@ -3,70 +3,76 @@ import LHTClient
 import ZeroMQ
 
 /// One service's api as the gateway's HTTP handlers reach it. ZeroMQ sockets must stay on one
-/// thread, and NIO's event loops must not block: so each of `size` worker threads owns a
-/// `ServiceClient` (a DEALER) for its whole life and takes requests from a shared queue; a handler
-/// awaits its reply without holding an event loop.
+/// thread, and NIO's event loops must not block: so one thread owns the service's DEALER
+/// (`UpstreamLane`) with every request in flight on it at once, and takes new requests from a
+/// queue, woken by a signal beside its socket; a handler awaits its reply without holding an event loop.
 final class UpstreamPool: @unchecked Sendable {
-    private struct Job {
-        let frame: Data
-        let timeoutMilliseconds: Int
-        let answer: @Sendable (Data?) -> Void
-    }
-
     let endpoints: [String]
-    private let condition = NSCondition()
-    private var jobs: [Job] = []
-    private var head = 0
+    private let lock = NSLock()
+    private var queue: [UpstreamLane.Job] = []
     private var stopped = false
+    private let wake: WakeSignal
 
-    init(context: Context, endpoints: [String], credentials: CurveCredentials?, size: Int, name: String) {
+    init(context: Context, endpoints: [String], credentials: CurveCredentials?, name: String) throws {
         self.endpoints = endpoints
-        for index in 0..<size {
-            let thread = Thread { [self] in
-                let client = ServiceClient(context: context, endpoints: endpoints, credentials: credentials)
-                while let job = next() {
-                    // Each instance gets its share of the deadline, so the whole stays within it.
-                    let perTry = max(100, job.timeoutMilliseconds / max(1, endpoints.count))
-                    job.answer(client.exchange(job.frame, timeoutMilliseconds: perTry))
-                }
-            }
-            thread.name = "\(name)-\(index)"
-            thread.start()
+        wake = try WakeSignal()
+        let thread = Thread { [self] in
+            serve(UpstreamLane(context: context, endpoints: endpoints, credentials: credentials))
         }
-    }
-
-    private func next() -> Job? {
-        condition.lock()
-        defer { condition.unlock() }
-        while head == jobs.count && !stopped { condition.wait() }
-        if stopped { return nil }
-        let job = jobs[head]
-        head += 1
-        if head > 1024 && head * 2 > jobs.count {
-            jobs.removeFirst(head)
-            head = 0
-        }
-        return job
+        thread.name = name
+        thread.start()
     }
 
     /// The reply frame to `frame`, or nil when no instance answered within `timeoutMilliseconds`.
     func exchange(_ frame: Data, timeoutMilliseconds: Int) async -> Data? {
         await withCheckedContinuation { continuation in
-            condition.lock()
-            jobs.append(Job(frame: frame, timeoutMilliseconds: timeoutMilliseconds) { continuation.resume(returning: $0) })
-            condition.signal()
-            condition.unlock()
+            let job = UpstreamLane.Job(frame: frame, timeoutMilliseconds: timeoutMilliseconds) { continuation.resume(returning: $0) }
+            let (wasEmpty, isStopped) = lock.withLock {
+                queue.append(job)
+                return (queue.count == 1, stopped)
+            }
+            if isStopped {
+                stop()
+            } else if wasEmpty {
+                // The thread takes the whole queue after each wake-up: one signal per batch is enough.
+                wake.signal()
+            }
         }
     }
 
     func stop() {
-        condition.lock()
-        stopped = true
-        let waiting = jobs[head...]
-        jobs = []
-        head = 0
-        condition.broadcast()
-        condition.unlock()
+        let waiting = lock.withLock {
+            stopped = true
+            defer { queue = [] }
+            return queue
+        }
+        wake.signal()
         for job in waiting { job.answer(nil) }
+    }
+
+    /// The thread's loop: send what is queued, answer what came back, handle the tries that ran out.
+    private func serve(_ lane: UpstreamLane) {
+        while true {
+            let sockets = lane.connection.map { [$0.socket] } ?? []
+            do {
+                let ready = try Poller.readable(sockets, signals: [wake], timeoutMilliseconds: lane.millisecondsToNextDeadline())
+                if ready.last == true { wake.clear() }
+            } catch {
+                // Not expected; the receive below finds what it can, and the loop does not spin.
+                Thread.sleep(forTimeInterval: 0.01)
+            }
+            let (jobs, isStopped) = lock.withLock {
+                defer { queue = [] }
+                return (queue, stopped)
+            }
+            if isStopped {
+                lane.stop()
+                for job in jobs { job.answer(nil) }
+                return
+            }
+            for job in jobs { lane.send(job) }
+            lane.receiveReplies()
+            lane.expire()
+        }
     }
 }

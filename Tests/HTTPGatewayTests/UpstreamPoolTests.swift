@@ -1,0 +1,92 @@
+import Foundation
+@testable import HTTPGateway
+import Testing
+import ZeroMQ
+
+/// The gateway's way to a service: many requests in flight on one DEALER, each reply found by its
+/// id frame whatever the order; a try that runs out moves on as `ServiceClient` would. Real
+/// ROUTERs over TCP stand in for the services, each answered on a thread of its own.
+@Suite struct UpstreamPoolTests {
+    /// A ROUTER on a free loopback port that takes `count` requests, answers them all, last first,
+    /// and then takes no more.
+    final class ReversingService: @unchecked Sendable {
+        private(set) var endpoint = ""
+        private let stopped = NSLock()
+        private var isStopped = false
+
+        /// The ROUTER is made, bound and used on the service's own thread (a socket stays on one).
+        init(_ context: Context, count: Int) throws {
+            let bound = DispatchSemaphore(value: 0)
+            Thread { [self] in
+                guard let router = try? Socket(context, .router), let endpoint = try? router.bind("tcp://127.0.0.1:*"),
+                      (try? router.setReceiveTimeout(milliseconds: 100)) != nil else {
+                    bound.signal()
+                    return
+                }
+                self.endpoint = endpoint
+                bound.signal()
+                var held: [[Data]] = []
+                while held.count < count, !stopping {
+                    if let frames = try? router.receiveMultipart() { held.append(frames) }
+                }
+                for frames in held.reversed() {
+                    let reply = Data("reply to ".utf8) + frames[frames.count - 1]
+                    _ = try? router.send(multipart: Array(frames.dropLast()), then: reply)
+                }
+                while !stopping { Thread.sleep(forTimeInterval: 0.05) }
+                router.close()
+            }.start()
+            bound.wait()
+            guard !endpoint.isEmpty else { throw ZMQError(code: EADDRNOTAVAIL) }
+        }
+
+        private var stopping: Bool { stopped.withLock { isStopped } }
+
+        func stop() { stopped.withLock { isStopped = true } }
+    }
+
+    @Test func requestsInFlightTogetherEachGetTheirOwnReply() async throws {
+        let context = try Context()
+        let service = try ReversingService(context, count: 20)
+        defer { service.stop() }
+        let pool = try UpstreamPool(context: context, endpoints: [service.endpoint], credentials: nil, name: "test")
+        defer { pool.stop() }
+        // All 20 must be in flight at once: the service answers none before it holds the 20th.
+        let replies = await withTaskGroup(of: (Int, String?).self) { group in
+            for n in 0..<20 {
+                group.addTask {
+                    let reply = await pool.exchange(Data(#"{"v":1,"op":"health","n":\#(n)}"#.utf8), timeoutMilliseconds: 20_000)
+                    return (n, reply.map { String(decoding: $0, as: UTF8.self) })
+                }
+            }
+            var all: [Int: String?] = [:]
+            for await (n, reply) in group { all[n] = reply }
+            return all
+        }
+        for n in 0..<20 { #expect(replies[n] == #"reply to {"v":1,"op":"health","n":\#(n)}"#) }
+    }
+
+    @Test func anUnansweredReadGoesToTheNextInstanceAndAnUnsafeWriteDoesNot() async throws {
+        let context = try Context()
+        let fallsSilent = try ReversingService(context, count: 1), answering = try ReversingService(context, count: 1)
+        defer { fallsSilent.stop(); answering.stop() }
+        let pool = try UpstreamPool(context: context, endpoints: [fallsSilent.endpoint, answering.endpoint], credentials: nil, name: "test")
+        defer { pool.stop() }
+        let read = Data(#"{"v":1,"op":"health"}"#.utf8)
+        #expect(await pool.exchange(read, timeoutMilliseconds: 20_000) == Data("reply to ".utf8) + read)
+        // A session.log without an id reached the first instance, which no longer answers: it may
+        // have been done there, so it is not sent on to the next.
+        let write = await pool.exchange(Data(#"{"v":1,"op":"session.log","data":{"activity":"workout"}}"#.utf8), timeoutMilliseconds: 1000)
+        #expect(write == nil)
+        // The silent one is now passed over: the read goes to the next instance, which answers.
+        #expect(await pool.exchange(read, timeoutMilliseconds: 20_000) == Data("reply to ".utf8) + read)
+    }
+
+    @Test func aBearerTokenIsReadWhateverTheSchemesCase() {
+        #expect(TokenTable.bearer("Bearer lht_abc") == "lht_abc")
+        #expect(TokenTable.bearer("bEARER \tlht_abc  ") == "lht_abc")
+        for refused in [nil, "", "Bearer ", "Bearer    ", "Basic lht_abc", "Bearerlht_abc", "Bearer"] as [String?] {
+            #expect(TokenTable.bearer(refused) == nil, "\(refused ?? "nil")")
+        }
+    }
+}
