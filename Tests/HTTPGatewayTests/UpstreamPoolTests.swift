@@ -82,6 +82,64 @@ import ZeroMQ
         #expect(await pool.exchange(read, timeoutMilliseconds: 20_000) == Data("reply to ".utf8) + read)
     }
 
+    /// A ROUTER that answers at once, with its name, except a request naming "slow", which it
+    /// answers `delay` later; it counts what it took.
+    final class SlowOnOneService: @unchecked Sendable {
+        private(set) var endpoint = ""
+        private let lock = NSLock()
+        private var isStopped = false, taken = 0
+
+        init(_ context: Context, name: String, delay: TimeInterval) throws {
+            let bound = DispatchSemaphore(value: 0)
+            Thread { [self] in
+                guard let router = try? Socket(context, .router), let endpoint = try? router.bind("tcp://127.0.0.1:*"),
+                      (try? router.setReceiveTimeout(milliseconds: 10)) != nil else {
+                    bound.signal()
+                    return
+                }
+                self.endpoint = endpoint
+                bound.signal()
+                var held: [(due: Date, frames: [Data])] = []
+                while !lock.withLock({ isStopped }) {
+                    if let frames = try? router.receiveMultipart() {
+                        lock.withLock { taken += 1 }
+                        let slow = String(decoding: frames[frames.count - 1], as: UTF8.self).contains("slow")
+                        held.append((slow ? Date().addingTimeInterval(delay) : Date(), frames))
+                    }
+                    for (_, frames) in held.filter({ $0.due <= Date() }) {
+                        _ = try? router.send(multipart: Array(frames.dropLast()), then: Data("\(name): ".utf8) + frames[frames.count - 1])
+                    }
+                    held.removeAll { $0.due <= Date() }
+                }
+                router.close()
+            }.start()
+            bound.wait()
+            guard !endpoint.isEmpty else { throw ZMQError(code: EADDRNOTAVAIL) }
+        }
+
+        var requestsTaken: Int { lock.withLock { taken } }
+        func stop() { lock.withLock { isStopped = true } }
+    }
+
+    @Test func anInstanceThatAnswersOthersKeepsTheRequestItIsSlowOn() async throws {
+        let context = try Context()
+        let first = try SlowOnOneService(context, name: "first", delay: 1.5), second = try SlowOnOneService(context, name: "second", delay: 0)
+        defer { first.stop(); second.stop() }
+        let pool = try UpstreamPool(context: context, endpoints: [first.endpoint, second.endpoint], credentials: nil, name: "test")
+        defer { pool.stop() }
+        // 3 s over two instances: 1.5 s a try, so the slow answer comes after its try ran out
+        // (the delay starts when the first instance takes it).
+        let slow = Data(#"{"v":1,"op":"health","slow":true}"#.utf8)
+        async let slowReply = pool.exchange(slow, timeoutMilliseconds: 3000)
+        let read = Data(#"{"v":1,"op":"health"}"#.utf8)
+        for _ in 0..<20 {
+            #expect(await pool.exchange(read, timeoutMilliseconds: 3000) == Data("first: ".utf8) + read)
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(await slowReply == Data("first: ".utf8) + slow)
+        #expect(second.requestsTaken == 0, "the live first instance was passed over")
+    }
+
     @Test func aBearerTokenIsReadWhateverTheSchemesCase() {
         #expect(TokenTable.bearer("Bearer lht_abc") == "lht_abc")
         #expect(TokenTable.bearer("bEARER \tlht_abc  ") == "lht_abc")
