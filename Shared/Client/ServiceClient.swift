@@ -13,7 +13,7 @@ public final class ServiceClient {
     public private(set) var instances: Instances
     private let context: Context
     private let credentials: CurveCredentials?
-    private var connection: Connection?
+    private var connection: InstanceConnection?
     /// How the last request ended.
     public private(set) var lastCall = LastCall.answered(tries: 0)
 
@@ -39,9 +39,9 @@ public final class ServiceClient {
         self.init(context: context, endpoints: [endpoint], credentials: credentials)
     }
 
-    private func connected() throws -> Connection {
+    private func connected() throws -> InstanceConnection {
         if let connection { return connection }
-        let connection = try Connection(context: context, endpoint: instances.endpoint, credentials: credentials)
+        let connection = try InstanceConnection(context: context, endpoint: instances.endpoint, credentials: credentials)
         self.connection = connection
         return connection
     }
@@ -168,41 +168,5 @@ extension Reply {
         guard frame.count > prefix.count, frame.starts(with: prefix), frame.last == UInt8(ascii: "}") else { return nil }
         let inner = frame.subdata(in: (frame.startIndex + prefix.count)..<(frame.endIndex - 1))
         return JSONSyntax.isValue(inner) ? inner : nil
-    }
-}
-
-/// A DEALER to one instance, and a monitor that tells whether it ever completed a connection: a
-/// request sent on a socket that never did cannot have reached anyone (libzmq sends messages only
-/// after the ZMTP handshake), so it may go to another instance whatever it is.
-private final class Connection {
-    /// ZMQ_EVENT_HANDSHAKE_SUCCEEDED (stable since libzmq 4.3).
-    private static let handshakeSucceeded = MonitorEvents(rawValue: 0x1000)
-
-    let socket: Socket
-    private let monitor: Socket
-    private var connected = false
-
-    init(context: Context, endpoint: String, credentials: CurveCredentials?) throws {
-        socket = try Socket(context, .dealer)
-        try socket.secure(with: credentials)
-        monitor = try socket.monitor(Self.handshakeSucceeded, context: context)
-        try socket.connect(endpoint)
-    }
-
-    /// Whether a handshake with the instance ever succeeded on this socket; true when that cannot be read.
-    func wasEverConnected() -> Bool {
-        do {
-            while !connected, let report = try monitor.receiveMonitorReport() {
-                connected = report.event.contains(Self.handshakeSucceeded)
-            }
-            return connected
-        } catch {
-            return true
-        }
-    }
-
-    func close() {
-        socket.close()
-        monitor.close()
     }
 }
