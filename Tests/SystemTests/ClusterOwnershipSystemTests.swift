@@ -49,7 +49,7 @@ import ZeroMQ
         try Tools.require("promtool")
         let directory = temporaryDirectory("lht-alert-test")
         let tests = directory.appendingPathComponent("ownership-test.yml")
-        let rules = OperationsSystemTests.repository.appendingPathComponent("deploy/alerts.yml").path
+        let rules = repositoryRoot.appendingPathComponent("deploy/alerts.yml").path
         try """
         rule_files: ['\(rules)']
         evaluation_interval: 15s
