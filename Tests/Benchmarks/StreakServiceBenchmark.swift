@@ -220,5 +220,4 @@ extension StreakBenchmark {
         guard let frames = try socket.receiveMultipart(), let body = frames.last else { throw BenchError("no reply within 10 s") }
         return body
     }
-
 }
