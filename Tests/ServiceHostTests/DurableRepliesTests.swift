@@ -63,8 +63,7 @@ final class BareService: Service {
         try subscriber.connect(service.events)
         try writer.connect(service.api)
         let health = ServiceClient(context: context, endpoint: service.api)
-        // The subscription reaches the publisher asynchronously.
-        Thread.sleep(forTimeInterval: 0.2)
+        try subscriber.awaitSubscribed()
 
         try writer.send(multipart: [Data(), ServiceClient.requestFrame(Ops.streakGet, StreakGetRequest(userId: UserID("u1")!))])
         // The write is committed, its sync held: no reply, no event, and health still answers at once
