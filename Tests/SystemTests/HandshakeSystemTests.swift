@@ -23,7 +23,12 @@ import ZeroMQ
         try anonymous.writePublic(to: keys.clientsPath + "/anonymous.key")
         // Control: the admin's key is answered, so silence below is the refusal and not a dead service.
         #expect(try rawHealth(api) { try $0.secure(with: CurveCredentials(publicKey: admin.publicKey, secretKey: admin.secretKey!, serverKey: loggerKey)) })
-        Thread.sleep(forTimeInterval: 2.5)
+        // The handler re-reads clients/ every few seconds: knocked until it refuses the certificate for its missing identity.
+        let anonymousCredentials = CurveCredentials(publicKey: anonymous.publicKey, secretKey: anonymous.secretKey!, serverKey: loggerKey)
+        try waitUntil(timeout: 30, interval: 0.1, "the handler refusing the certificate without identity") {
+            _ = try rawHealth(api) { try $0.secure(with: anonymousCredentials) }
+            return (try system.adminClient(.sessionLogger).call(Ops.health, NoFields(), timeoutMilliseconds: 5000).counters["authRefused.no_identity"] ?? 0) >= 1
+        }
 
         let stranger = try Certificate.generate(metadata: ["user-id": "alice"])  // claims an identity, but is not in clients/
         #expect(try !rawHealth(api) { _ in }, "a plaintext client was answered")
@@ -32,7 +37,7 @@ import ZeroMQ
         let plannerKey = try keys.servicePublicKey(ServiceName.reminderPlanner.rawValue)
         #expect(try !rawHealth(api) { try $0.secure(with: CurveCredentials(publicKey: admin.publicKey, secretKey: admin.secretKey!, serverKey: plannerKey)) },
                 "a client with the wrong server key was answered")
-        #expect(try !rawHealth(api) { try $0.secure(with: CurveCredentials(publicKey: anonymous.publicKey, secretKey: anonymous.secretKey!, serverKey: loggerKey)) },
+        #expect(try !rawHealth(api) { try $0.secure(with: anonymousCredentials) },
                 "a certificate without identity was answered")
 
         // The refusals the ZAP handler saw are counted (plaintext and a wrong server key fail before it).

@@ -121,8 +121,8 @@ import ZeroMQ
         try rig.user("after")
         let session = try rig.session("after", "mindfulness", "2026-11-16T07:00:00+01:00", "2026-11-16T07:20:00+01:00")
         // The planner has the session before the reminder exists.
-        for _ in 0..<250 where try rig.plannerClient.ok("health")["counters"]?["sessionsApplied"]?.intValue != 1 {
-            Thread.sleep(forTimeInterval: 0.02)
+        try waitUntil(timeout: 30, interval: 0.02, "the planner applying the session") {
+            try rig.plannerClient.ok("health")["counters"]?["sessionsApplied"]?.intValue == 1
         }
         try rig.advance(to: "2026-11-16T11:00:00+01:00")
         let reminder = try rig.reminder("after", "mindfulness", "18:00", lookback: 12)
@@ -140,8 +140,8 @@ import ZeroMQ
         try rig.user("weeks")
         let monday = try rig.noalc("weeks", day: "2026-11-16")
         let wednesday = try rig.noalc("weeks", day: "2026-11-18")
-        for _ in 0..<250 where try rig.plannerClient.ok("health")["counters"]?["noalcEntriesApplied"]?.intValue != 2 {
-            Thread.sleep(forTimeInterval: 0.02)
+        try waitUntil(timeout: 30, interval: 0.02, "the planner applying both entries") {
+            try rig.plannerClient.ok("health")["counters"]?["noalcEntriesApplied"]?.intValue == 2
         }
         let reminder = try rig.reminder("weeks", "noalc", "09:00")
         // 09:00 asks about the day before: Tuesday's about Monday, Thursday's about Wednesday.
