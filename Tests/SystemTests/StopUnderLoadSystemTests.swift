@@ -15,8 +15,7 @@ import ZeroMQ
             let context = try Context()
             // A subscriber that reads all along but a little slower than the service publishes,
             // so events queue in the service and a stop finds some still to send.
-            let subscriber = SlowSubscriber(endpoint: logger.events, context: context)
-            Thread.sleep(forTimeInterval: 0.3)
+            let subscriber = try SlowSubscriber(endpoint: logger.events, context: context)
             let dealer = try Socket(context, .dealer)
             try dealer.setSendHighWaterMark(0)
             try dealer.setReceiveHighWaterMark(0)
@@ -104,13 +103,19 @@ final class SlowSubscriber: @unchecked Sendable {
     private let stopping = Atomic<Bool>(false)
     private let done = DispatchSemaphore(value: 0)
 
-    init(endpoint: String, context: Context) {
+    /// Returns once the subscription has reached the publisher.
+    init(endpoint: String, context: Context) throws {
+        let subscribed = DispatchSemaphore(value: 0)
+        let isSubscribed = Mutex(false)
         Thread.detachNewThread { [self] in
             defer { done.signal() }
-            guard let socket = try? Socket(context, .sub) else { return }
+            guard let socket = try? Socket(context, .sub) else { subscribed.signal(); return }
             try? socket.setReceiveHighWaterMark(100)
             try? socket.subscribe("session.logged.")
             try? socket.connect(endpoint)
+            // Nothing is published before the subscription is in, so what this receives is the heartbeat.
+            isSubscribed.withLock { $0 = (try? socket.awaitSubscribed()) != nil }
+            subscribed.signal()
             try? socket.setReceiveTimeout(milliseconds: 1000)
             while true {
                 guard let frames = try? socket.receiveMultipart() else {
@@ -120,8 +125,13 @@ final class SlowSubscriber: @unchecked Sendable {
                 if let envelope = try? JSONDecoder().decode(JSONValue.self, from: frames[1]), let id = envelope["data"]?["id"]?.stringValue {
                     ids.withLock { _ = $0.insert(id) }
                 }
-                usleep(250)
+                usleep(250)  // slower than the service publishes: that is the point
             }
+        }
+        subscribed.wait()
+        guard isSubscribed.withLock({ $0 }) else {
+            stopping.store(true, ordering: .releasing)
+            throw HarnessError("the slow subscriber's subscription did not reach \(endpoint)")
         }
     }
 
