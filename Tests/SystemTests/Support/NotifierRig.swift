@@ -38,7 +38,7 @@ final class NotifierRig {
     func counter(_ name: String) throws -> Int64? { try client.ok("health")["counters"]?[name]?.intValue }
 
     /// Waits until the notifier has notified or dropped `handled` occurrences in all.
-    func settle(handled: Int, timeout: TimeInterval = 10) throws {
+    func settle(handled: Int, timeout: TimeInterval = 30) throws {
         let deadline = Date().addingTimeInterval(timeout)
         while try (counter("notified") ?? 0) + (counter("rateLimited") ?? 0) < handled {
             guard Date() < deadline else { throw HarnessError("the notifier handled fewer than \(handled) occurrences in \(timeout) s") }

@@ -18,7 +18,7 @@ func days(from first: String, count: Int) -> [String] {
 
 /// Polls until `condition` holds or `timeout` passes; true if it held.
 @discardableResult
-func eventually(_ timeout: TimeInterval = 5, _ condition: () throws -> Bool) throws -> Bool {
+func eventually(_ timeout: TimeInterval = 20, _ condition: () throws -> Bool) throws -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     while true {
         if try condition() { return true }
