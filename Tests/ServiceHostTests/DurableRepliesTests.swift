@@ -136,7 +136,7 @@ final class BareService: Service {
         defer { waiting.close() }
         try waiting.connect(service.api)
         try waiting.send(multipart: [Data(), ServiceClient.requestFrame(Ops.calendarGet, CalendarGetRequest(userId: UserID("u1")!, month: "2026-01")!)])
-        Thread.sleep(forTimeInterval: 0.1)
+        Thread.sleep(forTimeInterval: 0.1)  // the held request comes first (were it second, the test would prove less, not fail)
         let client = ServiceClient(context: context, endpoint: service.api)
         let started = Date()
         let reply = try client.call(Ops.streakGet, StreakGetRequest(userId: UserID("u1")!, asOf: LocalDay(year: 2026, month: 1, day: 2)!),

@@ -186,7 +186,7 @@ import ZeroMQ
         try client.connect(endpoint)
         for _ in 0..<count {
             try client.send(multipart: [Data(), request])
-            Thread.sleep(forTimeInterval: gap)
+            Thread.sleep(forTimeInterval: gap)  // open loop: requests arrive at this pace whatever the replies do
         }
         var replies = 0
         while replies < count, try Poller.readable([client], timeoutMilliseconds: 5000)[0], try client.receiveMultipart() != nil { replies += 1 }

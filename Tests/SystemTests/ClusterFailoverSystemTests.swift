@@ -70,7 +70,7 @@ import ZeroMQ
                     // The killed logger's writer gets no answer: it stops, that request never acknowledged.
                     guard (try? client.ok(request.op, request.data)) != nil else { return }
                     acknowledged.withLock { $0.append(request.data["id"] as! String) }
-                    Thread.sleep(forTimeInterval: 0.002)
+                    Thread.sleep(forTimeInterval: 0.002)  // a steady writer, not a flood
                 }
             }.start()
         }
