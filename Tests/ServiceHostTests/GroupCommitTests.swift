@@ -260,7 +260,8 @@ import ZeroMQ
         let reads = try ServiceClient.requestFrame(Ops.calendarGet, Self.readRequest)
         #expect(try Self.sendOpenLoop(40, gap: 0.005, to: service.api, context: context, request: reads) == 40)
         let read = try secondsFor { _ = try client.call(Ops.calendarGet, Self.readRequest, timeoutMilliseconds: 5000) }
-        #expect(read < 0.15, "a read after pipelined reads took \(read) s")
+        // A read that waited for the window would take 0.3 s at least; below that, with room for a busy machine.
+        #expect(read < 0.25, "a read after pipelined reads took \(read) s")
 
         #expect(try Self.sendOpenLoop(40, gap: 0.005, to: service.api, context: context) == 40)
         let write = try secondsFor { _ = try client.call(Ops.streakGet, StreakGetRequest(userId: UserID("u1")!), timeoutMilliseconds: 5000) }
