@@ -186,7 +186,7 @@ import ZeroMQ
         try client.connect(endpoint)
         for _ in 0..<count {
             try client.send(multipart: [Data(), request])
-            Thread.sleep(forTimeInterval: gap)
+            Thread.sleep(forTimeInterval: gap)  // open loop: requests arrive at this pace whatever the replies do
         }
         var replies = 0
         while replies < count, try Poller.readable([client], timeoutMilliseconds: 5000)[0], try client.receiveMultipart() != nil { replies += 1 }
@@ -260,7 +260,8 @@ import ZeroMQ
         let reads = try ServiceClient.requestFrame(Ops.calendarGet, Self.readRequest)
         #expect(try Self.sendOpenLoop(40, gap: 0.005, to: service.api, context: context, request: reads) == 40)
         let read = try secondsFor { _ = try client.call(Ops.calendarGet, Self.readRequest, timeoutMilliseconds: 5000) }
-        #expect(read < 0.15, "a read after pipelined reads took \(read) s")
+        // A read that waited for the window would take 0.3 s at least; below that, with room for a busy machine.
+        #expect(read < 0.25, "a read after pipelined reads took \(read) s")
 
         #expect(try Self.sendOpenLoop(40, gap: 0.005, to: service.api, context: context) == 40)
         let write = try secondsFor { _ = try client.call(Ops.streakGet, StreakGetRequest(userId: UserID("u1")!), timeoutMilliseconds: 5000) }

@@ -44,7 +44,7 @@ import TestSupport
             _ = try watcher.call(Ops.health, NoFields())
             latencies.append(Date().timeIntervalSince(asked) * 1000)
             clocks.append(try watcher.call(Ops.clockGet, NoFields()).now)
-            Thread.sleep(forTimeInterval: 0.01)
+            Thread.sleep(forTimeInterval: 0.01)  // a sample every few milliseconds while the move runs
         }
         let seconds = Date().timeIntervalSince(began)
         let reply = try #require(outcome.withLock { $0 }).get()
@@ -93,7 +93,7 @@ import TestSupport
                 second = try watcher.call(Ops.clockAdvance, ClockAdvanceRequest(seconds: 60))
                 break
             }
-            Thread.sleep(forTimeInterval: 0.005)
+            Thread.sleep(forTimeInterval: 0.005)  // polls the clock for the first committed step
         }
         try waitUntil(timeout: 600, "the first move replied") { outcome.withLock { $0 != nil } }
         let reply = try #require(outcome.withLock { $0 }).get()

@@ -130,7 +130,7 @@ import TestSupport
         let reminder = try client.call(Ops.reminderPut, ReminderPutRequest(userId: Self.henning, activity: .workout, time: due.utcTime)).reminder
         let events = try rig.recorder(planner)
 
-        Thread.sleep(forTimeInterval: Double(max(0, due.milliseconds(since: Instant.now()) - 3_000)) / 1000)
+        Thread.sleep(forTimeInterval: Double(max(0, due.milliseconds(since: Instant.now()) - 3_000)) / 1000)  // until just before the instant: the outage must span it
         try postgres.halt()
         // Down over the instant: each try fails (a second apart) and stores nothing.
         Thread.sleep(forTimeInterval: Double(max(0, due.milliseconds(since: Instant.now()) + 4_000)) / 1000)

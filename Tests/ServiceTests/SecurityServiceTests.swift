@@ -81,7 +81,7 @@ import ZeroMQ
             try socket.setReceiveTimeout(milliseconds: 200)
             sockets[prefix] = socket
         }
-        Thread.sleep(forTimeInterval: 0.5)  // the subscriptions reach the publisher
+        for socket in sockets.values { try socket.awaitSubscribed() }
         let asBob = try client(bob, logger), asAlice = try client(alice, logger)
         _ = try asBob.call(Ops.sessionLog, session("bob", minute: 4), timeoutMilliseconds: 5000)
         _ = try asAlice.call(Ops.sessionLog, session("alice", minute: 5), timeoutMilliseconds: 5000)

@@ -18,19 +18,24 @@ import ZeroMQ
         return SessionLogRequest(id: id, userId: userId, activity: .workout, start: end.adding(seconds: -600), end: end)
     }
 
-    /// Every seq published on `sockets`' events (a SUB connected to each instance), until `count` arrived.
+    /// Every seq published on the instances' events (a SUB connected to each), until `count` arrived.
     static func published(by instances: [InProcessService], rig: ServiceRig, while act: () throws -> Void, count: Int) throws -> [Int64] {
-        let subscriber = try rig.socket(.sub)
-        try subscriber.subscribe(Events.sessionLogged.name)
-        for instance in instances { try subscriber.connect(instance.events) }
-        Thread.sleep(forTimeInterval: 0.3)  // the slow joiner: subscriptions reach the publishers first
+        let subscribers = try instances.map { instance in
+            let subscriber = try rig.socket(.sub)
+            try subscriber.subscribe(Events.sessionLogged.name)
+            try subscriber.connect(instance.events)
+            try subscriber.awaitSubscribed()
+            return subscriber
+        }
         try act()
         var seqs: [Int64] = []
         let deadline = Date().addingTimeInterval(10)
         while seqs.count < count, Date() < deadline {
-            guard try Poller.readable([subscriber], timeoutMilliseconds: 100)[0] else { continue }
-            guard let frames = try subscriber.receiveMultipart(), frames.count == 2 else { continue }
-            seqs.append(try WireJSON.decode(ReceivedEvent.self, from: frames[1]).seq)
+            for (subscriber, readable) in zip(subscribers, try Poller.readable(subscribers, timeoutMilliseconds: 100)) where readable {
+                guard let frames = try subscriber.receiveMultipart(), frames.count == 2,
+                      String(decoding: frames[0], as: UTF8.self) != Heartbeat.topic else { continue }
+                seqs.append(try WireJSON.decode(ReceivedEvent.self, from: frames[1]).seq)
+            }
         }
         return seqs
     }

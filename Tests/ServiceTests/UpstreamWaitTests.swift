@@ -27,7 +27,7 @@ import TestSupport
             let started = DispatchTime.now().uptimeNanoseconds
             _ = try client.call(Ops.health, NoFields())
             latencies.append(Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6)
-            Thread.sleep(forTimeInterval: 0.005)
+            Thread.sleep(forTimeInterval: 0.005)  // a sample every few milliseconds
         }
         return latencies
     }
@@ -165,7 +165,7 @@ import TestSupport
             let reply = try? client.call(Ops.clockAdvance, ClockAdvanceRequest(seconds: 300))
             return (Date().timeIntervalSince(started), reply)
         }
-        Thread.sleep(forTimeInterval: 0.05)
+        Thread.sleep(forTimeInterval: 0.05)  // the move has begun before health is sampled
         let duringMove = try healthLatencies(rig, planner, for: 1.5)
         let (seconds, reply) = moved()
         print(String(format: "[loop latency] clock.advance with the logger stopped answered after %.2f s, decided %@", seconds, String(describing: reply?.decided)))
@@ -183,7 +183,7 @@ import TestSupport
                 let started = DispatchTime.now().uptimeNanoseconds
                 guard (try? client.call(Ops.health, NoFields())) != nil else { latencies.append(5000); continue }
                 latencies.append(Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6)
-                Thread.sleep(forTimeInterval: 0.005)
+                Thread.sleep(forTimeInterval: 0.005)  // a sample every few milliseconds
             }
             return latencies
         }

@@ -78,7 +78,7 @@ import ZeroMQ
         let lockedAt = Date()
         let add = try userProcess(BuildProducts.executable("lht"), [
             "reminder", "add", "workout", "--time", "07:00", "--user", "lena", "--planner", cluster.planners, "--timeout", "3", "--json"])
-        Thread.sleep(until: lockedAt.addingTimeInterval(5))
+        Thread.sleep(until: lockedAt.addingTimeInterval(5))  // the row stays locked past the client's timeout
         try locked.commit()
         let added = try add.finish()
         #expect(added.status == 0, "\(added.stderr)")

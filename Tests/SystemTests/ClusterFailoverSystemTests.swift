@@ -70,7 +70,7 @@ import ZeroMQ
                     // The killed logger's writer gets no answer: it stops, that request never acknowledged.
                     guard (try? client.ok(request.op, request.data)) != nil else { return }
                     acknowledged.withLock { $0.append(request.data["id"] as! String) }
-                    Thread.sleep(forTimeInterval: 0.002)
+                    Thread.sleep(forTimeInterval: 0.002)  // a steady writer, not a flood
                 }
             }.start()
         }
@@ -103,21 +103,16 @@ import ZeroMQ
         let due = decisions.filter { $0["type"]?.stringValue == "reminder.due" }.compactMap { $0["data"]?["reminderId"]?.stringValue }
         #expect(due.count == reminders.count, "no session or NoAlc day covers these occurrences")
         let notifier = try WireClient(notifiers[1].api, context: context)
-        try Self.waitUntil { try notifier.allEvents().count >= due.count }
+        try? waitUntil(timeout: 30, interval: 0.2, "every due occurrence notified") { try notifier.allEvents().count >= due.count }
         let notified = try notifier.allEvents().compactMap { $0["data"]?["reminderId"]?.stringValue }
         #expect(notified.sorted() == due.sorted())
 
         // The surviving streak service's log is what one streak service on its own published.
         let streakLogs = try [streaks[1], reference].map { streak in
             let client = try WireClient(streak.api, context: context)
-            try Self.waitUntil { try client.ok("health")["upstreams"]?[0]?["appliedSeq"]?.intValue == Int64(logged.count) }
+            try? waitUntil(timeout: 30, interval: 0.2, "every logged entry applied") { try client.ok("health")["upstreams"]?[0]?["appliedSeq"]?.intValue == Int64(logged.count) }
             return Dictionary(grouping: try client.allEvents().compactMap { $0["data"] }, by: { $0["userId"]?.stringValue ?? "" })
         }
         #expect(!streakLogs[1].isEmpty && streakLogs[0] == streakLogs[1])
-    }
-
-    static func waitUntil(_ condition: () throws -> Bool) throws {
-        let deadline = Date().addingTimeInterval(20)
-        while try !condition(), Date() < deadline { Thread.sleep(forTimeInterval: 0.2) }
     }
 }

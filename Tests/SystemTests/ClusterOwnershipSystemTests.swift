@@ -21,8 +21,11 @@ import ZeroMQ
         let context = try Context()
         let clients = try planners.map { try WireClient($0.api, context: context) }
         try settledShares(clients, timeout: 15)
-        // The gauges are synced twice a second.
-        Thread.sleep(forTimeInterval: 1)
+        // The gauges are synced twice a second: waited for until the scrapes show the settled shares.
+        try waitUntil(timeout: 20, interval: 0.1, "the scraped shares adding up to \(Ownership.partitionCount)") {
+            try planners.compactMap { Self.value(of: "lht_owned_partitions", in: try Tools.get("http://\($0.endpoints["metrics"]!)/metrics")) }
+                .reduce(0, +) == Double(Ownership.partitionCount)
+        }
 
         var scraped: [Double] = []
         for (planner, client) in zip(planners, clients) {
@@ -49,7 +52,7 @@ import ZeroMQ
         try Tools.require("promtool")
         let directory = temporaryDirectory("lht-alert-test")
         let tests = directory.appendingPathComponent("ownership-test.yml")
-        let rules = OperationsSystemTests.repository.appendingPathComponent("deploy/alerts.yml").path
+        let rules = repositoryRoot.appendingPathComponent("deploy/alerts.yml").path
         try """
         rule_files: ['\(rules)']
         evaluation_interval: 15s

@@ -154,15 +154,15 @@ import ZeroMQ
                         acknowledged.withLock { $0.append(session["id"] as! String) }
                     } else {
                         refused.withLock { $0[reply["error"]?["code"]?.stringValue ?? "?", default: 0] += 1 }
-                        Thread.sleep(forTimeInterval: 0.05)
+                        Thread.sleep(forTimeInterval: 0.05)  // a refused writer backs off a little
                     }
                 }
             }.start()
         }
-        Thread.sleep(forTimeInterval: outage.from)
+        Thread.sleep(forTimeInterval: outage.from)  // writing before the outage
         let before = acknowledged.withLock { $0.count }
         try postgres.halt()
-        Thread.sleep(forTimeInterval: outage.until - outage.from)
+        Thread.sleep(forTimeInterval: outage.until - outage.from)  // the outage lasts this long
         let during = acknowledged.withLock { $0.count }
         try postgres.resume()
         _ = writers.wait(timeout: .now() + end + 20)

@@ -37,7 +37,7 @@ import ZeroMQ
                 n += 1
                 let session = ClusterSystemTests.session("sue", minutesAgo: 60 + n % 600)
                 if (try? writer.ok("session.log", session)) != nil { acknowledged.withLock { $0.append(session["id"] as! String) } }
-                Thread.sleep(forTimeInterval: 0.005)
+                Thread.sleep(forTimeInterval: 0.005)  // a steady writer, not a flood
             }
         }.start()
         try waitUntil(timeout: 10, interval: 0.05, "sessions acknowledged") { acknowledged.withLock { $0.count } >= 20 }

@@ -51,7 +51,7 @@ import ZeroMQ
             try waitUntil(timeout: due.secondsFromNow + 20, interval: 0.25, "\(expected.count) occurrences at \(due) decided") {
                 try decisions(at: due, through: reader).count >= expected.count
             }
-            Thread.sleep(forTimeInterval: 1.5)
+            Thread.sleep(forTimeInterval: 1.5)  // time for a late double decision to show up
             return try decisions(at: due, through: reader)
         }
 
@@ -104,9 +104,9 @@ import ZeroMQ
         try settledShares(Array(cluster.clients.dropFirst()), timeout: 10)
         #expect(due.secondsFromNow > 2, "the takeover took until \(due)")
 
-        Thread.sleep(forTimeInterval: max(0, due.secondsFromNow - 1))
+        Thread.sleep(forTimeInterval: max(0, due.secondsFromNow - 1))  // until a second before the instant: the pause must span it
         paused.process.signal(SIGSTOP)
-        Thread.sleep(forTimeInterval: max(0, due.secondsFromNow + 4))
+        Thread.sleep(forTimeInterval: max(0, due.secondsFromNow + 4))  // paused over the instant and a few seconds past it
         paused.process.signal(SIGCONT)
 
         let decided = try cluster.awaitDecisions(of: expected, at: due, through: reader)

@@ -26,13 +26,12 @@ import ZeroMQ
 
     static let health = #"{"v":1,"op":"health"}"#
 
-    /// `health.counters[name]` asked through `client` until it reaches `least` (or 5 s pass).
+    /// `health.counters[name]` asked through `client` until it reaches `least` (or 30 s pass).
     static func counter(_ name: String, of client: WireClient, reaching least: Int64) throws -> Int64 {
         var value: Int64 = 0
-        for _ in 0..<250 {
+        try? waitUntil(timeout: 30, interval: 0.02, "\(name) reaching \(least)") {
             value = try client.ok("health")["counters"]?[name]?.intValue ?? 0
-            if value >= least { break }
-            Thread.sleep(forTimeInterval: 0.02)
+            return value >= least
         }
         return value
     }
@@ -139,10 +138,10 @@ import ZeroMQ
     /// may go before the subscription is through (the slow joiner), or while the publisher reconnects.
     static func publish(_ request: Data, on publisher: Socket, until counter: String, of client: WireClient) throws -> Int64 {
         var value: Int64 = 0
-        for _ in 0..<100 where value == 0 {
+        try? waitUntil(timeout: 30, interval: 0.05, "\(counter) above 0") {
             try publisher.send(multipart: [Data("intake".utf8), request])
-            Thread.sleep(forTimeInterval: 0.05)
             value = try client.ok("health")["counters"]?[counter]?.intValue ?? 0
+            return value > 0
         }
         return value
     }

@@ -89,7 +89,7 @@ import ZeroMQ
             changed = try changedReminders()
             return !changed.isEmpty
         }
-        Thread.sleep(forTimeInterval: 1)
+        Thread.sleep(forTimeInterval: 1)  // time for the paused instance's users to be planned again, which must not happen
         changed = try changedReminders()
         #expect(changed.count < reminders.count, "the paused instance's users were planned again before it was killed")
         planners[1].kill()

@@ -59,7 +59,7 @@ public final class EventRecorder {
     /// Receives until `done(events)` holds or `timeout` passes; returns everything recorded so far.
     /// Throws `HarnessError` if the condition does not hold in time.
     @discardableResult
-    public func wait(timeout: TimeInterval = 5, _ what: @autoclosure () -> String = "the expected events",
+    public func wait(timeout: TimeInterval = 20, _ what: @autoclosure () -> String = "the expected events",
                      until done: ([ReceivedEvent]) -> Bool) throws -> [ReceivedEvent] {
         let deadline = Date().addingTimeInterval(timeout)
         while !done(events) {
@@ -74,7 +74,7 @@ public final class EventRecorder {
 
     /// Waits for `count` events of `type` (`Events.sessionLogged`) and returns those recorded.
     @discardableResult
-    public func wait<Payload>(for type: EventType<Payload>, count: Int = 1, timeout: TimeInterval = 5) throws -> [ReceivedEvent] {
+    public func wait<Payload>(for type: EventType<Payload>, count: Int = 1, timeout: TimeInterval = 20) throws -> [ReceivedEvent] {
         try wait(timeout: timeout, "\(count) \(type.name) event(s)") { $0.count { $0.type == type.name } >= count }
             .filter { $0.type == type.name }
     }
@@ -94,7 +94,7 @@ public final class EventRecorder {
 }
 
 /// Polls `condition` every `interval` until it holds; throws `HarnessError` after `timeout`.
-public func waitUntil(timeout: TimeInterval = 5, interval: TimeInterval = 0.01, _ what: @autoclosure () -> String,
+public func waitUntil(timeout: TimeInterval = 20, interval: TimeInterval = 0.01, _ what: @autoclosure () -> String,
                       _ condition: () throws -> Bool) throws {
     let deadline = Date().addingTimeInterval(timeout)
     while try !condition() {

@@ -146,7 +146,7 @@ struct SocketTests {
         // Then one sent while the poll waits, from a socket of another thread.
         let context = context
         Thread.detachNewThread {
-            Thread.sleep(forTimeInterval: 0.05)
+            Thread.sleep(forTimeInterval: 0.05)  // sent while the poll waits
             guard let later = try? Socket(context, .push, linger: 1000) else { return }
             try? later.connect(endpoint)
             try? later.send("three")
@@ -173,7 +173,7 @@ struct SocketTests {
         let started = Date()
         let givenTwice = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
-            Thread.sleep(forTimeInterval: 0.05)
+            Thread.sleep(forTimeInterval: 0.05)  // given while the loop waits
             signal.signal()
             signal.signal()  // given twice before the loop looks: one wake-up, one clear
             givenTwice.signal()

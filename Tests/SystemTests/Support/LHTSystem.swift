@@ -122,7 +122,7 @@ final class LHTSystem {
     }
 
     /// Runs `arguments` until `condition` holds for its output (delivery between services is asynchronous).
-    func eventually(_ arguments: [String], as identity: [String]? = nil, timeout: TimeInterval = 10,
+    func eventually(_ arguments: [String], as identity: [String]? = nil, timeout: TimeInterval = 30,
                     sourceLocation: SourceLocation = #_sourceLocation, _ condition: (String) -> Bool) throws -> ProcessRun {
         let deadline = Date().addingTimeInterval(timeout)
         var run = try lht(arguments, as: identity)

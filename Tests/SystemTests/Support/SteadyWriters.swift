@@ -29,11 +29,11 @@ final class SteadyWriters: Sendable {
                 guard let writer = client, let reply = try? writer.ok(op, data),
                       let id = reply["id"]?.stringValue ?? data["id"] as? String else {
                     client = try? WireClient(endpoint, context: context)
-                    Thread.sleep(forTimeInterval: 0.05)
+                    Thread.sleep(forTimeInterval: 0.05)  // backs off before reconnecting
                     continue
                 }
                 acks.withLock { $0[name]?.ids.append(id); $0[name]?.last = Date() }
-                Thread.sleep(forTimeInterval: 0.02)
+                Thread.sleep(forTimeInterval: 0.02)  // a steady writer, not a flood
             }
         }.start()
     }

@@ -64,13 +64,17 @@ final class WireClient {
 /// A test's subscriber: collects `[topic, envelope]` messages with a deadline.
 final class EventSubscriber {
     let socket: Socket
+    /// Heartbeats are kept only for a subscriber whose prefixes ask for them.
+    private let keepsHeartbeats: Bool
+    /// Messages that came while waiting for the subscription to reach the publisher.
+    private var early: [[Data]]
 
     init(_ endpoint: String, context: Context, prefixes: [String] = [""]) throws {
         socket = try Socket(context, .sub)
         for prefix in prefixes { try socket.subscribe(prefix) }
+        keepsHeartbeats = prefixes.contains { Heartbeat.topic.hasPrefix($0) }
         try socket.connect(endpoint)
-        // Give the subscription time to reach the publisher (the zguide's slow joiner).
-        Thread.sleep(forTimeInterval: 0.3)
+        early = try socket.awaitSubscribed()
     }
 
     /// Receives until `count` messages arrived or `timeout` passed.
@@ -78,11 +82,19 @@ final class EventSubscriber {
         var received: [(String, JSONValue)] = []
         let deadline = Date().addingTimeInterval(timeout)
         while received.count < count {
-            let remaining = Int32(deadline.timeIntervalSinceNow * 1000)
-            guard remaining > 0 else { break }
-            try socket.setReceiveTimeout(milliseconds: remaining)
-            guard let frames = try socket.receiveMultipart() else { break }
-            received.append((String(decoding: frames[0], as: UTF8.self), try JSONDecoder().decode(JSONValue.self, from: frames[1])))
+            let frames: [Data]
+            if !early.isEmpty {
+                frames = early.removeFirst()
+            } else {
+                let remaining = Int32(deadline.timeIntervalSinceNow * 1000)
+                guard remaining > 0 else { break }
+                try socket.setReceiveTimeout(milliseconds: remaining)
+                guard let next = try socket.receiveMultipart() else { break }
+                frames = next
+            }
+            let topic = String(decoding: frames[0], as: UTF8.self)
+            if topic == Heartbeat.topic && !keepsHeartbeats { continue }
+            received.append((topic, try JSONDecoder().decode(JSONValue.self, from: frames[1])))
         }
         return received
     }
