@@ -7,6 +7,27 @@ import ZeroMQ
 /// id frame whatever the order; a try that runs out moves on as `ServiceClient` would. Real
 /// ROUTERs over TCP stand in for the services, each answered on a thread of its own.
 @Suite struct UpstreamPoolTests {
+    /// Makes, binds and serves a ROUTER on a loopback port from a thread of its own (a socket stays
+    /// on one), and returns its endpoint once bound.
+    static func router(_ context: Context, receiveTimeoutMilliseconds: Int32, serve: @escaping @Sendable (Socket) -> Void) throws -> String {
+        let bound = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var endpoint = ""
+        Thread {
+            guard let router = try? Socket(context, .router), let made = try? router.bind("tcp://127.0.0.1:*"),
+                  (try? router.setReceiveTimeout(milliseconds: receiveTimeoutMilliseconds)) != nil else {
+                bound.signal()
+                return
+            }
+            endpoint = made
+            bound.signal()
+            serve(router)
+            router.close()
+        }.start()
+        bound.wait()
+        guard !endpoint.isEmpty else { throw ZMQError(code: EADDRNOTAVAIL) }
+        return endpoint
+    }
+
     /// A ROUTER on a free loopback port that takes `count` requests, answers them all, last first,
     /// and then takes no more.
     final class ReversingService: @unchecked Sendable {
@@ -16,15 +37,7 @@ import ZeroMQ
 
         /// The ROUTER is made, bound and used on the service's own thread (a socket stays on one).
         init(_ context: Context, count: Int) throws {
-            let bound = DispatchSemaphore(value: 0)
-            Thread { [self] in
-                guard let router = try? Socket(context, .router), let endpoint = try? router.bind("tcp://127.0.0.1:*"),
-                      (try? router.setReceiveTimeout(milliseconds: 100)) != nil else {
-                    bound.signal()
-                    return
-                }
-                self.endpoint = endpoint
-                bound.signal()
+            endpoint = try UpstreamPoolTests.router(context, receiveTimeoutMilliseconds: 100) { [self] router in
                 var held: [[Data]] = []
                 while held.count < count, !stopping {
                     if let frames = try? router.receiveMultipart() { held.append(frames) }
@@ -34,10 +47,7 @@ import ZeroMQ
                     _ = try? router.send(multipart: Array(frames.dropLast()), then: reply)
                 }
                 while !stopping { Thread.sleep(forTimeInterval: 0.05) }
-                router.close()
-            }.start()
-            bound.wait()
-            guard !endpoint.isEmpty else { throw ZMQError(code: EADDRNOTAVAIL) }
+            }
         }
 
         private var stopping: Bool { stopped.withLock { isStopped } }
@@ -90,15 +100,7 @@ import ZeroMQ
         private var isStopped = false, taken = 0
 
         init(_ context: Context, name: String, delay: TimeInterval) throws {
-            let bound = DispatchSemaphore(value: 0)
-            Thread { [self] in
-                guard let router = try? Socket(context, .router), let endpoint = try? router.bind("tcp://127.0.0.1:*"),
-                      (try? router.setReceiveTimeout(milliseconds: 10)) != nil else {
-                    bound.signal()
-                    return
-                }
-                self.endpoint = endpoint
-                bound.signal()
+            endpoint = try UpstreamPoolTests.router(context, receiveTimeoutMilliseconds: 10) { [self] router in
                 var held: [(due: Date, frames: [Data])] = []
                 while !lock.withLock({ isStopped }) {
                     if let frames = try? router.receiveMultipart() {
@@ -111,10 +113,7 @@ import ZeroMQ
                     }
                     held.removeAll { $0.due <= Date() }
                 }
-                router.close()
-            }.start()
-            bound.wait()
-            guard !endpoint.isEmpty else { throw ZMQError(code: EADDRNOTAVAIL) }
+            }
         }
 
         var requestsTaken: Int { lock.withLock { taken } }
