@@ -56,9 +56,10 @@ extension PostgresConnection {
         var failed: OpaquePointer?, last: OpaquePointer?
         defer { PQclear(failed) }
         for index in 0..<count {
+            awaitAnswer()
             guard let result = PQgetResult(connection) else { PQclear(last); throw lost("no result for a queued statement") }
             // Each statement's results end with a null result.
-            while let extra = PQgetResult(connection) { PQclear(extra) }
+            while awaitAnswer(), let extra = PQgetResult(connection) { PQclear(extra) }
             let status = PQresultStatus(result)
             if failed == nil, status != PGRES_COMMAND_OK, status != PGRES_TUPLES_OK, status != PGRES_PIPELINE_ABORTED {
                 failed = result
@@ -69,7 +70,7 @@ extension PostgresConnection {
             }
         }
         var synced = false
-        while !synced, PQstatus(connection) == CONNECTION_OK, let result = PQgetResult(connection) {
+        while !synced, PQstatus(connection) == CONNECTION_OK, awaitAnswer(), let result = PQgetResult(connection) {
             synced = PQresultStatus(result) == PGRES_PIPELINE_SYNC
             PQclear(result)
         }
