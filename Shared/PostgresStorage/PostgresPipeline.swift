@@ -25,6 +25,9 @@ extension PostgresConnection {
         if queued >= Self.mostQueued { try flush() }
     }
 
+    /// Whether statements queued by `enqueue` have not been read back yet.
+    public var hasQueued: Bool { queued > 0 }
+
     /// Sends what is queued and reads it back; throws the first error met.
     public func flush() throws(PostgresError) {
         guard queued > 0 else { return }
