@@ -80,6 +80,11 @@ public final class PostgresConnection {
     public var pipelines = true
     /// Statements sent in pipeline mode whose results are not read yet.
     var queued = 0
+    /// While set, an answer the server has not given within `patienceNanoseconds` is waited for
+    /// through this, not inside libpq: the owner's thread does other work meanwhile (a service's
+    /// loop answers `health` while its write waits for a lock another instance holds) and calls
+    /// `isAnswered` until it says so (`PostgresWaiting.swift`).
+    public var waitForServer: ((_ isAnswered: @escaping () -> Bool) -> Void)?
     /// How many times this connection waited for the server: a statement run alone, or a pipeline
     /// of queued statements read back.
     public internal(set) var roundTrips = 0 {
@@ -160,7 +165,9 @@ public final class PostgresConnection {
         guard let connection else { throw PostgresError(.connection, "PostgreSQL connection is closed") }
         if queued > 0, sql.hasPrefix("ROLLBACK") { try flushIgnoringStatementErrors() }
         let result: OpaquePointer?
-        if queued > 0 {
+        if queued > 0 || waitForServer != nil {
+            // Sent without waiting, as a pipeline of one, so its answer can be waited for outside libpq.
+            if queued == 0, PQenterPipelineMode(connection) != 1 { throw lost("cannot enter pipeline mode") }
             try send(sql, parameters)
             result = try sync(keepingLast: true)
         } else {

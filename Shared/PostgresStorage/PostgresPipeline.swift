@@ -25,6 +25,9 @@ extension PostgresConnection {
         if queued >= Self.mostQueued { try flush() }
     }
 
+    /// Whether statements queued by `enqueue` have not been read back yet.
+    public var hasQueued: Bool { queued > 0 }
+
     /// Sends what is queued and reads it back; throws the first error met.
     public func flush() throws(PostgresError) {
         guard queued > 0 else { return }
@@ -56,9 +59,10 @@ extension PostgresConnection {
         var failed: OpaquePointer?, last: OpaquePointer?
         defer { PQclear(failed) }
         for index in 0..<count {
+            awaitAnswer()
             guard let result = PQgetResult(connection) else { PQclear(last); throw lost("no result for a queued statement") }
             // Each statement's results end with a null result.
-            while let extra = PQgetResult(connection) { PQclear(extra) }
+            while awaitAnswer(), let extra = PQgetResult(connection) { PQclear(extra) }
             let status = PQresultStatus(result)
             if failed == nil, status != PGRES_COMMAND_OK, status != PGRES_TUPLES_OK, status != PGRES_PIPELINE_ABORTED {
                 failed = result
@@ -69,7 +73,7 @@ extension PostgresConnection {
             }
         }
         var synced = false
-        while !synced, PQstatus(connection) == CONNECTION_OK, let result = PQgetResult(connection) {
+        while !synced, PQstatus(connection) == CONNECTION_OK, awaitAnswer(), let result = PQgetResult(connection) {
             synced = PQresultStatus(result) == PGRES_PIPELINE_SYNC
             PQclear(result)
         }

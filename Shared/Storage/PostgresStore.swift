@@ -18,8 +18,12 @@ public final class PostgresStore: Store {
     /// Replaced when the log takes a new identity (`adoptIdentity`).
     public internal(set) var eventLog: EventLog
     public let durability: Durability = DurableOnCommit()
-    /// Nothing here waits for another thread.
-    public var waitWhileRewinding: ((_ isFinished: @escaping () -> Bool) -> Void)?
+    /// How the loop waits for an answer the server is slow to give (a lock another instance holds,
+    /// a slow sync): the host answers `health` meanwhile (`PostgresConnection.waitForServer`). Nil
+    /// (outside the loop): libpq waits.
+    public var waitWhileRewinding: ((_ isFinished: @escaping () -> Bool) -> Void)? {
+        didSet { connection?.connection.waitForServer = waitWhileRewinding }
+    }
     let log: PostgresLog
     let logger: Logger
     private var connection: PostgresStoreConnection?
@@ -156,6 +160,12 @@ public final class PostgresStore: Store {
 
     public func close() {
         reconnect.close()
+        // The leases are let go of here, not when the server's process for this session has ended
+        // after the close (later on a busy machine): an instance started next takes them at once.
+        if partitioned, member != nil, let postgres = connection?.connection {
+            postgres.waitForServer = nil
+            _ = try? postgres.execute("SELECT pg_advisory_unlock_all()")
+        }
         connection?.connection.close()
         connection = nil
         forgetLeases()
@@ -170,6 +180,8 @@ public final class PostgresStore: Store {
         case .waiting(let reason):
             throw StoreUnavailable(reason: reason)
         case .connected(let connection):
+            // Its check takes the log row's lock, which another instance may hold.
+            connection.waitForServer = waitWhileRewinding
             do {
                 try checkLogAfterReconnect(connection)
             } catch {

@@ -90,6 +90,22 @@ import TestSupport
         #expect(stores[0].ownedPartitions.count + stores[2].ownedPartitions.count == 64)
     }
 
+    /// A store closed (a clean stop) has let go of its leases when `close` returns, not once the
+    /// server's process for its session has ended, which on a busy machine comes later: an instance
+    /// balancing right after takes them all in its first balance.
+    @Test func aClosedStoresLeasesAreFreeWhenCloseReturns() throws {
+        let postgres = try TestPostgres()
+        defer { postgres.stop() }
+        for _ in 0..<5 {
+            let first = try Self.open(postgres, partitioned: true), next = try Self.open(postgres, partitioned: true)
+            _ = try first.balancePartitions()
+            #expect(first.ownedPartitions == .all)
+            first.close()
+            #expect(try next.balancePartitions() == .all, "the closed store's leases were still held")
+            next.close()
+        }
+    }
+
     /// An instance whose session ended (as when the server drops a cut-off client) holds nothing
     /// from then on, and cannot commit; another takes its partitions; back, it rejoins and gets a share.
     @Test func anInstanceWhoseSessionEndedLosesItsPartitionsAndRejoins() throws {

@@ -54,11 +54,15 @@ import ZeroMQ
         // the logger, each writer keeping what was acknowledged and when.
         let load = SteadyWriters(context: context)
         defer { load.stop(); paused.process.signal(SIGCONT) }
+        // Each writer changes its own 16 reminders again and again: a user has a handful, and every
+        // put through one instance makes the other read that user's reminders again.
         load.start("planner paused", endpoint: paused.api) { n in
-            ("reminder.put", ["userId": "plu-steady", "activity": "workout", "time": due.adding(seconds: 1800).utcReminderTime, "title": "p\(n)"])
+            ("reminder.put", ["id": Self.steadyID(writer: 1, n), "userId": "plu-steady", "activity": "workout",
+                              "time": due.adding(seconds: 1800).utcReminderTime, "title": "p\(n)"])
         }
         load.start("planner other", endpoint: other.api) { n in
-            ("reminder.put", ["userId": "plu-steady", "activity": "workout", "time": due.adding(seconds: 1800).utcReminderTime, "title": "o\(n)"])
+            ("reminder.put", ["id": Self.steadyID(writer: 2, n), "userId": "plu-steady", "activity": "workout",
+                              "time": due.adding(seconds: 1800).utcReminderTime, "title": "o\(n)"])
         }
         load.start("logger", endpoint: logger.api) { n in ("session.log", ClusterSystemTests.session("plu\(n % 64)", minutesAgo: 60 + n % 600)) }
 
@@ -104,9 +108,13 @@ import ZeroMQ
             slowestHealth = max(slowestHealth, Date().timeIntervalSince(asked))
             return try Self.decisionRows(at: due, admin) >= expected.count
         }
-        // A write of the other planner waits for the frozen holder's lock on its loop thread (libpq
-        // blocks there), so its `health` waits as long: a fault of the services, not of this test.
-        withKnownIssue("the planner's loop blocks while its store waits for the log row's lock", isIntermittent: true) {
+        // The other planner's writes wait for the frozen holder's lock meanwhile, and its loop answers
+        // `health` throughout (docs/decisions/0024): a loop blocked on the lock answered only once the
+        // server ended the frozen session, after the idle-in-transaction timeout.
+        #expect(slowestHealth < 1, "the other planner's health took \(slowestHealth) s while it took over and decided")
+        // The protocol's bound: missed now and then on a loaded box by the loop's own work as it takes
+        // over and decides (a debug build), not by the lock wait.
+        withKnownIssue("the taking-over planner's own work delays health past 100 ms now and then", isIntermittent: true) {
             #expect(slowestHealth < 0.1, "the other planner's health took \(slowestHealth) s while it took over and decided")
         }
 
@@ -125,6 +133,11 @@ import ZeroMQ
         #expect(acknowledgedPuts.isSubset(of: listed), "acknowledged puts lost: \(acknowledgedPuts.subtracting(listed).count)")
         let logged = Set(try WireClient(logger.api, context: context).allEvents().compactMap { $0["data"]?["id"]?.stringValue })
         #expect(Set(load.acknowledged("logger")).isSubset(of: logged), "acknowledged sessions lost")
+    }
+
+    /// The id of a steady writer's `n`th put: one of its 16 reminders.
+    static func steadyID(writer: Int, _ n: Int) -> String {
+        String(format: "00000000-0000-4000-8000-%06d%06d", writer, n % 16)
     }
 
     /// The decision rows stored for occurrences at `due` (one per occurrence: the row's key).

@@ -96,7 +96,7 @@ extension PlannerStore {
     /// Forgets `user`'s announcements of occurrences at or before `decidedThrough`: decided, they
     /// are never announced again, and without this they stayed until their reminder was edited.
     static func forgetAnnouncements(of user: UserID, through decidedThrough: Instant, _ sql: StoreConnection) throws {
-        try sql.execute("DELETE FROM announced WHERE user_id = ? AND at_ms <= ?", [.text(user.rawValue), .integer(decidedThrough.millisecondsSince1970)])
+        try sql.executeLater("DELETE FROM announced WHERE user_id = ? AND at_ms <= ?", [.text(user.rawValue), .integer(decidedThrough.millisecondsSince1970)])
     }
 
     static func announcementKey(_ reminder: Reminder) -> [SQLValue] { [.text(reminder.userId.rawValue), .blob(reminder.id.bytes)] }

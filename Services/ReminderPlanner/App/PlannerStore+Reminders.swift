@@ -57,7 +57,7 @@ extension PlannerStore {
                 start_ms = excluded.start_ms, end_ms = excluded.end_ms WHERE session.id <> excluded.id
             """, [.text(session.id.description), user, activity, .integer(session.start.millisecondsSince1970), end, .integer(seq)]) > 0
         else { return false }
-        try sql.execute("""
+        try sql.executeLater("""
             INSERT INTO latest_session_end (user_id, activity, end_ms) VALUES (?, ?, ?)
             ON CONFLICT (user_id, activity) DO UPDATE SET end_ms = excluded.end_ms WHERE excluded.end_ms > latest_session_end.end_ms
             """, [user, activity, end])

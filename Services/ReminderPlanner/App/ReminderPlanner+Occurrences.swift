@@ -52,7 +52,11 @@ extension ReminderPlanner {
     func announceCancellations(of user: UserID, _ reminders: [(reminder: Reminder, candidates: [PlannedOccurrence])],
                                in tx: Transaction) throws {
         var announcedAny = false
-        for (reminder, planned, cause) in try reminders.flatMap({ try coveredOccurrences(of: $0.reminder, among: $0.candidates, tx.sql) }) {
+        let undecided = reminders.map { (reminder: $0.reminder, occurrences: undecidedOccurrences(of: $0.reminder, among: $0.candidates)) }
+        let shared = try sharedSessionCandidates(undecided, tx.sql)
+        for (reminder, planned, cause) in try undecided.flatMap({
+            try coveredOccurrences(of: $0.reminder, among: $0.occurrences, covering: shared[$0.reminder.activity], tx.sql)
+        }) {
             guard try PlannerStore.announce(reminder, at: planned.at, cause: cause, tx.sql) else { continue }
             announcedAny = true
             try tx.append(Events.reminderCancelled, userId: reminder.userId, activity: reminder.activity,
@@ -63,17 +67,43 @@ extension ReminderPlanner {
         if announcedAny { try PlannerStore.forgetAnnouncements(of: user, through: decidedThrough[user], tx.sql) }
     }
 
-    /// The undecided occurrences among `candidates` that something logged covers, with their cause.
-    private func coveredOccurrences(of reminder: Reminder, among candidates: [PlannedOccurrence],
-                                    _ sql: StoreConnection) throws -> [(Reminder, PlannedOccurrence, RecordID)] {
+    /// The candidates that are not decided, restored or past.
+    private func undecidedOccurrences(of reminder: Reminder, among candidates: [PlannedOccurrence]) -> [PlannedOccurrence] {
         let pending = firstPending(reminder), now = host.time.now()
-        let undecided = candidates.filter {
-            $0.at >= pending && $0.at > now && !restored.contains(OccurrenceKey(reminder: reminder.id, at: $0.at))
-        }
+        return candidates.filter { $0.at >= pending && $0.at > now && !restored.contains(OccurrenceKey(reminder: reminder.id, at: $0.at)) }
+    }
+
+    /// The undecided occurrences that something logged covers, with their cause; `covering`: what
+    /// could cover them, read already, else asked here.
+    private func coveredOccurrences(of reminder: Reminder, among undecided: [PlannedOccurrence], covering shared: [CoverageCandidate]?,
+                                    _ sql: StoreConnection) throws -> [(Reminder, PlannedOccurrence, RecordID)] {
         guard let first = undecided.min(by: { $0.at < $1.at }), let last = undecided.max(by: { $0.at < $1.at }) else { return [] }
         // One query for them all (a NoAlc reminder has a month of them): `Coverage.cause` takes any superset.
-        let covering = try PlannerStore.coverageCandidates(of: reminder, from: first, through: last, latest: latestLogged(by: reminder.userId), sql)
+        let covering = try shared
+            ?? PlannerStore.coverageCandidates(of: reminder, from: first, through: last, latest: latestLogged(by: reminder.userId), sql)
         return undecided.compactMap { planned in Coverage.cause(of: planned, of: reminder, candidates: covering).map { (reminder, planned, $0) } }
+    }
+
+    /// On a shared store, where each query is a round trip: one query per session activity for all of
+    /// the user's reminders of it that have undecided occurrences, over the span of all their
+    /// windows (a superset of each one's, which `Coverage.cause` takes). Elsewhere none: each
+    /// reminder asks for its own, and `LatestLogged` may spare the query.
+    private func sharedSessionCandidates(_ undecided: [(reminder: Reminder, occurrences: [PlannedOccurrence])],
+                                         _ sql: StoreConnection) throws -> [Activity: [CoverageCandidate]] {
+        guard host.store.isShared else { return [:] }
+        var spans: [Activity: (user: UserID, first: Instant, last: Instant, lookbackHours: Int, reminders: Int)] = [:]
+        for (reminder, occurrences) in undecided where reminder.activity != .noalc {
+            guard let first = occurrences.map(\.at).min(), let last = occurrences.map(\.at).max() else { continue }
+            let span = spans[reminder.activity] ?? (reminder.userId, first, last, reminder.lookbackHours, 0)
+            spans[reminder.activity] = (span.user, min(span.first, first), max(span.last, last), max(span.lookbackHours, reminder.lookbackHours),
+                                        span.reminders + 1)
+        }
+        var candidates: [Activity: [CoverageCandidate]] = [:]
+        for (activity, span) in spans where span.reminders > 1 {
+            candidates[activity] = try PlannerStore.sessionCandidates(user: span.user, activity: activity, from: span.first, through: span.last,
+                                                                      lookbackHours: span.lookbackHours, sql)
+        }
+        return candidates
     }
 
     /// After a put or a zone change: announce what is newly covered, withdraw what no longer is

@@ -29,10 +29,13 @@ public protocol StoreConnection: AnyObject {
     /// is called unspecialized through the protocol, and asked the runtime for its element type's
     /// metadata at each query (a twentieth of the planner's deciding loop, in its coverage query).
     func forEachRow(_ sql: String, _ arguments: [SQLValue], _ body: (SQLRow) throws -> Void) throws
+    /// Whether statements sent with `executeLater` still wait to go out (and so may yet fail).
+    var hasStatementsWaiting: Bool { get }
 }
 
 extension StoreConnection {
     public func executeLater(_ sql: String, _ arguments: [SQLValue]) throws { try execute(sql, arguments) }
+    public var hasStatementsWaiting: Bool { false }
 
     /// Runs `sql` and returns what `read` makes of each row (nil rows are skipped). Inlinable, so
     /// that each caller's `Element` is specialized.
@@ -191,6 +194,8 @@ public final class PostgresStoreConnection: StoreConnection {
     public func executeLater(_ sql: String, _ arguments: [SQLValue]) throws {
         try connection.enqueue(postgresText(sql), arguments.map(Self.value))
     }
+
+    public var hasStatementsWaiting: Bool { connection.hasQueued }
 
     public func forEachRow(_ sql: String, _ arguments: [SQLValue], _ body: (SQLRow) throws -> Void) throws {
         for row in try connection.execute(postgresText(sql), arguments.map(Self.value)) { try body(SQLRow(source: .postgres(row))) }

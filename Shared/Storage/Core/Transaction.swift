@@ -177,12 +177,15 @@ public final class Transaction {
         let eventCount = events.count, readCount = pointReads.count, actionCount = commitActions.count, undoCount = undoActions.count
         // Cached statements, not GRDB's inSavepoint, which parses its SQL anew each time (a tenth
         // of a session.log). Savepoints of one name nest: each statement acts on the innermost.
-        // RELEASE waits for its result: a statement of the body sent later (`executeLater`) fails here,
-        // inside the savepoint, not in whatever statement of the transaction comes next.
+        // RELEASE waits for its result while a statement of the body sent later (`executeLater`) is
+        // still to go out: that one fails here, inside the savepoint, not in whatever statement of
+        // the transaction comes next. With none waiting, nothing can fail in its place: it may wait too.
         if hasTables { try sql.executeLater("SAVEPOINT request", []) }
         do {
             let result = try body()
-            if hasTables { try sql.execute("RELEASE SAVEPOINT request", []) }
+            if hasTables {
+                if sql.hasStatementsWaiting { try sql.execute("RELEASE SAVEPOINT request", []) } else { try sql.executeLater("RELEASE SAVEPOINT request", []) }
+            }
             return result
         } catch {
             // ROLLBACK TO keeps the savepoint open, so it is released too. Either fails only when
