@@ -108,10 +108,11 @@ import ZeroMQ
                         let slow = String(decoding: frames[frames.count - 1], as: UTF8.self).contains("slow")
                         held.append((slow ? Date().addingTimeInterval(delay) : Date(), frames))
                     }
-                    for (_, frames) in held.filter({ $0.due <= Date() }) {
+                    let now = Date()
+                    for (_, frames) in held.filter({ $0.due <= now }) {
                         _ = try? router.send(multipart: Array(frames.dropLast()), then: Data("\(name): ".utf8) + frames[frames.count - 1])
                     }
-                    held.removeAll { $0.due <= Date() }
+                    held.removeAll { $0.due <= now }
                 }
             }
         }
@@ -122,20 +123,22 @@ import ZeroMQ
 
     @Test func anInstanceThatAnswersOthersKeepsTheRequestItIsSlowOn() async throws {
         let context = try Context()
-        let first = try SlowOnOneService(context, name: "first", delay: 1.5), second = try SlowOnOneService(context, name: "second", delay: 0)
+        let first = try SlowOnOneService(context, name: "first", delay: 9), second = try SlowOnOneService(context, name: "second", delay: 0)
         defer { first.stop(); second.stop() }
         let pool = try UpstreamPool(context: context, endpoints: [first.endpoint, second.endpoint], credentials: nil, name: "test")
         defer { pool.stop() }
-        // 3 s over two instances: 1.5 s a try, so the slow answer comes after its try ran out
-        // (the delay starts when the first instance takes it).
+        // 16 s over two instances: 8 s a try, so the slow answer comes after its try ran out (the
+        // delay starts when the first instance takes it). Tries that long leave the reads below
+        // time to be answered meanwhile even when a busy test run holds this task back for seconds.
         let slow = Data(#"{"v":1,"op":"health","slow":true}"#.utf8)
-        async let slowReply = pool.exchange(slow, timeoutMilliseconds: 3000)
+        let slowReply = Task { await pool.exchange(slow, timeoutMilliseconds: 16_000) }
         let read = Data(#"{"v":1,"op":"health"}"#.utf8)
-        for _ in 0..<20 {
-            #expect(await pool.exchange(read, timeoutMilliseconds: 3000) == Data("first: ".utf8) + read)
-            try await Task.sleep(for: .milliseconds(100))
+        let end = Date().addingTimeInterval(10)
+        while Date() < end {
+            #expect(await pool.exchange(read, timeoutMilliseconds: 16_000) == Data("first: ".utf8) + read)
+            try await Task.sleep(for: .milliseconds(200))
         }
-        #expect(await slowReply == Data("first: ".utf8) + slow)
+        #expect(await slowReply.value == Data("first: ".utf8) + slow)
         #expect(second.requestsTaken == 0, "the live first instance was passed over")
     }
 

@@ -160,8 +160,8 @@ public final class UpstreamFeed {
                 }
                 try tx.setCursor(upstream.rawValue, lastSeq, logId: followedLog)
                 if partitionFloors != nil, !owned.isEmpty {
-                    try tx.sql.execute("UPDATE partition_cursor SET seq = ? WHERE upstream = ? AND seq < ? AND partition_index IN (\(owned.sqlList))",
-                                       [.integer(lastSeq), .text(upstream.rawValue), .integer(lastSeq)])
+                    try tx.sql.executeLater("UPDATE partition_cursor SET seq = ? WHERE upstream = ? AND seq < ? AND partition_index IN (\(owned.sqlList))",
+                                            [.integer(lastSeq), .text(upstream.rawValue), .integer(lastSeq)])
                 }
             }
             appliedSeq = lastSeq
