@@ -1,5 +1,6 @@
 import Foundation
 @testable import HTTPGateway
+import Synchronization
 import Testing
 import ZeroMQ
 
@@ -121,24 +122,40 @@ import ZeroMQ
         func stop() { lock.withLock { isStopped = true } }
     }
 
-    @Test func anInstanceThatAnswersOthersKeepsTheRequestItIsSlowOn() async throws {
+    /// The reply to `frame`, waited for on this thread: no suspension point, so a busy test run
+    /// cannot hold this test back between a request and the next.
+    static func exchange(_ pool: UpstreamPool, _ frame: Data, timeoutMilliseconds: Int) -> Data? {
+        let reply = Mutex<Data?>(nil), done = DispatchSemaphore(value: 0)
+        pool.send(frame, timeoutMilliseconds: timeoutMilliseconds) { answer in
+            reply.withLock { $0 = answer }
+            done.signal()
+        }
+        done.wait()
+        return reply.withLock { $0 }
+    }
+
+    @Test func anInstanceThatAnswersOthersKeepsTheRequestItIsSlowOn() throws {
         let context = try Context()
-        let first = try SlowOnOneService(context, name: "first", delay: 9), second = try SlowOnOneService(context, name: "second", delay: 0)
+        let first = try SlowOnOneService(context, name: "first", delay: 3), second = try SlowOnOneService(context, name: "second", delay: 0)
         defer { first.stop(); second.stop() }
         let pool = try UpstreamPool(context: context, endpoints: [first.endpoint, second.endpoint], credentials: nil, name: "test")
         defer { pool.stop() }
-        // 16 s over two instances: 8 s a try, so the slow answer comes after its try ran out (the
-        // delay starts when the first instance takes it). Tries that long leave the reads below
-        // time to be answered meanwhile even when a busy test run holds this task back for seconds.
+        // 4 s over two instances: 2 s a try, so the slow answer comes after its try ran out (the
+        // delay starts when the first instance takes it); the reads keep the first one answering.
         let slow = Data(#"{"v":1,"op":"health","slow":true}"#.utf8)
-        let slowReply = Task { await pool.exchange(slow, timeoutMilliseconds: 16_000) }
-        let read = Data(#"{"v":1,"op":"health"}"#.utf8)
-        let end = Date().addingTimeInterval(10)
-        while Date() < end {
-            #expect(await pool.exchange(read, timeoutMilliseconds: 16_000) == Data("first: ".utf8) + read)
-            try await Task.sleep(for: .milliseconds(200))
+        let slowReply = Mutex<Data?>(nil), slowDone = DispatchSemaphore(value: 0)
+        pool.send(slow, timeoutMilliseconds: 4000) { answer in
+            slowReply.withLock { $0 = answer }
+            slowDone.signal()
         }
-        #expect(await slowReply.value == Data("first: ".utf8) + slow)
+        let read = Data(#"{"v":1,"op":"health"}"#.utf8)
+        let end = Date().addingTimeInterval(3.5)
+        while Date() < end {
+            #expect(Self.exchange(pool, read, timeoutMilliseconds: 4000) == Data("first: ".utf8) + read)
+            Thread.sleep(forTimeInterval: 0.1)  // a read now and then, as other clients would send
+        }
+        slowDone.wait()
+        #expect(slowReply.withLock { $0 } == Data("first: ".utf8) + slow)
         #expect(second.requestsTaken == 0, "the live first instance was passed over")
     }
 

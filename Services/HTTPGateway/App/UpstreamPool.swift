@@ -26,17 +26,22 @@ final class UpstreamPool: @unchecked Sendable {
     /// The reply frame to `frame`, or nil when no instance answered within `timeoutMilliseconds`.
     func exchange(_ frame: Data, timeoutMilliseconds: Int) async -> Data? {
         await withCheckedContinuation { continuation in
-            let job = UpstreamLane.Job(frame: frame, timeoutMilliseconds: timeoutMilliseconds) { continuation.resume(returning: $0) }
-            let (wasEmpty, isStopped) = lock.withLock {
-                queue.append(job)
-                return (queue.count == 1, stopped)
-            }
-            if isStopped {
-                stop()
-            } else if wasEmpty {
-                // The thread takes the whole queue after each wake-up: one signal per batch is enough.
-                wake.signal()
-            }
+            send(frame, timeoutMilliseconds: timeoutMilliseconds) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// As `exchange`, with the reply (or nil) given to `answer` on the pool's thread.
+    func send(_ frame: Data, timeoutMilliseconds: Int, answer: @escaping @Sendable (Data?) -> Void) {
+        let job = UpstreamLane.Job(frame: frame, timeoutMilliseconds: timeoutMilliseconds, answer: answer)
+        let (wasEmpty, isStopped) = lock.withLock {
+            queue.append(job)
+            return (queue.count == 1, stopped)
+        }
+        if isStopped {
+            stop()
+        } else if wasEmpty {
+            // The thread takes the whole queue after each wake-up: one signal per batch is enough.
+            wake.signal()
         }
     }
 
