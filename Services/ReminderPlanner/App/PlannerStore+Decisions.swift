@@ -89,6 +89,32 @@ extension PlannerStore {
                         announcementKey(reminder) + [.integer(at.millisecondsSince1970), .text(cause.description)]) > 0
     }
 
+    /// Records announcements of one user's occurrences; the ones not announced already. On
+    /// PostgreSQL in one statement per chunk, where each statement is a round trip.
+    static func announce(_ announcements: [(reminder: Reminder, at: Instant, cause: RecordID)], _ sql: StoreConnection) throws -> Set<OccurrenceKey> {
+        guard sql.dialect == .postgres else {
+            return Set(try announcements.filter { try announce($0.reminder, at: $0.at, cause: $0.cause, sql) }
+                .map { OccurrenceKey(reminder: $0.reminder.id, at: $0.at) })
+        }
+        let byBytes = Dictionary(announcements.map { ($0.reminder.id.bytes, $0.reminder.id) }) { first, _ in first }
+        var inserted: Set<OccurrenceKey> = []
+        // Each row count is a statement text of its own, which the connection keeps numbered: a
+        // bounded chunk bounds them (a NoAlc reminder's month fits in one).
+        for start in stride(from: 0, to: announcements.count, by: 64) {
+            let chunk = announcements[start..<min(start + 64, announcements.count)]
+            let values = Array(repeating: "(?, ?, ?, ?)", count: chunk.count).joined(separator: ", ")
+            try sql.forEachRow("""
+                INSERT INTO announced (user_id, reminder_id, at_ms, cause) VALUES \(values)
+                ON CONFLICT (user_id, reminder_id, at_ms) DO NOTHING RETURNING reminder_id, at_ms
+                """, chunk.flatMap { announcementKey($0.reminder) + [.integer($0.at.millisecondsSince1970), .text($0.cause.description)] }) { row in
+                if let id = row.withBytes(0, { byBytes[Data($0)] }) ?? nil, let at = row.integer(1) {
+                    inserted.insert(OccurrenceKey(reminder: id, at: Instant(millisecondsSince1970: at)))
+                }
+            }
+        }
+        return inserted
+    }
+
     static func withdrawAnnouncement(_ reminder: Reminder, at: Int64, _ sql: StoreConnection) throws {
         try sql.execute("DELETE FROM announced WHERE user_id = ? AND reminder_id = ? AND at_ms = ?", announcementKey(reminder) + [.integer(at)])
     }

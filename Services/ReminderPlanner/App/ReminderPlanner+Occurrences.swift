@@ -51,14 +51,16 @@ extension ReminderPlanner {
     /// passed (the planner was down) is decided instead.
     func announceCancellations(of user: UserID, _ reminders: [(reminder: Reminder, candidates: [PlannedOccurrence])],
                                in tx: Transaction) throws {
-        var announcedAny = false
         let undecided = reminders.map { (reminder: $0.reminder, occurrences: undecidedOccurrences(of: $0.reminder, among: $0.candidates)) }
         let shared = try sharedSessionCandidates(undecided, tx.sql)
-        for (reminder, planned, cause) in try undecided.flatMap({
+        let covered = try undecided.flatMap {
             try coveredOccurrences(of: $0.reminder, among: $0.occurrences, covering: shared[$0.reminder.activity], tx.sql)
-        }) {
-            guard try PlannerStore.announce(reminder, at: planned.at, cause: cause, tx.sql) else { continue }
-            announcedAny = true
+        }
+        guard !covered.isEmpty else { return }
+        var announced = try PlannerStore.announce(covered.map { (reminder: $0.0, at: $0.1.at, cause: $0.2) }, tx.sql)
+        let announcedAny = !announced.isEmpty
+        // In the order covered, each newly announced one once.
+        for (reminder, planned, cause) in covered where announced.remove(OccurrenceKey(reminder: reminder.id, at: planned.at)) != nil {
             try tx.append(Events.reminderCancelled, userId: reminder.userId, activity: reminder.activity,
                           data: makeOccurrence(reminder, planned, status: .cancelled, cause: cause))
         }
