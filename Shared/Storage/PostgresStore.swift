@@ -21,8 +21,8 @@ public final class PostgresStore: Store {
     /// How the loop waits for an answer the server is slow to give (a lock another instance holds,
     /// a slow sync): the host answers `health` meanwhile (`PostgresConnection.waitForServer`). Nil
     /// (outside the loop): libpq waits.
-    public var waitWhileRewinding: ((_ isFinished: @escaping () -> Bool) -> Void)? {
-        didSet { connection?.connection.waitForServer = waitWhileRewinding }
+    public var waitAnsweringHealth: ((_ isFinished: @escaping () -> Bool) -> Void)? {
+        didSet { connection?.connection.waitForServer = waitAnsweringHealth }
     }
     let log: PostgresLog
     let logger: Logger
@@ -181,7 +181,7 @@ public final class PostgresStore: Store {
             throw StoreUnavailable(reason: reason)
         case .connected(let connection):
             // Its check takes the log row's lock, which another instance may hold.
-            connection.waitForServer = waitWhileRewinding
+            connection.waitForServer = waitAnsweringHealth
             do {
                 try checkLogAfterReconnect(connection)
             } catch {

@@ -20,9 +20,9 @@ extension ServiceHost {
             recordError("the wake for reads behind the log did not start", ["error": "\(error)"])
         }
         isServing = true
-        store.waitWhileRewinding = { [unowned self] isFinished in answerHealthOnly(until: isFinished) }
+        store.waitAnsweringHealth = { [unowned self] isFinished in answerHealthOnly(until: isFinished) }
         defer {
-            store.waitWhileRewinding = nil
+            store.waitAnsweringHealth = nil
             store.readsBehindTheLog?.stopAnswering()
             commits.stopThread()
             store.close()

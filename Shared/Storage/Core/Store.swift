@@ -25,9 +25,10 @@ public protocol Store: AnyObject {
     /// on a log that instances share, what any of them committed, so a follower also learns of an
     /// event whose instance stopped between its commit and its publish.
     func newestSeq() -> Int64
-    /// How the writer waits for work of another thread that it must not run ahead of (SQLite's log
-    /// rewind): the service's loop answers `health` meanwhile. Nil: it blocks.
-    var waitWhileRewinding: ((_ isFinished: @escaping () -> Bool) -> Void)? { get set }
+    /// How the writer waits for what it must not run ahead of, another thread's work (SQLite's log
+    /// rewind) or the server's answer (PostgreSQL, behind a lock another instance holds): the
+    /// service's loop answers `health` meanwhile. Nil: it blocks.
+    var waitAnsweringHealth: ((_ isFinished: @escaping () -> Bool) -> Void)? { get set }
     /// For a clean stop.
     func close()
     /// Whether other instances write this store too (what they change is not in this one's memory).

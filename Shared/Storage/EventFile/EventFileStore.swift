@@ -34,7 +34,7 @@ public final class EventFileStore: Store {
     public var groupCommitNanoseconds: UInt64 { 0 }
     public var readsBehindTheLog: ReadsBehindTheLog? { applier }
     /// Nothing to wait for: the log is never rewound.
-    public var waitWhileRewinding: ((_ isFinished: @escaping () -> Bool) -> Void)?
+    public var waitAnsweringHealth: ((_ isFinished: @escaping () -> Bool) -> Void)?
 
     public init(directory: URL, name: String, sqliteMigrations: (inout DatabaseMigrator) -> Void, projection: Projection,
                 logger: Logger, bootID: String = BootID.current) throws {

@@ -36,7 +36,7 @@ public final class SQLiteStore: Store {
     /// The transaction in progress, so a nested `write` joins it instead of deadlocking.
     private var current: Transaction?
     /// The checkpointer copies the log back before it rewinds, and the writer waits meanwhile.
-    public var waitWhileRewinding: ((_ isFinished: @escaping () -> Bool) -> Void)?
+    public var waitAnsweringHealth: ((_ isFinished: @escaping () -> Bool) -> Void)?
 
     public init(directory: URL, name: String, migrations: (inout DatabaseMigrator) -> Void, projection: Projection? = nil,
                 behindTheLog: (file: String, projection: Projection)? = nil,
@@ -190,8 +190,8 @@ public final class SQLiteStore: Store {
     /// The checkpointer's thread copies them while nothing is written. Not all copied: asked again next time.
     private func rewindLog() {
         let checkpoint = checkpointer.checkpointNow()
-        if let waitWhileRewinding {
-            waitWhileRewinding { checkpoint.isFinished }
+        if let waitAnsweringHealth {
+            waitAnsweringHealth { checkpoint.isFinished }
         } else {
             checkpoint.wait()
         }
