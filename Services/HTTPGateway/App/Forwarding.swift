@@ -1,4 +1,5 @@
 import Foundation
+import LHTClient
 import LHTSchema
 
 /// The pure half of `POST /v1/<op>`: which service owns an op, the request frame the gateway sends
@@ -37,8 +38,8 @@ public enum Forwarding {
 
     /// The status a reply maps to, from its error code (200 for success, 500 for an unreadable reply).
     public static func status(of reply: Data) -> Int {
-        // The services write a success as this prefix and its data: no decoding for the common case.
-        if reply.starts(with: successHead), JSONSyntax.isValue(reply) { return 200 }
+        // A success in the services' own layout needs no decoding: the common case.
+        if Reply.dataBytes(of: reply) != nil { return 200 }
         struct Head: Decodable { let ok: Bool; let error: Code? }
         struct Code: Decodable { let code: String }
         guard let head = try? JSONDecoder().decode(Head.self, from: reply) else { return 500 }
@@ -56,8 +57,6 @@ public enum Forwarding {
         case .internal: 500
         }
     }
-
-    private static let successHead = Data(#"{"v":1,"ok":true,"#.utf8)
 
     /// `text` as a JSON string. Op names and user ids need no escapes, so they skip the encoder.
     static func quoted(_ text: String) -> String {

@@ -23,7 +23,7 @@ final class UpstreamLane {
     private struct InFlight {
         let job: Job
         let attempt: Int
-        let deadline: UInt64
+        var deadline: UInt64
         /// When this try left, and when the first one did.
         let sent: UInt64, started: UInt64
         /// The generation of the connection it was handed to; nil when none could be made.
@@ -99,8 +99,7 @@ final class UpstreamLane {
             guard request.queued, request.connection == current, lastReply > request.sent else { due.append(request); continue }
             let end = request.started + UInt64(request.job.timeoutMilliseconds) * 1_000_000
             if now < end {
-                inFlight[id] = InFlight(job: request.job, attempt: request.attempt, deadline: end, sent: request.sent,
-                                        started: request.started, connection: request.connection, queued: true)
+                inFlight[id]?.deadline = end
             } else {
                 inFlight[id] = nil
                 request.job.answer(nil)
