@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import LHTSchema
 import Logging
 import PostgresStorage
@@ -48,7 +47,7 @@ public final class PostgresStore: Store {
     /// so), makes the schema and runs the migrations not yet run. A malformed URL, or one the
     /// server refuses for good (a wrong password, an unknown role or database), is a
     /// `StoreConfigurationError`.
-    public init(url: String, service: String, migrations: [PostgresMigration], partitioned: Bool = false,
+    public init(url: String, service: String, migrations: [Migration], partitioned: Bool = false,
                 logger: Logger, keepTrying: () -> Bool = { true }) throws {
         self.logger = logger
         self.partitioned = partitioned
@@ -80,7 +79,7 @@ public final class PostgresStore: Store {
                 """)
             let done = Set(try transaction.execute("SELECT name FROM \(log.schemaName).migration").compactMap { $0.text(0) })
             for migration in migrations where !done.contains(migration.name) {
-                for statement in migration.statements { try transaction.execute(statement) }
+                try migration.run(on: PostgresStoreConnection(transaction.connection)) { try transaction.execute($0) }
                 try transaction.execute("INSERT INTO \(log.schemaName).migration (name) VALUES ($1)", [.text(migration.name)])
             }
         }

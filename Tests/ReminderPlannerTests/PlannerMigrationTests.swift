@@ -33,7 +33,7 @@ extension PlannerStoreLayoutTests {
         let database = try DatabaseQueue()
         var migrator = DatabaseMigrator()
         EventLog.migrate(&migrator)
-        PlannerStore.migrate(&migrator)
+        migrator.register(PlannerStore.sqliteMigrations)
         try migrator.migrate(database, upTo: PlannerStore.partitionsMigration.name)
         let reminder = Self.reminder(of: "ada"), cause = RecordID()
         try database.write { db in
@@ -52,7 +52,7 @@ extension PlannerStoreLayoutTests {
     @Test func postgreSQLsAnnouncementsAreKeyedByUserAfterTheMigration() throws {
         let server = try TestPostgres()
         let migrations = try #require(PlannerStore.layout.postgresMigrations)
-        func open(_ migrations: [PostgresMigration]) throws -> PostgresStore {
+        func open(_ migrations: [Migration]) throws -> PostgresStore {
             try PostgresStore(url: server.url, service: ServiceName.reminderPlanner.rawValue, migrations: migrations, partitioned: true,
                               logger: quietLogger("store"))
         }
@@ -78,7 +78,7 @@ extension PlannerStoreLayoutTests {
     @Test func decisionsKeyedByTheReminderIdsTextAreKeyedByItsBytesAfterTheMigration() throws {
         let database = try DatabaseQueue()
         var migrator = DatabaseMigrator()
-        PlannerStore.decisionProjection.migrate(&migrator)
+        migrator.register(PlannerStore.decisionProjection.migrations)
         try migrator.migrate(database, upTo: "decisions")
         let reminder = RecordID(), at = Instant(secondsSince1970: 1_780_000_000), cause = RecordID()
         try database.write { db in

@@ -83,7 +83,7 @@ import TestSupport
             try db.execute(sql: "ATTACH DATABASE ? AS decisions", arguments: [directory + "/reminder-planner.decisions.sqlite"])
         }
 
-        // A planner's PostgreSQL schema, made by its `PostgresMigration`s.
+        // A planner's PostgreSQL schema, made by its PostgreSQL migrations.
         let server = try TestPostgres()
         try Self.host(dataDirectory: URL(fileURLWithPath: directory), database: server.url).store.close()
         let connection = try server.connect()
@@ -115,7 +115,7 @@ import TestSupport
     static func projection(upTo migration: String, sessions: String) throws -> (DatabaseQueue, DatabaseMigrator) {
         let database = try DatabaseQueue()
         var migrator = DatabaseMigrator()
-        PlannerStore.projection.migrate(&migrator)
+        migrator.register(PlannerStore.projection.migrations)
         try migrator.migrate(database, upTo: migration)
         try database.write { db in try db.execute(sql: "INSERT INTO session (id, user_id, activity, start_ms, end_ms, seq) VALUES \(sessions)") }
         return (database, migrator)
@@ -195,7 +195,7 @@ import TestSupport
     @Test func decisionsAreStoredInTheirKeysBTreeInAFileOfTheirOwn() throws {
         let projection = try DatabaseQueue()
         var projectionMigrator = DatabaseMigrator()
-        PlannerStore.projection.migrate(&projectionMigrator)
+        projectionMigrator.register(PlannerStore.projection.migrations)
         try projectionMigrator.migrate(projection, upTo: "decisions in their key's b-tree")
         #expect(try projection.read { try $0.tableExists("decision") })
         try projectionMigrator.migrate(projection)
@@ -203,7 +203,7 @@ import TestSupport
 
         let database = try DatabaseQueue()
         var migrator = DatabaseMigrator()
-        PlannerStore.decisionProjection.migrate(&migrator)
+        migrator.register(PlannerStore.decisionProjection.migrations)
         let reminder = RecordID(), at = Instant(secondsSince1970: 1_780_000_000)
         let planned = PlannedOccurrence(day: LocalDay(year: 2026, month: 5, day: 28)!, weekday: .thu, at: at, localTime: LocalTime(hour: 22, minute: 26)!)
         try migrator.migrate(database)

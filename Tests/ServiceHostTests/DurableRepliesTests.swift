@@ -20,7 +20,7 @@ final class BareService: Service {
         let tests = ServiceHostTests()
         let service = try startService(context: context) { context in
             let host = try ServiceHost(service: .noalcStreak, apiEndpoint: "tcp://127.0.0.1:*", eventsEndpoint: "tcp://127.0.0.1:*",
-                                       dataDirectory: tests.directory, layout: StoreLayout(sqliteMigrations: { _ in }), logger: Logger(label: "test"), context: context)
+                                       dataDirectory: tests.directory, layout: StoreLayout(sqliteMigrations: []), logger: Logger(label: "test"), context: context)
             configure(host, tests)
             return BareService(host: host)
         }

@@ -13,7 +13,7 @@ import Storage
 
     func makeHost() throws -> ServiceHost {
         try ServiceHost(service: .noalcStreak, apiEndpoint: "tcp://127.0.0.1:*", eventsEndpoint: "tcp://127.0.0.1:*",
-                        dataDirectory: directory, layout: StoreLayout(sqliteMigrations: { _ in }), logger: Logger(label: "test"))
+                        dataDirectory: directory, layout: StoreLayout(sqliteMigrations: []), logger: Logger(label: "test"))
     }
 
     /// A catalog event whose data carries `n`, so the tests can tell events apart.

@@ -189,7 +189,7 @@ private final class CountingFollower: Service {
 
     init(directory: URL, api: [String], events: [String], context: Context) throws {
         host = try ServiceHost(service: .noalcStreak, apiEndpoint: "tcp://127.0.0.1:*", eventsEndpoint: "tcp://127.0.0.1:*",
-                               dataDirectory: directory, layout: StoreLayout(sqliteMigrations: { _ in }), logger: quietLogger("follower"), context: context)
+                               dataDirectory: directory, layout: StoreLayout(sqliteMigrations: []), logger: quietLogger("follower"), context: context)
         feed = try UpstreamFeed(upstream: .sessionLogger, host: host, eventsEndpoints: events, apiEndpoints: api) { [unowned host] event, tx in
             tx.afterCommit { host.count("applied.\(event.seq)") }
         }

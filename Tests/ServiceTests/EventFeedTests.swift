@@ -76,7 +76,7 @@ import ZeroMQ
         let logger = try rig.sessionLogger()
         try logDays(rig, logger, count: 5)
         let host = try ServiceHost(service: .noalcStreak, apiEndpoint: rig.endpoint("feed-api"), eventsEndpoint: rig.endpoint("feed-events"),
-                                   dataDirectory: rig.scratch.subdirectory("feed"), layout: StoreLayout(sqliteMigrations: { _ in }),
+                                   dataDirectory: rig.scratch.subdirectory("feed"), layout: StoreLayout(sqliteMigrations: []),
                                    logger: quietLogger("feed"), context: rig.context)
         var applied: [Int64] = []
         let feed = try UpstreamFeed(upstream: .sessionLogger, host: host, eventsEndpoints: [logger.events], apiEndpoints: [logger.api]) { event, tx in

@@ -24,7 +24,7 @@ import ZeroMQ
     }
 
     @Test func whatWaitsOnACommitRunsOnceItsSyncIsDoneInOrder() throws {
-        let store = try SQLiteStore(directory: temporaryDirectory("lht-commit-sync"), name: "store", migrations: { _ in },
+        let store = try SQLiteStore(directory: temporaryDirectory("lht-commit-sync"), name: "store", migrations: [],
                                     logger: quietLogger("store"))
         defer { store.close() }
         let gate = Gate()

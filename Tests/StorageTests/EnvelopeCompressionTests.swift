@@ -132,7 +132,7 @@ import TestSupport
     /// Through a store: the file holds frames, and `events.since` serves the envelopes as they were
     /// published, and a row stored as JSON (before compression) as it is.
     @Test func theLogStoresFramesAndServesTheEnvelopesAsPublished() throws {
-        let store = try SQLiteStore(directory: temporaryDirectory("lht-envelopes"), name: "store", migrations: { _ in },
+        let store = try SQLiteStore(directory: temporaryDirectory("lht-envelopes"), name: "store", migrations: [],
                                     logger: quietLogger("store"))
         var published: [Data] = []
         for n in 0..<3 {
@@ -162,7 +162,7 @@ import TestSupport
     @Test func aFileFromANewerBuildIsRefused() throws {
         let directory = temporaryDirectory("lht-newer")
         func open() throws -> SQLiteStore {
-            try SQLiteStore(directory: directory, name: "store", migrations: { _ in }, projection: ProjectionTests.projection, logger: quietLogger("store"))
+            try SQLiteStore(directory: directory, name: "store", migrations: [], projection: ProjectionTests.projection, logger: quietLogger("store"))
         }
         let store = try open()
         store.close()

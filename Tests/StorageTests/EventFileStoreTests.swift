@@ -10,7 +10,7 @@ import TestSupport
     let directory = temporaryDirectory("lht-event-file-store")
 
     func open(boot: String = "boot") throws -> EventFileStore {
-        try EventFileStore(directory: directory, name: "store", sqliteMigrations: { _ in }, projection: ProjectionTests.projection,
+        try EventFileStore(directory: directory, name: "store", sqliteMigrations: [], projection: ProjectionTests.projection,
                            logger: quietLogger("store"), bootID: boot)
     }
 
@@ -47,7 +47,7 @@ import TestSupport
     }
 
     @Test func eventsSinceAnswersAsTheSQLiteLogDoes() throws {
-        let sqlite = try SQLiteStore(directory: temporaryDirectory("lht-sqlite-log"), name: "store", migrations: { _ in },
+        let sqlite = try SQLiteStore(directory: temporaryDirectory("lht-sqlite-log"), name: "store", migrations: [],
                                      projection: ProjectionTests.projection, logger: quietLogger("store"))
         let file = try open()
         defer { sqlite.close(); file.close() }
@@ -139,11 +139,11 @@ import TestSupport
     /// read after it fails as unavailable once it waited `longestWait`, rather than wait forever.
     @Test func aReadTheProjectionCannotReachFailsAsUnavailable() throws {
         struct Unwritable: Error {}
-        let failing = Projection(migrate: ProjectionTests.projection.migrate) { seq, data, sql in
+        let failing = Projection(migrations: ProjectionTests.projection.migrations) { seq, data, sql in
             if case .sessionLogged(let session) = data, session.source == "unwritable" { throw Unwritable() }
             try ProjectionTests.projection.replay!(seq, data, sql)
         }
-        let store = try EventFileStore(directory: directory, name: "store", sqliteMigrations: { _ in }, projection: failing,
+        let store = try EventFileStore(directory: directory, name: "store", sqliteMigrations: [], projection: failing,
                                        logger: quietLogger("store"))
         defer { store.close() }
         var answers: [String: Result<Data, Error>] = [:]
@@ -183,7 +183,7 @@ import TestSupport
     /// A log that `SQLiteStore` kept moves into the file whole: identity, seqs and envelopes; the
     /// projection, of the same log, is kept; the SQLite file is gone.
     @Test func theSQLiteLogIsCopiedIntoTheFileOnce() throws {
-        let sqlite = try SQLiteStore(directory: directory, name: "store", migrations: { _ in }, projection: ProjectionTests.projection,
+        let sqlite = try SQLiteStore(directory: directory, name: "store", migrations: [], projection: ProjectionTests.projection,
                                      logger: quietLogger("store"))
         try Self.log(25, in: sqlite)
         let identity = sqlite.eventLog.identity, everything = try Self.since(sqlite)

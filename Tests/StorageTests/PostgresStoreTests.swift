@@ -13,7 +13,7 @@ import TestSupport
 /// nothing, a nested write is a savepoint), and the partition leases instances share a service's work by.
 /// Serialized: each test starts a server of its own.
 @Suite(.serialized) struct PostgresStoreTests {
-    static let migrations = [PostgresMigration("logged", ["CREATE TABLE logged (seq BIGINT PRIMARY KEY, id TEXT NOT NULL)"])]
+    static let migrations = [Migration("logged", sql: ["CREATE TABLE logged (seq BIGINT PRIMARY KEY, id TEXT NOT NULL)"])]
     static let start = Instant(secondsSince1970: 1_780_000_000)
 
     static func open(_ postgres: TestPostgres, partitioned: Bool = false, keepTrying: @escaping () -> Bool = { true }) throws -> PostgresStore {

@@ -10,9 +10,8 @@ import TestSupport
 /// reboot), is unreadable, or is of another log.
 @Suite struct ProjectionTests {
     /// Every logged session's id and seq, as the live path and replay both write them.
-    static let projection = Projection(migrate: { migrator in
-        migrator.registerMigration("logged") { db in try db.execute(sql: "CREATE TABLE logged (seq INTEGER PRIMARY KEY, id TEXT NOT NULL)") }
-    }, replay: { seq, data, sql in
+    static let projection = Projection(migrations: [.sqlite("logged", "CREATE TABLE logged (seq INTEGER PRIMARY KEY, id TEXT NOT NULL)")],
+                                       replay: { seq, data, sql in
         guard case .sessionLogged(let session) = data else { return }
         try insert(session, seq: seq, sql)
     })
@@ -24,7 +23,7 @@ import TestSupport
     let directory = temporaryDirectory("lht-projection")
 
     func open(boot: String) throws -> SQLiteStore {
-        try SQLiteStore(directory: directory, name: "store", migrations: { _ in }, projection: Self.projection,
+        try SQLiteStore(directory: directory, name: "store", migrations: [], projection: Self.projection,
                         logger: quietLogger("store"), bootID: boot)
     }
 
@@ -176,7 +175,7 @@ import TestSupport
 /// changed nothing.
 @Suite struct UpstreamCopySyncTests {
     @Test func onlyATransactionThatChangedWhatMustBeDurableAsksForASync() throws {
-        let store = try SQLiteStore(directory: temporaryDirectory("lht-copy-sync"), name: "store", migrations: { _ in },
+        let store = try SQLiteStore(directory: temporaryDirectory("lht-copy-sync"), name: "store", migrations: [],
                                     logger: quietLogger("store"))
         let now = Instant(secondsSince1970: 1_780_000_000)
         let session = StoredSession(id: RecordID(), userId: UserID("ada")!, activity: .workout, start: now, end: now.adding(seconds: 60),

@@ -9,12 +9,12 @@ import TestSupport
 /// them (`readTables`) as every commit before it left them. Lost, they come back from the log.
 @Suite struct SQLiteProjectionBehindTheLogTests {
     /// A row per logged session; other events make none and are not decoded.
-    static let projection = Projection(migrate: ProjectionTests.projection.migrate, eventTypes: [Events.sessionLogged.name],
+    static let projection = Projection(migrations: ProjectionTests.projection.migrations, eventTypes: [Events.sessionLogged.name],
                                        replay: ProjectionTests.projection.replay)
     let directory = temporaryDirectory("lht-behind-the-log")
 
     func open() throws -> SQLiteStore {
-        try SQLiteStore(directory: directory, name: "store", migrations: { _ in }, behindTheLog: ("logged", Self.projection),
+        try SQLiteStore(directory: directory, name: "store", migrations: [], behindTheLog: ("logged", Self.projection),
                         logger: quietLogger("store"))
     }
 

@@ -9,9 +9,9 @@ import TestSupport
 /// checks GRDB's own transactions made are the store's.
 @Suite struct SQLiteStoreTransactionTests {
     static func store() throws -> SQLiteStore {
-        try SQLiteStore(directory: temporaryDirectory("lht-transactions"), name: "store", migrations: { migrator in
-            migrator.registerMigration("note") { db in try db.execute(sql: "CREATE TABLE note (text TEXT NOT NULL)") }
-        }, logger: quietLogger("store"))
+        try SQLiteStore(directory: temporaryDirectory("lht-transactions"), name: "store", migrations: [
+            .sqlite("note", "CREATE TABLE note (text TEXT NOT NULL)"),
+        ], logger: quietLogger("store"))
     }
 
     static func notes(_ store: SQLiteStore) throws -> [String] {

@@ -21,7 +21,7 @@ import TestSupport
         let directory = temporaryDirectory("lht-wal")
         defer { try? FileManager.default.removeItem(at: directory) }
         let limit: Int64 = 128 << 10
-        let store = try SQLiteStore(directory: directory, name: "noalc-streak", migrations: { _ in }, logger: quietLogger("wal"), walLimit: limit)
+        let store = try SQLiteStore(directory: directory, name: "noalc-streak", migrations: [], logger: quietLogger("wal"), walLimit: limit)
         defer { store.close() }
         let wal = directory.appendingPathComponent("noalc-streak.sqlite-wal").path
         var largest: Int64 = 0
@@ -51,7 +51,7 @@ import TestSupport
     @Test func closeLeavesNoConnectionOpen() throws {
         let directory = temporaryDirectory("lht-wal-close")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let store = try SQLiteStore(directory: directory, name: "noalc-streak", migrations: { _ in }, logger: quietLogger("wal"))
+        let store = try SQLiteStore(directory: directory, name: "noalc-streak", migrations: [], logger: quietLogger("wal"))
         try Self.append(store, 1)
         store.close()
         #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("noalc-streak.sqlite-wal").path))

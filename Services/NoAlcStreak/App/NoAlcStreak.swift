@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import GRDB
 import LHTClient
 import LHTSchema
 import Logging
@@ -93,7 +92,7 @@ public final class NoAlcStreakService: Service {
     public func tick() { _ = tzdata.check(logger: host.logger) }
 
     /// The service's tables as its migrations make them, for tools that measure its storage (`bench streak`).
-    public static func migrate(_ migrator: inout DatabaseMigrator) { StreakStore.migrate(&migrator) }
+    public static func migrate(_ registry: inout some MigrationRegistry) { registry.register(StreakStore.sqliteMigrations) }
 
     private func registerOps() {
         // Reads memory only: no transaction to open and commit (the feed's changes are in memory once committed).

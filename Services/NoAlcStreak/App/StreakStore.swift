@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import LHTSchema
 import ServiceHost
 import Storage
@@ -118,14 +117,14 @@ final class Histories {
 
 /// The streak service's table: the latest level per user and day, with the upstream seq that set it.
 enum StreakStore {
-    static func migrate(_ migrator: inout DatabaseMigrator) {
-        migrator.registerMigration("noalc_level") { db in try db.execute(sql: table + " WITHOUT ROWID") }
+    static let sqliteMigrations: [Migration] = [
+        .sqlite("noalc_level", table + " WITHOUT ROWID"),
         // The cursor lives in the projection file now (`Projection.cursorsOnly`): read again once, changing nothing.
-        migrator.registerMigration("cursor in the projection file") { db in try db.execute(sql: "DELETE FROM main.cursor") }
-    }
+        .sqlite("cursor in the projection file", "DELETE FROM main.cursor"),
+    ]
 
-    static let layout = StoreLayout(sqliteMigrations: migrate, projection: .cursorsOnly,
-                                    postgresMigrations: [PostgresMigration("noalc_level", [table])], partitioned: true)
+    static let layout = StoreLayout(sqliteMigrations: sqliteMigrations, projection: .cursorsOnly,
+                                    postgresMigrations: [.postgres("noalc_level", [table])], partitioned: true)
 
     /// SQLite keeps it WITHOUT ROWID (the key is the row): one b-tree instead of two.
     private static let table = """

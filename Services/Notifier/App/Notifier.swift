@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import LHTClient
 import LHTSchema
 import Logging

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import LHTSchema
 import ServiceHost
 import Storage
@@ -7,16 +6,14 @@ import Storage
 /// The notifier's tables. A notification is stored as the JSON it was published with, so
 /// `notification.list` returns those bytes without decoding them.
 enum NotifierStore {
-    static func migrate(_ migrator: inout DatabaseMigrator) {
-        migrator.registerMigration("notifications") { db in
-            for statement in tables(.sqlite) { try db.execute(sql: statement) }
-        }
+    static let sqliteMigrations: [Migration] = [
+        .sqlite("notifications", tables(.sqlite)),
         // The cursor lives in the projection file now (`Projection.cursorsOnly`): read again once, changing nothing.
-        migrator.registerMigration("cursor in the projection file") { db in try db.execute(sql: "DELETE FROM main.cursor") }
-    }
+        .sqlite("cursor in the projection file", "DELETE FROM main.cursor"),
+    ]
 
-    static let layout = StoreLayout(sqliteMigrations: migrate, projection: .cursorsOnly,
-                                    postgresMigrations: [PostgresMigration("notifications", tables(.postgres))], partitioned: true)
+    static let layout = StoreLayout(sqliteMigrations: sqliteMigrations, projection: .cursorsOnly,
+                                    postgresMigrations: [.postgres("notifications", tables(.postgres))], partitioned: true)
 
     /// notification_id is the unique key that makes an occurrence notified at most once. Ids are
     /// compared case-insensitively (PROTOCOL "Value formats"): SQLite's column says so (NOCASE), and

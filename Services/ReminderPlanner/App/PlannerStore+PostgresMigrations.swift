@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import LHTSchema
 import ReminderPlanning
 import ServiceHost
@@ -11,7 +10,7 @@ extension PlannerStore {
     /// user's, so they share a leaf, where a key by reminder id (random) took a leaf of the key's
     /// index for each reminder covered and one of the table (docs/decisions/0018-planner-keys-for-locality.md).
     /// The reminder id is its 16 bytes, as in `reminder` and `decision`.
-    static let announcementsByUser = PostgresMigration("announcements by user", [
+    static let announcementsByUser = Migration.postgres("announcements by user", [
         "CREATE TABLE announced_by_user (user_id TEXT NOT NULL, reminder_id BYTEA NOT NULL, at_ms BIGINT NOT NULL, cause TEXT NOT NULL, PRIMARY KEY (user_id, reminder_id, at_ms))",
         """
         INSERT INTO announced_by_user
@@ -28,7 +27,7 @@ extension PlannerStore {
     /// How far each partition is decided, starting where the one `decidedThroughMs` was; and the
     /// users whose settings or reminders changed, for the other instances sharing the store
     /// (`ReminderPlanner.followOtherInstances`). The same statements on both backends.
-    static let partitionsMigration = PostgresMigration("partitions", [
+    static let partitionsMigration = Migration("partitions", sql: [
         "CREATE TABLE decided_through (partition_index INTEGER PRIMARY KEY NOT NULL, at_ms BIGINT NOT NULL)",
         """
         INSERT INTO decided_through (partition_index, at_ms)
@@ -45,7 +44,7 @@ extension PlannerStore {
     /// (docs/decisions/0018-planner-keys-for-locality.md). A repeated event has the same seq and id; a seq
     /// the copies hold with another id is of an earlier history the upstream no longer has
     /// (`--accept-upstream-reset`), and the new history's session takes its place (`insert`).
-    static let sessionsBySeq = PostgresMigration("sessions by seq", [
+    static let sessionsBySeq = Migration.postgres("sessions by seq", [
         "DELETE FROM session a USING session b WHERE a.seq = b.seq AND a.ctid < b.ctid",
         "ALTER TABLE session DROP CONSTRAINT session_pkey",
         "ALTER TABLE session ADD PRIMARY KEY (seq)",
@@ -53,14 +52,14 @@ extension PlannerStore {
 
     /// PostgreSQL's decisions keyed by the reminder id's 16 bytes, as SQLite's (`decisionProjection`).
     /// Every id there was written from a `RecordID`; a row whose id is not one could not be asked for.
-    static let decisionsByBytes = PostgresMigration("decisions by the reminder id's bytes", [
+    static let decisionsByBytes = Migration.postgres("decisions by the reminder id's bytes", [
         "DELETE FROM decision WHERE reminder_id !~ '\(recordIDPattern)'",
         "ALTER TABLE decision ALTER COLUMN reminder_id TYPE BYTEA USING decode(replace(reminder_id, '-', ''), 'hex')",
     ])
 
     /// Each user's latest session end by activity, kept with the copies (`insert(session:)`) and
     /// filled from them once: what the start reads for `LatestLogged`, a row per user and activity.
-    static let latestSessionEnds = PostgresMigration("latest session ends", [
+    static let latestSessionEnds = Migration("latest session ends", sql: [
         "CREATE TABLE latest_session_end (user_id TEXT NOT NULL, activity TEXT NOT NULL, end_ms BIGINT NOT NULL, PRIMARY KEY (user_id, activity))",
         "INSERT INTO latest_session_end (user_id, activity, end_ms) SELECT user_id, activity, MAX(end_ms) FROM session GROUP BY user_id, activity",
     ])

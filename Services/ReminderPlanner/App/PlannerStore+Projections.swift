@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import LHTSchema
 import ReminderPlanning
 import ServiceHost
@@ -9,19 +8,16 @@ import Storage
 extension PlannerStore {
     /// The decisions, replayed from the decision events when the projection file is behind or
     /// rebuilt, and the copies of the logger's sessions and NoAlc days (its feed refills them).
-    static let projection = Projection(migrate: { migrator in
-        migrator.registerMigration("decisions and copies") { db in
-            try db.execute(sql: """
+    static let projection = Projection(migrations: [
+        .sqlite("decisions and copies", """
                 CREATE TABLE decision (reminder_id TEXT NOT NULL, at_ms INTEGER NOT NULL, status TEXT NOT NULL, cause TEXT,
                     day INTEGER, local_minute INTEGER, PRIMARY KEY (reminder_id, at_ms));
                 CREATE TABLE session (id TEXT PRIMARY KEY NOT NULL, user_id TEXT NOT NULL, activity TEXT NOT NULL,
                     start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL, seq INTEGER NOT NULL);
                 CREATE INDEX session_by_user_start ON session (user_id, activity, start_ms);
                 CREATE TABLE noalc_day (user_id TEXT NOT NULL, day TEXT NOT NULL, entry_id TEXT NOT NULL, PRIMARY KEY (user_id, day));
-                """)
-        }
-        migrator.registerMigration(sessionsBySeq.name) { db in
-            try db.execute(sql: """
+                """),
+        .sqlite(sessionsBySeq.name, """
                 CREATE TABLE session_by_seq (id TEXT NOT NULL, user_id TEXT NOT NULL, activity TEXT NOT NULL,
                     start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL, seq INTEGER PRIMARY KEY NOT NULL);
                 INSERT OR REPLACE INTO session_by_seq (id, user_id, activity, start_ms, end_ms, seq)
@@ -29,24 +25,19 @@ extension PlannerStore {
                 DROP TABLE session;
                 ALTER TABLE session_by_seq RENAME TO session;
                 CREATE INDEX session_by_user_start ON session (user_id, activity, start_ms);
-                """)
-        }
-        migrator.registerMigration("decisions in their key's b-tree") { db in
-            try db.execute(sql: """
+                """),
+        .sqlite("decisions in their key's b-tree", """
                 CREATE TABLE decision_by_key (reminder_id TEXT NOT NULL, at_ms INTEGER NOT NULL, status TEXT NOT NULL, cause TEXT,
                     day INTEGER, local_minute INTEGER, PRIMARY KEY (reminder_id, at_ms)) WITHOUT ROWID;
                 INSERT INTO decision_by_key SELECT reminder_id, at_ms, status, cause, day, local_minute FROM decision;
                 DROP TABLE decision;
                 ALTER TABLE decision_by_key RENAME TO decision;
-                """)
-        }
+                """),
         // To `decisionProjection`, a file a thread applies from the decision events behind the log
         // (docs/decisions/0015-planner-decisions-behind-the-log.md).
-        migrator.registerMigration("decisions behind the log") { db in try db.execute(sql: "DROP TABLE decision") }
-        migrator.registerMigration(latestSessionEnds.name) { db in
-            for statement in latestSessionEnds.statements { try db.execute(sql: statement) }
-        }
-    }, replay: nil)
+        .sqlite("decisions behind the log", "DROP TABLE decision"),
+        latestSessionEnds,
+    ], replay: nil)
 
     /// The decisions, one row per decision event, keyed by occurrence: applied from the log on a
     /// thread of their own after each commit (`StoreLayout.behindTheLog`), so deciding writes the
@@ -54,27 +45,22 @@ extension PlannerStore {
     ///
     /// The reminder's id is its 16 bytes (on PostgreSQL too: `decisionsByBytes`): as 36 characters of
     /// text it made the row half as long again, and the thread's b-tree writes and key comparisons with it.
-    static let decisionProjection = Projection(migrate: { migrator in
-        migrator.registerMigration("decisions") { db in
-            try db.execute(sql: """
+    static let decisionProjection = Projection(migrations: [
+        .sqlite("decisions", """
                 CREATE TABLE decision (reminder_id TEXT NOT NULL, at_ms INTEGER NOT NULL, status TEXT NOT NULL, cause TEXT,
                     day INTEGER, local_minute INTEGER, PRIMARY KEY (reminder_id, at_ms)) WITHOUT ROWID
-                """)
-        }
-        migrator.registerMigration("decisions by the reminder id's bytes") { db in
-            db.add(function: recordIDBytes)
-            defer { db.remove(function: recordIDBytes) }
-            try db.execute(sql: """
+                """),
+        Migration("decisions by the reminder id's bytes", recordIDBytes(of: "reminder_id", in: "decision") + [.only(.sqlite, """
                 CREATE TABLE decision_by_bytes (reminder_id BLOB NOT NULL, at_ms INTEGER NOT NULL, status TEXT NOT NULL, cause TEXT,
                     day INTEGER, local_minute INTEGER, PRIMARY KEY (reminder_id, at_ms)) WITHOUT ROWID;
                 INSERT INTO decision_by_bytes
-                    SELECT lht_record_id_bytes(reminder_id), at_ms, status, cause, day, local_minute FROM decision
-                    WHERE lht_record_id_bytes(reminder_id) IS NOT NULL;
+                    SELECT \(idBytes("reminder_id")), at_ms, status, cause, day, local_minute FROM decision
+                    WHERE \(idBytes("reminder_id")) IS NOT NULL;
                 DROP TABLE decision;
                 ALTER TABLE decision_by_bytes RENAME TO decision;
-                """)
-        }
-    }, eventTypes: [Events.reminderDue.name, Events.reminderSuppressed.name, Events.reminderSkipped.name, Events.reminderMissed.name], replay: { _, data, sql in
+                DROP TABLE temp.record_id_bytes;
+                """)]),
+    ], eventTypes: [Events.reminderDue.name, Events.reminderSuppressed.name, Events.reminderSkipped.name, Events.reminderMissed.name], replay: { _, data, sql in
         guard let decided = decision(in: data) else { return }
         _ = try decide(decided.reminderId, PlannedOccurrence(decided), status: decided.status, cause: decided.cause, sql)
     })

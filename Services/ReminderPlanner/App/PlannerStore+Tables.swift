@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import LHTSchema
 import ReminderPlanning
 import ServiceHost
@@ -15,7 +14,7 @@ extension PlannerStore {
     /// identity column of that name.
     static func tables(_ dialect: SQLDialect) -> [String] {
         firstTables(dialect, sessionsBySeq: true, decisionsByBytes: true, announcementsByUser: true)
-            + (partitionsMigration.statements + latestSessionEnds.statements).filter { $0.hasPrefix("CREATE") }
+            + (partitionsMigration.statements(for: dialect) + latestSessionEnds.statements(for: dialect)).filter { $0.hasPrefix("CREATE") }
     }
 
     /// The tables of PostgreSQL's first migration; with `sessionsBySeq`, `decisionsByBytes` and

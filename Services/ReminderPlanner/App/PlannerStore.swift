@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import LHTSchema
 import ReminderPlanning
 import ServiceHost
@@ -20,8 +19,8 @@ enum PlannerStore {
     /// decisions' file; PostgreSQL's tables as they are now, the projections' among them (written in
     /// the same transactions, never rebuilt). On PostgreSQL the instances share the decisions by
     /// partitions of users.
-    static let layout = StoreLayout(sqliteMigrations: migrate, projection: projection, behindTheLog: ("decisions", decisionProjection),
-                                    postgresMigrations: [PostgresMigration("planner", firstTables(.postgres)), partitionsMigration, sessionsBySeq,
+    static let layout = StoreLayout(sqliteMigrations: sqliteMigrations, projection: projection, behindTheLog: ("decisions", decisionProjection),
+                                    postgresMigrations: [.postgres("planner", firstTables(.postgres)), partitionsMigration, sessionsBySeq,
                                                          decisionsByBytes, latestSessionEnds, announcementsByUser],
                                     partitioned: true)
 

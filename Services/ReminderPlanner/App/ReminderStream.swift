@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import LHTSchema
 import ReminderPlanning
 import ServiceHost
@@ -24,8 +23,8 @@ extension PlannerStore {
     /// parse are skipped. SQLite's rows are read by a thread of their own (`streamReminders(from:)`);
     /// PostgreSQL's come in pages by id on this thread, whose connection it is.
     static func streamReminders(from store: any Store, _ body: ([StoredReminder]) -> Void) throws {
-        if let sqlite = store as? SQLiteStore {
-            try streamReminders(from: sqlite.database, body)
+        if let reads = store.concurrentReads {
+            try streamReminders(from: reads, body)
         } else {
             try pageReminders(store, body)
         }
@@ -35,22 +34,17 @@ extension PlannerStore {
 
     /// SQLite: another thread reads and parses the rows while this one takes them: stepping SQLite
     /// through a million rows took as long as filling the table with them, so the two overlap.
-    private static func streamReminders(from database: DatabaseQueue, _ body: ([StoredReminder]) -> Void) throws {
+    private static func streamReminders(from reads: ConcurrentReads, _ body: ([StoredReminder]) -> Void) throws {
         let pipe = HandOff<[StoredReminder]>(waitingLimit: 8)
         // A thread of its own, not a GCD work item: it blocks for as long as loading takes, and
         // blocked items hold the global queue's few threads from everyone else in the process.
         let reader = Thread {
             pipe.finish(Result {
-                try database.read { db in
-                    // One pass, never read again: through a small page cache, so that loading does not
-                    // leave the connection's cache full of reminder pages.
-                    let cacheSize = try Int.fetchOne(db, sql: "PRAGMA cache_size") ?? -2000
-                    try db.execute(sql: "PRAGMA cache_size = -1024")
-                    defer { try? db.execute(sql: "PRAGMA cache_size = \(cacheSize)") }
+                try reads.readOnce { sql in
                     var batch: [StoredReminder] = []
                     batch.reserveCapacity(batchSize)
                     var lastUser: UserID?
-                    try SQLiteStoreConnection(db).forEachRow(selectReminders, []) { row in
+                    try sql.forEachRow(selectReminders, []) { row in
                         guard let reminder = storedReminder(row, lastUser: &lastUser) else { return }
                         batch.append(reminder)
                         if batch.count == batchSize {

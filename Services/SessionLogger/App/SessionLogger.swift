@@ -1,10 +1,10 @@
 import ArgumentParser
 import Foundation
-import GRDB
 import LHTClient
 import LHTSchema
 import Logging
 import ServiceHost
+import Storage
 import ZeroMQ
 
 /// `session-logger` flags (PROTOCOL.md "Running the services").
@@ -67,7 +67,7 @@ public final class SessionLogger: Service {
     public var readyLine: String { host.readyLine(extra: "intake=\(intakeEndpoint)") }
 
     /// The logger's tables as its migrations make them, for tools that measure its storage (`bench writes`).
-    public static func migrate(_ migrator: inout DatabaseMigrator) { SessionStore.migrate(&migrator) }
+    public static func migrate(_ registry: inout some MigrationRegistry) { registry.register(SessionStore.sqliteMigrations) }
 
     private func registerOps() {
         let unreadable = unreadable, ids = ids

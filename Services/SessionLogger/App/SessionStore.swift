@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import LHTSchema
 import ServiceHost
 import Storage
@@ -10,22 +9,18 @@ import Synchronization
 /// `YYYY-MM-DD` (which sorts as text), so range queries use plain indexes.
 enum SessionStore {
     /// The log's file. It held the tables too, until they became the projection.
-    static func migrate(_ migrator: inout DatabaseMigrator) {
-        migrator.registerMigration("sessions") { db in try createTables(SQLiteStoreConnection(db)) }
-        migrator.registerMigration("sessions are a projection of the log") { db in
-            try db.execute(sql: "DROP TABLE main.session; DROP TABLE main.noalc_entry")
-        }
-    }
+    static let sqliteMigrations = [
+        Migration("sessions", sql: tables),
+        .sqlite("sessions are a projection of the log", "DROP TABLE main.session; DROP TABLE main.noalc_entry"),
+    ]
 
-    static let layout = StoreLayout(sqliteMigrations: migrate, projection: Projection(migrate: { migrator in
-        migrator.registerMigration("sessions") { db in try createTables(SQLiteStoreConnection(db)) }
-    }, replay: { seq, data, sql in
+    static let layout = StoreLayout(sqliteMigrations: sqliteMigrations, projection: Projection(migrations: [Migration("sessions", sql: tables)], replay: { seq, data, sql in
         switch data {
         case .sessionLogged(let session): try insert(session, seq: seq, in: sql)
         case .noalcLogged(let entry): try insert(entry, seq: seq, in: sql)
         default: break  // another type: no rows
         }
-    }), logOnly: true, postgresMigrations: [PostgresMigration("sessions", tables)])
+    }), logOnly: true, postgresMigrations: [Migration("sessions", sql: tables)])
 
     /// The tables, in SQL both backends take (BIGINT is an integer column to SQLite).
     private static let tables = [
@@ -43,10 +38,6 @@ enum SessionStore {
         """,
         "CREATE INDEX noalc_by_user_day ON noalc_entry (user_id, day, seq)",
     ]
-
-    private static func createTables(_ sql: StoreConnection) throws {
-        for statement in tables { try sql.execute(statement, []) }
-    }
 
     // MARK: Writes
 

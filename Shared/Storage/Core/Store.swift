@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import LHTSchema
 import Logging
 import ZeroMQ
@@ -49,6 +48,17 @@ public protocol Store: AnyObject {
     /// Where a thread applies the tables behind the log (`EventFileStore`): reads run there, off the
     /// loop, each at its point in the log. Nil where a write transaction has the tables: reads run in it.
     var readsBehindTheLog: ReadsBehindTheLog? { get }
+    /// Where a thread of its own may read while the loop takes the rows it hands over (loading every
+    /// reminder at start): SQLite's, whose connections serialize the reads. Nil where the store's one
+    /// connection is the loop's (PostgreSQL).
+    var concurrentReads: ConcurrentReads? { get }
+}
+
+/// Reads on any thread, each on a snapshot of what has committed.
+public protocol ConcurrentReads: Sendable {
+    /// Runs `body` once over many rows that are not read again: through a small page cache, so that
+    /// it does not leave the connection's cache full of their pages.
+    func readOnce(_ body: (StoreConnection) throws -> Void) throws
 }
 
 /// Reads of tables that a thread applies behind the log (`ProjectionApplier`), asked for in a write
@@ -72,6 +82,7 @@ extension Store {
     public var groupCommitNanoseconds: UInt64 { 3_000_000 }
     public var isShared: Bool { false }
     public var readsBehindTheLog: ReadsBehindTheLog? { nil }
+    public var concurrentReads: ConcurrentReads? { nil }
     /// Whether a write transaction reads and writes the tables (`Transaction.hasTables`).
     public var writesHaveTables: Bool { readsBehindTheLog == nil }
     public var ownedPartitions: PartitionSet { .all }
@@ -82,7 +93,7 @@ extension Store {
 /// What a service stores, stated once for both backends.
 public struct StoreLayout: Sendable {
     /// The SQLite log file's migrations, as they ran on existing files (the history stays).
-    public var sqliteMigrations: @Sendable (inout DatabaseMigrator) -> Void
+    public var sqliteMigrations: [Migration]
     /// SQLite's projection file, where the service has one.
     public var projection: Projection?
     /// SQLite: the log is the service's only durable state, every table a projection of it, so the
@@ -99,13 +110,13 @@ public struct StoreLayout: Sendable {
     /// in SQL both backends take (`SQLDialect`); nil for a service whose statements are
     /// still SQLite's only: it refuses `--database`. Projections are plain tables there, written
     /// in the same transactions, so they are never behind.
-    public var postgresMigrations: [PostgresMigration]?
+    public var postgresMigrations: [Migration]?
     /// PostgreSQL: the instances share the service's time-driven work by partitions of users,
     /// each holding leases on its share (`PostgresStore.balancePartitions`).
     public var partitioned: Bool
 
-    public init(sqliteMigrations: @escaping @Sendable (inout DatabaseMigrator) -> Void, projection: Projection? = nil, logOnly: Bool = false,
-                behindTheLog: (file: String, projection: Projection)? = nil, postgresMigrations: [PostgresMigration]? = nil, partitioned: Bool = false) {
+    public init(sqliteMigrations: [Migration], projection: Projection? = nil, logOnly: Bool = false,
+                behindTheLog: (file: String, projection: Projection)? = nil, postgresMigrations: [Migration]? = nil, partitioned: Bool = false) {
         precondition(!logOnly || projection != nil, "a log-only store keeps its tables in its projection")
         precondition(!logOnly || behindTheLog == nil, "a log-only store's projection is behind the log already")
         self.sqliteMigrations = sqliteMigrations
@@ -114,17 +125,6 @@ public struct StoreLayout: Sendable {
         self.behindTheLog = behindTheLog
         self.postgresMigrations = postgresMigrations
         self.partitioned = partitioned
-    }
-}
-
-/// One step of a service's PostgreSQL tables, run once per database and recorded by its name.
-public struct PostgresMigration: Sendable {
-    public let name: String
-    public let statements: [String]
-
-    public init(_ name: String, _ statements: [String]) {
-        self.name = name
-        self.statements = statements
     }
 }
 

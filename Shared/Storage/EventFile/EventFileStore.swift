@@ -36,7 +36,7 @@ public final class EventFileStore: Store {
     /// Nothing to wait for: the log is never rewound.
     public var waitAnsweringHealth: ((_ isFinished: @escaping () -> Bool) -> Void)?
 
-    public init(directory: URL, name: String, sqliteMigrations: (inout DatabaseMigrator) -> Void, projection: Projection,
+    public init(directory: URL, name: String, sqliteMigrations: [Migration], projection: Projection,
                 logger: Logger, bootID: String = BootID.current) throws {
         _ = SQLiteProcess.configured
         path = directory.appendingPathComponent("\(name).events").path
@@ -61,13 +61,13 @@ public final class EventFileStore: Store {
 
     /// Copies the records of `SQLiteStore`'s log into a new event file, with the log's identity, so
     /// every seq, envelope and follower's cursor stays valid.
-    private static func copyLog(from sqlitePath: String, migrations: (inout DatabaseMigrator) -> Void, to path: String, logger: Logger) throws {
+    private static func copyLog(from sqlitePath: String, migrations: [Migration], to path: String, logger: Logger) throws {
         let started = Date()
         let database = try DatabaseQueue(path: sqlitePath)
         defer { try? database.close() }
         var migrator = DatabaseMigrator()
         EventLog.migrate(&migrator)
-        migrations(&migrator)
+        migrator.register(migrations)
         try migrator.migrate(database)
         let log = try EventLog(source: "", database: database)
         try database.read { db in

@@ -15,7 +15,7 @@ import Logging
 /// them for a file rebuilt (new, from an older layout, or suspect after a reboot).
 public struct Projection: Sendable {
     /// Creates the projection's tables; the migrations are recorded in the projection's file.
-    public let migrate: @Sendable (inout DatabaseMigrator) -> Void
+    public let migrations: [Migration]
     /// Writes the rows one logged event (its seq and data) makes, exactly as the live path wrote
     /// them; nil for a projection with no rows of the service's own log, which has nothing to read back.
     public let replay: (@Sendable (_ seq: Int64, _ data: EventData, _ sql: StoreConnection) throws -> Void)?
@@ -23,9 +23,9 @@ public struct Projection: Sendable {
     /// log skips the others without decoding them. Nil: every type may write rows.
     public let eventTypes: Set<String>?
 
-    public init(migrate: @escaping @Sendable (inout DatabaseMigrator) -> Void, eventTypes: Set<String>? = nil,
+    public init(migrations: [Migration], eventTypes: Set<String>? = nil,
                 replay: (@Sendable (_ seq: Int64, _ data: EventData, _ sql: StoreConnection) throws -> Void)?) {
-        self.migrate = migrate
+        self.migrations = migrations
         self.eventTypes = eventTypes
         self.replay = replay
     }
@@ -34,7 +34,7 @@ public struct Projection: Sendable {
     /// copies are durable and to which an upstream event applied again changes nothing (the streak
     /// service's days keep the newest seq; the notifier knows every occurrence it decided). Moving a
     /// cursor then writes nothing to the log's file, and a lost cursor only means reading again.
-    public static let cursorsOnly = Projection(migrate: { _ in }, replay: nil)
+    public static let cursorsOnly = Projection(migrations: [], replay: nil)
 }
 
 /// A projection's file: attached to the log's connection as `projection`, with its place in the
@@ -81,7 +81,7 @@ final class ProjectionFile: Sendable {
                 CREATE TABLE cursor (upstream TEXT PRIMARY KEY NOT NULL, seq INTEGER NOT NULL, log_id TEXT);
                 """)
         }
-        projection.migrate(&migrator)
+        migrator.register(projection.migrations)
         try migrator.migrate(queue)
         // Open from now on: unclean until `close` syncs it. Synced, so no unsynced write after it can reach the
         // disk before it does: a file marked clean by its last stop and then written must not survive a crash as clean.

@@ -38,7 +38,7 @@ public final class SQLiteStore: Store {
     /// The checkpointer copies the log back before it rewinds, and the writer waits meanwhile.
     public var waitAnsweringHealth: ((_ isFinished: @escaping () -> Bool) -> Void)?
 
-    public init(directory: URL, name: String, migrations: (inout DatabaseMigrator) -> Void, projection: Projection? = nil,
+    public init(directory: URL, name: String, migrations: [Migration], projection: Projection? = nil,
                 behindTheLog: (file: String, projection: Projection)? = nil,
                 logger: Logger, walLimit: Int64 = WALCheckpointer.defaultLimit, bootID: String = BootID.current) throws {
         _ = SQLiteProcess.configured
@@ -67,7 +67,7 @@ public final class SQLiteStore: Store {
         database = try DatabaseQueue(path: path, configuration: configuration)
         var migrator = DatabaseMigrator()
         EventLog.migrate(&migrator)
-        migrations(&migrator)
+        migrator.register(migrations)
         // An older build would misread what a newer one stored (compressed envelopes, for one). The log
         // file's own record of its migrations: GRDB's checks read the unqualified table, which on a fresh
         // file is the attached projection's.
@@ -176,6 +176,8 @@ public final class SQLiteStore: Store {
         behindTheLog.map { behind in { [eventLog] body in try behind.query(through: eventLog.lastSeq, body) } }
     }
 
+    public var concurrentReads: ConcurrentReads? { SQLiteConcurrentReads(database: database) }
+
     public func newestSeq() -> Int64 { eventLog.publishedSeq }
 
     /// Upstream cursors live with the projection where there is one: lost together with the copies
@@ -209,5 +211,19 @@ public final class SQLiteStore: Store {
             // Left unclean: a reboot rebuilds it from the log.
         }
         try? database.close()
+    }
+}
+
+/// GRDB's queue serializes the reads of any thread on the store's connection.
+struct SQLiteConcurrentReads: ConcurrentReads {
+    let database: DatabaseQueue
+
+    func readOnce(_ body: (StoreConnection) throws -> Void) throws {
+        try database.read { db in
+            let cacheSize = try Int.fetchOne(db, sql: "PRAGMA cache_size") ?? -2000
+            try db.execute(sql: "PRAGMA cache_size = -1024")
+            defer { try? db.execute(sql: "PRAGMA cache_size = \(cacheSize)") }
+            try body(SQLiteStoreConnection(db))
+        }
     }
 }
