@@ -2,7 +2,7 @@
 import PackageDescription
 
 // Layering, bottom up: libzmq (system library) → ZeroMQ (safe wrapper) → ZoneRules (tzdata) → LHTSchema (wire values)
-// → Storage (the log and tables) → ServiceHost (flags, api loop) → one library per service → one thin executable each.
+// → Storage (the log and tables; its backends SQLiteStorage and PostgresStorage) → ServiceHost (flags, api loop) → one library per service → one thin executable each.
 // Pure decision modules (ReminderPlanning, StreakRules, NotificationRendering) know no sockets or files.
 let package = Package(
     name: "LeanHealthTimer",
@@ -57,24 +57,33 @@ let package = Package(
             name: "LHTSecurity",
             dependencies: ["ZeroMQ", "LHTSchema", .product(name: "Logging", package: "swift-log")],
             path: "Shared/Security", exclude: ["README.md"]),
-        // A service's log, durable tables, projections and cursors (SQLiteStore): what ServiceHost stores.
+        // A service's storage in the terms both backends keep (docs/storage.md): the Store, its
+        // transactions, layouts and migrations, SQL values and rows. What services import.
         .target(
             name: "Storage",
+            dependencies: ["ZeroMQ", "LHTSchema", "CSQLite", .product(name: "Logging", package: "swift-log")],
+            path: "Shared/Storage", exclude: ["README.md"]),
+        // The embedded backend: SQLite files through GRDB, the event file, projections, group-commit syncs.
+        .target(
+            name: "SQLiteStorage",
             dependencies: [
-                "ZeroMQ", "LHTSchema", "PostgresStorage", "CZstd", "CSQLite", "CCRC32C",
+                "Storage", "ZeroMQ", "LHTSchema", "CZstd", "CSQLite", "CCRC32C",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Shared/Storage", exclude: ["README.md"]),
-        // The PostgreSQL driver: a libpq connection and the log whose per-service row orders the
-        // commits of all instances (docs/storage.md).
-        .target(name: "PostgresStorage", dependencies: ["CLibPQ"], path: "Shared/PostgresStorage", exclude: ["README.md"]),
+            path: "Shared/SQLiteStorage", exclude: ["README.md"]),
+        // The shared backend: a libpq driver, the log whose per-service row orders the commits of all
+        // instances, and PostgresStore with its partition leases.
+        .target(
+            name: "PostgresStorage",
+            dependencies: ["Storage", "CLibPQ", "LHTSchema", .product(name: "Logging", package: "swift-log")],
+            path: "Shared/PostgresStorage", exclude: ["README.md"]),
         .target(
             name: "ServiceHost",
             dependencies: [
-                "ZeroMQ", "LHTSchema", "LHTClient", "LHTSecurity", "Storage",
+                "ZeroMQ", "LHTSchema", "LHTClient", "LHTSecurity", "Storage", "SQLiteStorage", "PostgresStorage",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
@@ -126,7 +135,7 @@ let package = Package(
         .executableTarget(
             name: "Bench",
             dependencies: ["ZeroMQ", "ServiceHost", "Storage", "LHTSchema", "LHTClient", "LHTSecurity", "SessionLogger", "ReminderPlanner", "ReminderPlanning", "ZoneRules", "NoAlcStreak", "StreakRules",
-                           "TestSupport", "PostgresStorage", "Spawn", .product(name: "GRDB", package: "GRDB.swift")],
+                           "TestSupport", "SQLiteStorage", "PostgresStorage", "Spawn", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Tests/Benchmarks", exclude: ["c", "python", "wrk", "README.md"]),
 
         // Shared test support: the in-process service harness, typed test clients, temp directories.
@@ -141,13 +150,16 @@ let package = Package(
         .testTarget(name: "ZoneRulesTests", dependencies: ["ZoneRules", "LHTSchema", "TestSupport"], exclude: ["Reference"]),
         .testTarget(name: "LHTSchemaTests", dependencies: ["LHTSchema", "ZoneRules", "TestSupport"]),
         .testTarget(name: "LHTSecurityTests", dependencies: ["LHTSecurity", "ZeroMQ", "LHTSchema", "TestSupport", .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", "CZstd", "LHTSchema", "ZeroMQ", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "LHTSchema", "TestSupport"]),
+        .testTarget(name: "SQLiteStorageTests", dependencies: ["SQLiteStorage", "Storage", "CZstd", "LHTSchema", "ZeroMQ", "TestSupport",
+                                                             .product(name: "GRDB", package: "GRDB.swift")]),
         // Starts a real PostgreSQL server of its own (deploy/install-prerequisites --postgres).
-        .testTarget(name: "PostgresStorageTests", dependencies: ["PostgresStorage", "TestSupport"]),
-        .testTarget(name: "ServiceHostTests", dependencies: ["ServiceHost", "Storage", "LHTSchema", "LHTClient", "ZeroMQ", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "PostgresStorageTests", dependencies: ["PostgresStorage", "Storage", "LHTSchema", "ZeroMQ", "TestSupport",
+                                                               .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "ServiceHostTests", dependencies: ["ServiceHost", "Storage", "SQLiteStorage", "LHTSchema", "LHTClient", "ZeroMQ", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ReminderPlanningTests", dependencies: ["ReminderPlanning", "LHTSchema", "ZoneRules"]),
         // The planner's library without its sockets: its scheduler, stored rules and tables on both backends.
-        .testTarget(name: "ReminderPlannerTests", dependencies: ["ReminderPlanner", "ReminderPlanning", "ServiceHost", "Storage", "PostgresStorage",
+        .testTarget(name: "ReminderPlannerTests", dependencies: ["ReminderPlanner", "ReminderPlanning", "ServiceHost", "Storage", "SQLiteStorage", "PostgresStorage",
                                                                "LHTSchema", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "StreakRulesTests", dependencies: ["StreakRules", "LHTSchema", "TestSupport"]),
         .testTarget(name: "NotificationRenderingTests", dependencies: ["NotificationRendering", "LHTSchema"]),
@@ -155,7 +167,7 @@ let package = Package(
         .testTarget(
             name: "ServiceTests",
             dependencies: ["TestSupport", "SessionLogger", "ReminderPlanner", "Notifier", "NoAlcStreak", "LHTSecurity",
-                           "ServiceHost", "Storage", "LHTClient", "LHTSchema", "ZoneRules", "ZeroMQ",
+                           "ServiceHost", "Storage", "SQLiteStorage", "LHTClient", "LHTSchema", "ZoneRules", "ZeroMQ",
                            .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            // To damage a stopped service's SQLite file on purpose.
                            .product(name: "GRDB", package: "GRDB.swift")]),

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import LHTSchema
+import SQLiteStorage
 import Storage
 import Synchronization
 

@@ -6,6 +6,7 @@ import Logging
 import ReminderPlanner
 import ReminderPlanning
 import ServiceHost
+import SQLiteStorage
 import Storage
 import SessionLogger
 import TestSupport

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import ServiceHost
+import SQLiteStorage
 import Storage
 
 /// A throwaway SQLite database for the persistence floors the benchmarks set beside their figures:

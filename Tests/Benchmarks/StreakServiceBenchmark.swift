@@ -5,6 +5,7 @@ import LHTSchema
 import NoAlcStreak
 import StreakRules
 import ServiceHost
+import SQLiteStorage
 import Storage
 import Synchronization
 import TestSupport

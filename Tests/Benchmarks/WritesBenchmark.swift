@@ -4,6 +4,7 @@ import LHTSchema
 import Logging
 import ReminderPlanner
 import ServiceHost
+import SQLiteStorage
 import Storage
 import SessionLogger
 import TestSupport

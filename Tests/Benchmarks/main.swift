@@ -1,5 +1,6 @@
 import Foundation
 import Spawn
+import SQLiteStorage
 import Storage
 import TestSupport
 

@@ -5,6 +5,7 @@ import PostgresStorage
 import ReminderPlanning
 @testable import ReminderPlanner
 import ServiceHost
+import SQLiteStorage
 import Storage
 import Testing
 import TestSupport

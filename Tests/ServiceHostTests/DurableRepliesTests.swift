@@ -7,6 +7,7 @@ import Testing
 import TestSupport
 import ZeroMQ
 @testable import ServiceHost
+@testable import SQLiteStorage
 @testable import Storage
 
 /// A bare host as an in-process service (`startService`: built and run on a thread of its own);

@@ -6,6 +6,7 @@ import Testing
 import TestSupport
 import ZeroMQ
 @testable import ServiceHost
+@testable import SQLiteStorage
 @testable import Storage
 
 /// Under steady load, requests read within a window share one transaction and one sync; requests

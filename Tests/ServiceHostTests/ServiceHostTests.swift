@@ -5,6 +5,7 @@ import Logging
 import Testing
 import TestSupport
 @testable import ServiceHost
+import SQLiteStorage
 import Storage
 
 /// The host in-process on a real SQLite file: the outbox, transactions and request handling.

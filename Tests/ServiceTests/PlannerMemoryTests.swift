@@ -4,6 +4,7 @@ import LHTClient
 import LHTSchema
 @testable import ReminderPlanner
 @testable import ServiceHost
+@testable import SQLiteStorage
 @testable import Storage
 import Testing
 import TestSupport

@@ -1,4 +1,5 @@
 import GRDB
+import SQLiteStorage
 import Storage
 
 // Hooks for tests of the embedded backend; internal, so `@testable` test targets alone see them.

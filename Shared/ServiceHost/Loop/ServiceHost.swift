@@ -4,6 +4,8 @@ import LHTClient
 import LHTSchema
 import LHTSecurity
 import Logging
+import PostgresStorage
+import SQLiteStorage
 import Storage
 import Synchronization
 import ZeroMQ

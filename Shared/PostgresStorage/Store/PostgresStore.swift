@@ -1,0 +1,212 @@
+import Foundation
+import LHTSchema
+import Logging
+import Storage
+
+/// A service's storage in PostgreSQL, shared by every instance of the service (PROTOCOL "Cluster
+/// (PostgreSQL)"): its log (`PostgresLog`), tables and upstream cursors in one schema named after
+/// the service, which the connection's `search_path` points at.
+///
+/// A write transaction takes the log row's lock first (`PostgresLog.lock`) and holds it to COMMIT:
+/// the instances' batches commit one at a time, in seq order, and each starts from the seq the
+/// last one committed. COMMIT returns once the WAL is flushed (`synchronous_commit` is set on for
+/// this session), so nothing waits after it. A lost connection fails the transaction as
+/// `StoreUnavailable`, and so does every one after until a thread of its own has connected again
+/// (`PostgresReconnect`): the loop never waits on a connect.
+public final class PostgresStore: Store {
+    /// Replaced when the log takes a new identity (`adoptIdentity`).
+    public internal(set) var eventLog: EventLog
+    public let durability: Durability = DurableOnCommit()
+    /// How the loop waits for an answer the server is slow to give (a lock another instance holds,
+    /// a slow sync): the host answers `health` meanwhile (`PostgresConnection.waitForServer`). Nil
+    /// (outside the loop): libpq waits.
+    public var waitAnsweringHealth: ((_ isFinished: @escaping () -> Bool) -> Void)? {
+        didSet { connection?.connection.waitForServer = waitAnsweringHealth }
+    }
+    let log: PostgresLog
+    let logger: Logger
+    private var connection: PostgresStoreConnection?
+    /// Makes the next connection once one is lost, off the loop thread.
+    private let reconnect: PostgresReconnect
+    /// Whether the instances share the service's time-driven work by partitions (`StoreLayout.partitioned`).
+    let partitioned: Bool
+    let leaseKeys: LeaseKeys
+    /// This instance's membership lock's key, held on its connection from its first balance on;
+    /// nil again once the connection is lost.
+    var member: Int64?
+    public internal(set) var ownedPartitions = PartitionSet.none
+    /// When the leases were last renewed (`balancePartitions` succeeded), in uptime nanoseconds.
+    public internal(set) var leaseRenewedAt: UInt64?
+    /// The server's WAL timeline when last connected (`checkLogAfterReconnect`).
+    var timeline: Int?
+    public var isShared: Bool { true }
+    /// The transaction in progress, so a nested `write` joins it.
+    private var current: Transaction?
+
+    /// Connects (retrying with back-off while the server cannot be reached and `keepTrying` says
+    /// so), makes the schema and runs the migrations not yet run. A malformed URL, or one the
+    /// server refuses for good (a wrong password, an unknown role or database), is a
+    /// `StoreConfigurationError`.
+    public init(url: String, service: String, migrations: [Migration], partitioned: Bool = false,
+                logger: Logger, keepTrying: () -> Bool = { true }) throws {
+        self.logger = logger
+        self.partitioned = partitioned
+        leaseKeys = LeaseKeys(service: service)
+        log = PostgresLog(service: service)
+        let schema = log.schemaName
+        reconnect = PostgresReconnect { try PostgresStore.connect(url, schema: schema, partitioned: partitioned) }
+        var delay = 0.25
+        var connection: PostgresConnection
+        while true {
+            do {
+                connection = try Self.connect(url, schema: log.schemaName, partitioned: nil)
+                break
+            } catch let error as PostgresError where error.kind == .connection && !Self.isRefusedForGood(error) && keepTrying() {
+                logger.warning("PostgreSQL cannot be reached; trying again", metadata: ["error": "\(error)", "retryInSeconds": "\(delay)"])
+                Thread.sleep(forTimeInterval: delay)
+                delay = min(delay * 2, 5)
+            } catch let error as PostgresError where error.kind == .badURL || Self.isRefusedForGood(error) {
+                throw StoreConfigurationError(description: error.message)
+            }
+        }
+        let log = log
+        try log.create(on: connection) { transaction in
+            try transaction.execute("CREATE TABLE IF NOT EXISTS \(log.schemaName).migration (name TEXT PRIMARY KEY)")
+            try transaction.execute("CREATE TABLE IF NOT EXISTS \(log.schemaName).cursor (upstream TEXT PRIMARY KEY, seq BIGINT NOT NULL, log_id TEXT)")
+            try transaction.execute("""
+                CREATE TABLE IF NOT EXISTS \(log.schemaName).partition_cursor (
+                    upstream TEXT NOT NULL, partition_index INTEGER NOT NULL, seq BIGINT NOT NULL, PRIMARY KEY (upstream, partition_index))
+                """)
+            let done = Set(try transaction.execute("SELECT name FROM \(log.schemaName).migration").compactMap { $0.text(0) })
+            for migration in migrations where !done.contains(migration.name) {
+                try migration.run(on: PostgresStoreConnection(transaction.connection)) { try transaction.execute($0) }
+                try transaction.execute("INSERT INTO \(log.schemaName).migration (name) VALUES ($1)", [.text(migration.name)])
+            }
+        }
+        // Migrations may take long and wait on another instance's: the limits apply from here on.
+        try Self.limit(connection, partitioned: partitioned)
+        if partitioned, connection.serverVersion < Self.idleSessionTimeoutVersion {
+            logger.warning("PostgreSQL before 14 has no idle_session_timeout: a paused instance keeps its partitions until it resumes or its host is cut off",
+                           metadata: ["serverVersion": "\(connection.serverVersion)"])
+        }
+        timeline = Self.timeline(connection)
+        let head = try log.head(on: connection)
+        guard let identity = RecordID(head.identity) else { throw StorageError("the log identity \(head.identity) is not a UUID") }
+        eventLog = EventLog(source: service, identity: identity, lastSeq: head.lastSeq, records: .table("\(log.schemaName).log", compression: nil))
+        self.connection = PostgresStoreConnection(connection)
+        logger.info("connected to PostgreSQL", metadata: ["schema": "\(log.schemaName)", "lastSeq": "\(head.lastSeq)"])
+    }
+
+    public func write<T>(now: Instant, copyOfUpstream: Bool, _ body: (Transaction) throws -> T,
+                         committed: (Transaction) -> Void) throws -> T {
+        if let current { return try current.isolated { try body(current) } }
+        let sql = try connected()
+        var transaction: Transaction?
+        let result: T
+        do {
+            result = try sql.connection.transaction { postgres in
+                let head = try log.lockHead(in: postgres)
+                // Another instance found a lost tail and renewed the identity: no seq of the old one is handed out.
+                if RecordID(head.identity) != eventLog.identity { try adoptIdentity(head.identity, lastSeq: head.lastSeq) }
+                eventLog.committed(through: head.lastSeq)
+                let started = Transaction(sql: sql, source: eventLog.source, baseSeq: head.lastSeq, insertRecord: log.insertStatement,
+                                          now: now, cursorTable: "cursor")
+                transaction = started
+                current = started
+                defer { current = nil }
+                let result = try body(started)
+                try started.storeRecords()
+                if let last = started.events.last { try log.advance(to: last.seq, in: postgres) }
+                return result
+            }
+        } catch {
+            transaction?.rollBack()
+            throw unavailableIfDisconnected(error)
+        }
+        let done = transaction!
+        done.didCommit(into: eventLog)
+        committed(done)
+        return result
+    }
+
+    /// Each statement sees what had committed when it started (READ COMMITTED, outside a transaction).
+    public func query<T>(_ body: (StoreConnection) throws -> T) throws -> T {
+        do {
+            return try body(connected())
+        } catch {
+            throw unavailableIfDisconnected(error)
+        }
+    }
+
+    public func cursor(_ upstream: String) throws -> (seq: Int64, logId: RecordID?) {
+        try query { try EventLog.cursor(upstream, table: "cursor", in: $0) }
+    }
+
+    /// The log row's seq, which every instance's commits move; this instance's published seq while
+    /// the database cannot be read.
+    public func newestSeq() -> Int64 {
+        let head = try? query { sql in try sql.first("SELECT last_seq FROM \(log.schemaName).log_head WHERE service = ?", [.text(log.service)]) { $0.integer(0) } }
+        if let head = head ?? nil, head > eventLog.lastSeq { eventLog.committed(through: head) }
+        return max(eventLog.publishedSeq, (head ?? nil) ?? 0)
+    }
+
+    /// The server process of the store's connection now (what `pg_terminate_backend` takes); nil
+    /// while it has none.
+    public var backendPID: Int32? { connection?.connection.backendPID }
+
+    /// The round trips to the server of the store's connection now (`PostgresConnection.roundTrips`).
+    public var roundTrips: Int { connection?.connection.roundTrips ?? 0 }
+
+    public func close() {
+        reconnect.close()
+        // The leases are let go of here, not when the server's process for this session has ended
+        // after the close (later on a busy machine): an instance started next takes them at once.
+        if partitioned, member != nil, let postgres = connection?.connection {
+            postgres.waitForServer = nil
+            _ = try? postgres.execute("SELECT pg_advisory_unlock_all()")
+        }
+        connection?.connection.close()
+        connection = nil
+        forgetLeases()
+    }
+
+    /// The connection; once it was lost, the one made since on a thread of its own (`PostgresReconnect`),
+    /// else `StoreUnavailable` at once. A new connection is taken only once its log was checked
+    /// against what this instance saw (`checkLogAfterReconnect`).
+    private func connected() throws -> PostgresStoreConnection {
+        if let connection { return connection }
+        switch reconnect.take() {
+        case .waiting(let reason):
+            throw StoreUnavailable(reason: reason)
+        case .connected(let connection):
+            // Its check takes the log row's lock, which another instance may hold.
+            connection.waitForServer = waitAnsweringHealth
+            do {
+                try checkLogAfterReconnect(connection)
+            } catch {
+                connection.close()
+                throw StoreUnavailable(reason: "\(error)")
+            }
+            self.connection = PostgresStoreConnection(connection)
+            logger.notice("connected to PostgreSQL again")
+            return self.connection!
+        }
+    }
+
+    /// A lost connection (the server stopped, the network went) becomes `StoreUnavailable`, and
+    /// the next transaction connects again; so does a statement the server's limits ended (a lock
+    /// or statement timeout: the database is busy, the request may be repeated). Any other error is
+    /// the statement's own.
+    private func unavailableIfDisconnected(_ error: Error) -> Error {
+        guard let error = error as? PostgresError else { return error }
+        if case .statement(let state) = error.kind, Self.limitStates.contains(state) {
+            return StoreUnavailable(reason: error.message)
+        }
+        guard error.kind == .connection else { return error }
+        connection?.connection.close()
+        connection = nil
+        forgetLeases()
+        logger.warning("lost the connection to PostgreSQL", metadata: ["error": "\(error)"])
+        return StoreUnavailable(reason: error.message)
+    }
+}

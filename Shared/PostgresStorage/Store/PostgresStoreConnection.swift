@@ -1,0 +1,60 @@
+import Foundation
+import Storage
+
+/// PostgreSQL through one libpq connection: `?` placeholders become `$1`, `$2`, … once per text.
+public final class PostgresStoreConnection: StoreConnection {
+    public let connection: PostgresConnection
+    public var dialect: SQLDialect { .postgres }
+    private var numbered: [String: String] = [:]
+
+    public init(_ connection: PostgresConnection) { self.connection = connection }
+
+    @discardableResult
+    public func execute(_ sql: String, _ arguments: [SQLValue]) throws -> Int {
+        try connection.command(postgresText(sql), arguments.map(Self.value))
+    }
+
+    public func executeLater(_ sql: String, _ arguments: [SQLValue]) throws {
+        try connection.enqueue(postgresText(sql), arguments.map(Self.value))
+    }
+
+    public var hasStatementsWaiting: Bool { connection.hasQueued }
+
+    public func forEachRow(_ sql: String, _ arguments: [SQLValue], _ body: (SQLRow) throws -> Void) throws {
+        for row in try connection.execute(postgresText(sql), arguments.map(Self.value)) { try body(SQLRow(source: .text(row))) }
+    }
+
+    private func postgresText(_ sql: String) -> String {
+        if let text = numbered[sql] { return text }
+        let text = Self.numberingPlaceholders(sql)
+        numbered[sql] = text
+        return text
+    }
+
+    /// `?` outside quotes becomes `$n`. The statements are the stores' own (no `?` operators).
+    static func numberingPlaceholders(_ sql: String) -> String {
+        var result = "", count = 0, quote: Character?
+        for character in sql {
+            if let open = quote {
+                if character == open { quote = nil }
+            } else if character == "'" || character == "\"" {
+                quote = character
+            } else if character == "?" {
+                count += 1
+                result += "$\(count)"
+                continue
+            }
+            result.append(character)
+        }
+        return result
+    }
+
+    static func value(_ value: SQLValue) -> PostgresValue {
+        switch value {
+        case .integer(let number): .int(number)
+        case .text(let text): .text(text)
+        case .blob(let data): .bytes([UInt8](data))
+        case .null: .null
+        }
+    }
+}
