@@ -12,7 +12,7 @@ public enum SQLDialect: Sendable {
 }
 
 /// A statement argument, the same for every backend.
-public enum SQLValue {
+public enum SQLValue: Sendable {
     case integer(Int64)
     case text(String)
     case blob(Data)

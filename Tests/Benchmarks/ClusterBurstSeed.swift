@@ -49,7 +49,7 @@ enum ClusterBurstSeed {
             try connection.execute("INSERT INTO reminder_planner.reminder (id, user_id, rule, title, body, created_at_ms) VALUES "
                                    + rows.joined(separator: ", "))
         }
-        try connection.execute("UPDATE reminder_planner.decided_through SET at_ms = $1::bigint", [.int(Instant.now().millisecondsSince1970)])
+        try connection.execute("UPDATE reminder_planner.decided_through SET at_ms = $1::bigint", [.integer(Instant.now().millisecondsSince1970)])
         try connection.execute(#"VACUUM ANALYZE reminder_planner.reminder, reminder_planner."user""#)
     }
 

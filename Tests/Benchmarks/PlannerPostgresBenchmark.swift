@@ -173,7 +173,7 @@ enum PlannerPostgresBenchmark {
         try connection.execute("""
             INSERT INTO reminder_planner.decided_through (partition_index, at_ms) SELECT p, $1::bigint FROM generate_series(0, \(Ownership.partitionCount - 1)) p
             ON CONFLICT (partition_index) DO UPDATE SET at_ms = excluded.at_ms
-            """, [.int(PlannerBenchmark.clockStart.millisecondsSince1970)])
+            """, [.integer(PlannerBenchmark.clockStart.millisecondsSince1970)])
         try connection.execute(#"VACUUM ANALYZE reminder_planner.reminder, reminder_planner."user""#)
     }
 

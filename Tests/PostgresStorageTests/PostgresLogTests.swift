@@ -97,7 +97,7 @@ import TestSupport
                 case 0:
                     // The backend dies after the log row's UPDATE, before COMMIT (waiting until it has exited).
                     let pid = connection.backendPID
-                    let terminated = try killer.execute("SELECT pg_terminate_backend($1, 10000)", [.int(Int64(pid))])
+                    let terminated = try killer.execute("SELECT pg_terminate_backend($1, 10000)", [.integer(Int64(pid))])
                     guard terminated.first?.text(0) == "t" else { throw HarnessError("backend \(pid) was not terminated") }
                     do {
                         try transaction.commit()

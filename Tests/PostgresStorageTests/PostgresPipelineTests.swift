@@ -25,7 +25,7 @@ import TestSupport
         defer { postgres.stop() }
         let before = connection.roundTrips
         let transaction = try connection.begin()
-        for n in 1...10 { try transaction.enqueue("INSERT INTO item (n) VALUES ($1)", [.int(Int64(n))]) }
+        for n in 1...10 { try transaction.enqueue("INSERT INTO item (n) VALUES ($1)", [.integer(Int64(n))]) }
         // Queued after the insert it changes: it finds the row only if the order was kept.
         try transaction.enqueue("UPDATE item SET note = 'seen' WHERE n = 7")
         #expect(connection.roundTrips == before)
@@ -42,7 +42,7 @@ import TestSupport
 
         // More than a pipeline holds is read back on the way, and still in order.
         let many = try connection.begin()
-        for n in 12...1_000 { try many.enqueue("INSERT INTO item (n) VALUES ($1)", [.int(Int64(n))]) }
+        for n in 12...1_000 { try many.enqueue("INSERT INTO item (n) VALUES ($1)", [.integer(Int64(n))]) }
         try many.commit()
         #expect(try Self.committedItems(postgres) == Array(1...1_000))
 
@@ -50,7 +50,7 @@ import TestSupport
         connection.pipelines = false
         let alone = connection.roundTrips
         try connection.transaction { transaction in
-            for n in 1_001...1_003 { try transaction.enqueue("INSERT INTO item (n) VALUES ($1)", [.int(Int64(n))]) }
+            for n in 1_001...1_003 { try transaction.enqueue("INSERT INTO item (n) VALUES ($1)", [.integer(Int64(n))]) }
         }
         #expect(connection.roundTrips == alone + 5)
     }
@@ -62,7 +62,7 @@ import TestSupport
 
         // A unique violation between two good inserts, found at COMMIT.
         let transaction = try connection.begin()
-        for n: Int64 in [1, 2, 3] { try transaction.enqueue("INSERT INTO item (n) VALUES ($1)", [.int(n)]) }
+        for n: Int64 in [1, 2, 3] { try transaction.enqueue("INSERT INTO item (n) VALUES ($1)", [.integer(n)]) }
         #expect {
             try transaction.commit()
         } throws: { ($0 as? PostgresError)?.kind == .statement(sqlState: "23505") }
@@ -111,9 +111,9 @@ import TestSupport
         let transaction = try connection.begin()
         try transaction.enqueue("INSERT INTO item (n) VALUES (1)")
         _ = try transaction.execute("SELECT 1")
-        for n: Int64 in 2...5 { try transaction.enqueue("INSERT INTO item (n) VALUES ($1)", [.int(n)]) }
+        for n: Int64 in 2...5 { try transaction.enqueue("INSERT INTO item (n) VALUES ($1)", [.integer(n)]) }
         let pid = Int64(connection.backendPID)
-        #expect(try admin.execute("SELECT pg_terminate_backend($1, 10000)", [.int(pid)]).first?.text(0) == "t")
+        #expect(try admin.execute("SELECT pg_terminate_backend($1, 10000)", [.integer(pid)]).first?.text(0) == "t")
         #expect {
             try transaction.commit()
         } throws: { ($0 as? PostgresError)?.kind == .connection }

@@ -55,7 +55,7 @@ extension PostgresStoreTests {
             try store.write(now: Self.start, copyOfUpstream: false, { tx in
                 try tx.sql.executeLater("INSERT INTO logged (seq, id) VALUES (?, 'd')", [.integer(tx.nextSeq)])
                 try tx.append(Events.sessionLogged, userId: UserID("ada")!, activity: .workout, data: Self.session())
-                _ = try admin.execute("SELECT pg_terminate_backend($1, 10000)", [.int(Int64(pid))])
+                _ = try admin.execute("SELECT pg_terminate_backend($1, 10000)", [.integer(Int64(pid))])
             }, committed: { _ in Issue.record("committed") })
         }
         #expect(try Self.eventually { try Self.log(in: store) } == 1)

@@ -43,20 +43,6 @@ private func withCStrings<T>(_ strings: [String], _ body: (UnsafePointer<UnsafeP
     return (copies.map { UnsafePointer($0) } + [nil]).withUnsafeBufferPointer { body($0.baseAddress!) }
 }
 
-/// A statement parameter. Text is sent in PostgreSQL's text form, which the server converts to
-/// the column's type (so numbers go as text too); bytes go in binary form, for `bytea`, so an
-/// envelope is sent as it is instead of escaped.
-public enum PostgresValue: Sendable, ExpressibleByStringLiteral {
-    case text(String)
-    case bytes([UInt8])
-    case null
-
-    public init(stringLiteral value: String) { self = .text(value) }
-    public static func int(_ value: Int64) -> PostgresValue { .text(String(value)) }
-}
-
-/// One row of a result, each column in PostgreSQL's text form (the core's `TextRow`).
-public typealias PostgresRow = TextRow
 
 /// One connection to PostgreSQL. Not Sendable: the thread that opened it uses it and closes it.
 public final class PostgresConnection {
@@ -126,11 +112,11 @@ public final class PostgresConnection {
 
     /// Runs one statement and returns its rows (none for a command).
     @discardableResult
-    public func execute(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> [PostgresRow] {
+    public func execute(_ sql: String, _ parameters: [SQLValue] = []) throws(PostgresError) -> [TextRow] {
         try run(sql, parameters) { result in
             let rows = PQntuples(result), columns = PQnfields(result)
             return (0..<rows).map { row in
-                PostgresRow(columns: (0..<columns).map { column in
+                TextRow(columns: (0..<columns).map { column in
                     PQgetisnull(result, row, column) == 1 ? nil : String(cString: PQgetvalue(result, row, column))
                 })
             }
@@ -139,7 +125,7 @@ public final class PostgresConnection {
 
     /// Runs one statement that returns no rows, and returns how many rows it changed.
     @discardableResult
-    public func command(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> Int {
+    public func command(_ sql: String, _ parameters: [SQLValue] = []) throws(PostgresError) -> Int {
         try run(sql, parameters) { result in Int(String(cString: PQcmdTuples(result))) ?? 0 }
     }
 
@@ -147,7 +133,7 @@ public final class PostgresConnection {
     /// before go out with it, in one round trip; if one of them failed, its error is thrown and
     /// this statement did not run (the server skips the rest of a pipeline after an error). A
     /// ROLLBACK is never skipped so: the queue is read back first, its errors are what it undoes.
-    private func run<T>(_ sql: String, _ parameters: [PostgresValue], _ read: (OpaquePointer?) -> T) throws(PostgresError) -> T {
+    private func run<T>(_ sql: String, _ parameters: [SQLValue], _ read: (OpaquePointer?) -> T) throws(PostgresError) -> T {
         guard let connection else { throw PostgresError(.connection, "PostgreSQL connection is closed") }
         if queued > 0, sql.hasPrefix("ROLLBACK") { try flushIgnoringStatementErrors() }
         let result: OpaquePointer?
@@ -229,13 +215,13 @@ public struct PostgresTransaction {
     public let connection: PostgresConnection
 
     @discardableResult
-    public func execute(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> [PostgresRow] {
+    public func execute(_ sql: String, _ parameters: [SQLValue] = []) throws(PostgresError) -> [TextRow] {
         try connection.execute(sql, parameters)
     }
 
     /// As `execute`, for a statement whose result nobody reads: it may wait in the pipeline for
     /// the next statement whose result is needed, or the commit (`PostgresConnection.enqueue`).
-    public func enqueue(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) {
+    public func enqueue(_ sql: String, _ parameters: [SQLValue] = []) throws(PostgresError) {
         try connection.enqueue(sql, parameters)
     }
 

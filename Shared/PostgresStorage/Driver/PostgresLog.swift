@@ -12,7 +12,11 @@
 // commit one at a time in seq order, and a reader whose snapshot shows seq n shows every seq
 // below it.
 
-/// One logged event.
+import Foundation
+import Storage
+
+/// One logged event as the driver reads it back (`since`). Not the core's `PendingEvent`, an event
+/// of a transaction on its way to the log and its subscribers, which knows its type and data.
 public struct LogRecord: Equatable, Sendable {
     public let seq: Int64
     public let topic: String
@@ -26,7 +30,9 @@ public struct LogRecord: Equatable, Sendable {
 }
 
 /// The log of one service, in a schema named after it (`session-logger` → `session_logger`).
-/// Holds no connection: each call takes the connection or transaction it runs on.
+/// Holds no connection: each call takes the connection or transaction it runs on. Not a second
+/// `EventLog`: this is the SQL of the log's tables and row, which `PostgresStore` runs; the
+/// store's `EventLog` (the core's) is what every backend's log answers, seqs and `events.since`.
 public struct PostgresLog: Sendable {
     public let service: String
     /// The schema's name, quoted for SQL.
@@ -109,7 +115,7 @@ public struct PostgresLog: Sendable {
     /// Moves the log row to `lastSeq`, the newest seq the locked batch stored. Queued, to go out
     /// with the COMMIT.
     public func advance(to lastSeq: Int64, in transaction: PostgresTransaction) throws(PostgresError) {
-        try transaction.enqueue("UPDATE \(schema).log_head SET last_seq = $2 WHERE service = $1", [.text(service), .int(lastSeq)])
+        try transaction.enqueue("UPDATE \(schema).log_head SET last_seq = $2 WHERE service = $1", [.text(service), .integer(lastSeq)])
     }
 
     private static func missingRow(_ service: String, _ schema: String) -> PostgresError {
@@ -125,7 +131,7 @@ public struct PostgresLog: Sendable {
         guard !records.isEmpty else { return nil }
         let first = try lock(in: transaction) + 1
         for (offset, record) in records.enumerated() {
-            try transaction.enqueue(insertStatement, [.int(first + Int64(offset)), .text(record.topic), .bytes(record.envelope)])
+            try transaction.enqueue(insertStatement, [.integer(first + Int64(offset)), .text(record.topic), .blob(Data(record.envelope))])
         }
         let last = first + Int64(records.count) - 1
         try advance(to: last, in: transaction)
@@ -136,7 +142,7 @@ public struct PostgresLog: Sendable {
     /// order, a reader that asks again from the last seq it got misses none.
     public func since(after seq: Int64, limit: Int, on connection: PostgresConnection) throws(PostgresError) -> [LogRecord] {
         try connection.execute("SELECT seq, topic, envelope FROM \(schema).log WHERE seq > $1 ORDER BY seq LIMIT $2",
-                               [.int(seq), .int(Int64(limit))])
+                               [.integer(seq), .integer(Int64(limit))])
             .map { row in LogRecord(seq: row.int64(0) ?? 0, topic: row.text(1) ?? "", envelope: row.bytes(2) ?? []) }
     }
 }

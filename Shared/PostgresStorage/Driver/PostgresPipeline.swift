@@ -1,5 +1,6 @@
 import CLibPQ
 import Glibc
+import Storage
 
 /// libpq's pipeline mode: statements whose results nobody reads (inserts, updates, the log's head
 /// moved, BEGIN) are sent without waiting, and read back together with the next statement whose
@@ -17,7 +18,7 @@ extension PostgresConnection {
 
     /// Runs `sql` later, with the next statement whose result is read (or `flush`), in one round
     /// trip; at once while `pipelines` is off. An error it meets is thrown by that later call.
-    public func enqueue(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) {
+    public func enqueue(_ sql: String, _ parameters: [SQLValue] = []) throws(PostgresError) {
         guard pipelines else { try command(sql, parameters); return }
         guard let connection else { throw PostgresError(.connection, "PostgreSQL connection is closed") }
         if queued == 0, PQenterPipelineMode(connection) != 1 { throw lost("cannot enter pipeline mode") }
@@ -40,7 +41,7 @@ extension PostgresConnection {
     }
 
     /// Adds `sql` to the pipeline, in pipeline mode.
-    func send(_ sql: String, _ parameters: [PostgresValue]) throws(PostgresError) {
+    func send(_ sql: String, _ parameters: [SQLValue]) throws(PostgresError) {
         let sent = withParameters(parameters) { count, values, lengths, formats in
             PQsendQueryParams(connection, sql, count, nil, values, lengths, formats, 0)
         }
@@ -92,8 +93,10 @@ extension PostgresConnection {
     }
 }
 
-/// `parameters` as libpq takes them (count, values, lengths, formats), for `body` only.
-func withParameters<T>(_ parameters: [PostgresValue],
+/// `parameters` as libpq takes them (count, values, lengths, formats), for `body` only. Text and
+/// integers go in PostgreSQL's text form, which the server converts to the column's type; bytes
+/// go in binary form, for `bytea`, so an envelope is sent as it is instead of escaped.
+func withParameters<T>(_ parameters: [SQLValue],
                        _ body: (Int32, UnsafePointer<UnsafePointer<CChar>?>?, [Int32], [Int32]) -> T) -> T {
     var values: [UnsafeMutablePointer<CChar>?] = [], lengths: [Int32] = [], formats: [Int32] = []
     defer { values.forEach { free($0) } }
@@ -101,7 +104,9 @@ func withParameters<T>(_ parameters: [PostgresValue],
         switch parameter {
         case .text(let text):
             values.append(strdup(text)); lengths.append(0); formats.append(0)
-        case .bytes(let bytes):
+        case .integer(let number):
+            values.append(strdup(String(number))); lengths.append(0); formats.append(0)
+        case .blob(let bytes):
             let copy = malloc(max(bytes.count, 1))!
             bytes.withUnsafeBytes { if let base = $0.baseAddress { memcpy(copy, base, $0.count) } }
             values.append(copy.assumingMemoryBound(to: CChar.self)); lengths.append(Int32(bytes.count)); formats.append(1)

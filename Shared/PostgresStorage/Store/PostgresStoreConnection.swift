@@ -11,17 +11,17 @@ public final class PostgresStoreConnection: StoreConnection {
 
     @discardableResult
     public func execute(_ sql: String, _ arguments: [SQLValue]) throws -> Int {
-        try connection.command(postgresText(sql), arguments.map(Self.value))
+        try connection.command(postgresText(sql), arguments)
     }
 
     public func executeLater(_ sql: String, _ arguments: [SQLValue]) throws {
-        try connection.enqueue(postgresText(sql), arguments.map(Self.value))
+        try connection.enqueue(postgresText(sql), arguments)
     }
 
     public var hasStatementsWaiting: Bool { connection.hasQueued }
 
     public func forEachRow(_ sql: String, _ arguments: [SQLValue], _ body: (SQLRow) throws -> Void) throws {
-        for row in try connection.execute(postgresText(sql), arguments.map(Self.value)) { try body(SQLRow(source: .text(row))) }
+        for row in try connection.execute(postgresText(sql), arguments) { try body(SQLRow(source: .text(row))) }
     }
 
     private func postgresText(_ sql: String) -> String {
@@ -47,14 +47,5 @@ public final class PostgresStoreConnection: StoreConnection {
             result.append(character)
         }
         return result
-    }
-
-    static func value(_ value: SQLValue) -> PostgresValue {
-        switch value {
-        case .integer(let number): .int(number)
-        case .text(let text): .text(text)
-        case .blob(let data): .bytes([UInt8](data))
-        case .null: .null
-        }
     }
 }
