@@ -40,7 +40,7 @@ import ZeroMQ
 
         // From a second before the instant until every occurrence is decided: how long taking the
         // log row's lock waits, and how long each planner takes to answer a read.
-        Thread.sleep(forTimeInterval: max(0, due.secondsFromNow - 1))
+        Thread.sleep(forTimeInterval: max(0, due.secondsFromNow - 1))  // the probes cover the instant, not the puts
         let done = Atomic(false)
         let lockWaits = Mutex<[Double]>([]), answers = Mutex<[Double]>([])
         // The probes block: each on a thread of its own.
@@ -54,7 +54,7 @@ import ZeroMQ
                 _ = try? transaction.execute("SELECT last_seq FROM reminder_planner.log_head FOR UPDATE")
                 lockWaits.withLock { $0.append(Date().timeIntervalSince(started)) }
                 try? transaction.rollback()
-                Thread.sleep(forTimeInterval: 0.005)
+                Thread.sleep(forTimeInterval: 0.005)  // a probe, not a contender: the lock free most of the time
             }
         }
         for planner in planners {
@@ -64,7 +64,7 @@ import ZeroMQ
                     let started = Date()
                     _ = try? client.ok("reminder.list", ["userId": users[0]])
                     answers.withLock { $0.append(Date().timeIntervalSince(started)) }
-                    Thread.sleep(forTimeInterval: 0.01)
+                    Thread.sleep(forTimeInterval: 0.01)  // a sample every few milliseconds
                 }
             }
         }
