@@ -9,7 +9,7 @@ import ZeroMQ
 ///
 /// One `clock.advance` over `days` with `reminders` daily reminders, moved in committed steps, while
 /// another client asks for `health` every 10 ms: the round trips beside `health` on the idle planner
-/// before the move. Target: health within 100 ms throughout (hardening, item 9).
+/// before the move. Target: health within 100 ms throughout.
 enum AdvanceBenchmark {
     static func run(_ arguments: [String]) throws {
         let count = Options.int(arguments, "--reminders", 10_000)
@@ -45,7 +45,7 @@ enum AdvanceBenchmark {
         var during: [Double] = []
         while decided.withLock({ $0 == nil }) {
             during.append(try healthRoundTrip())
-            Thread.sleep(forTimeInterval: 0.01)
+            Thread.sleep(forTimeInterval: 0.01)  // a sample every 10 ms, as the target asks
         }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - began) / 1e9
         let total = decided.withLock { $0 } ?? -1

@@ -6,8 +6,8 @@ import Storage
 import Synchronization
 
 /// The session logger's projection applied on a thread of its own from what the durable echo
-/// logged: the floor of a log in a file with its projection applied behind it, off the loop (README
-/// "What the throughput targets need").
+/// logged: the floor of a log in a file with its projection applied behind it, off the loop
+/// (docs/storage.md, the session logger's log as a file).
 /// Each batch the echo synced is handed over after its replies left; the thread decodes every
 /// `session.log` frame and inserts its session row, a batch a transaction, into a file configured as
 /// the logger's projection is (`ProjectionFile`: 4 KB pages, a persisted rollback journal,

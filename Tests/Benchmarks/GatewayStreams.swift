@@ -14,7 +14,7 @@ enum GatewayStreams {
         let warm = try Connection(port: rig.port, token: tokens[0])
         try warm.waitFor("id: ", timeout: 10)
         warm.close()
-        Thread.sleep(forTimeInterval: 0.5)
+        Thread.sleep(forTimeInterval: 0.5)  // the closed stream's memory freed before the baseline is read
         let before = rig.gatewayMegabytes
         var open: [Connection] = []
         let opening = Date()
@@ -22,7 +22,7 @@ enum GatewayStreams {
         // Every stream has had its start (the `id:` after its replay): all are open in the gateway.
         for connection in open { try connection.waitFor("id: ", timeout: 60) }
         let opened = Date().timeIntervalSince(opening)
-        Thread.sleep(forTimeInterval: 0.5)
+        Thread.sleep(forTimeInterval: 0.5)  // the streams' first sends settled before memory is read
         let after = rig.gatewayMegabytes
         print("\(count) SSE streams open at once (\(users.count) tokens × 8), opened in \(String(format: "%.1f", opened)) s")
         print(String(format: "  gateway VmRSS %.1f MB before, %.1f MB with them open: %.1f KB a stream", before, after, (after - before) * 1024 / Double(count)))

@@ -108,7 +108,7 @@ enum LoadClients {
     }
 
     /// How long a paced client polls for replies before its next send is due, rounded up to libzmq's
-    /// milliseconds: a 0 ms poll returns at once, and the client spun one of this box's two cores
+    /// milliseconds: a 0 ms poll returns at once, and the client spun a core
     /// through the last millisecond before every send, taking it from the services it timed. So a
     /// send may leave up to 1 ms after it was due; each request is timed from when it left.
     static func pollMilliseconds(until deadline: UInt64, from now: UInt64) -> Int {
@@ -124,7 +124,7 @@ enum LoadClients {
         let thread = Thread {
             defer { finished.signal() }
             guard let socket = try? Socket(context, .dealer), (try? socket.connect(endpoint)) != nil else { return }
-            Thread.sleep(forTimeInterval: 0.2)
+            Thread.sleep(forTimeInterval: 0.2)  // the connection settles before the clock starts
             var sentAt: [Int: UInt64] = [:]
             var latencies: [Double] = []
             func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }

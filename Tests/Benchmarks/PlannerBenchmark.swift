@@ -60,7 +60,7 @@ enum PlannerBenchmark {
         try seed(directory: directory, users: users, perUser: perUser, activePercent: activePercent)
         let databaseMegabytes = Double(fileSize(directory + "/reminder-planner.sqlite")) / 1_048_576
 
-        // The box is noisy (one run's scan took 0.30 s, another's 0.47): three starts, each after a
+        // One scan can differ much from the next on a shared machine: three starts, each after a
         // scan, and their medians compared. Memory is the first start's, before any planner ran here.
         var scans: [Double] = [], starts: [Double] = []
         var planner: InProcessService!

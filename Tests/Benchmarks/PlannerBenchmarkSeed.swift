@@ -67,7 +67,7 @@ extension PlannerBenchmark {
 
     /// SQLite stepping through the planner's query and reading every column in place, each text's
     /// and blob's bytes summed: what loading costs before anything is parsed or kept. (GRDB's `Row.fetchAll`
-    /// took four times as long, mostly building rows, which made a generous baseline.)
+    /// spends most of its time building rows, which makes a generous baseline.)
     static func scanReminders(directory: String) throws {
         let database = try DatabaseQueue(path: directory + "/reminder-planner.sqlite")
         var checksum = 0

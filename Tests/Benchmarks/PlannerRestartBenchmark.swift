@@ -4,8 +4,8 @@ import TestSupport
 import ZeroMQ
 
 /// The planner's start after a real load through its api and a clean stop, beside the seeded start
-/// (`PlannerBenchmark.run`): every `reminder.changed` of the load is in its log, and a start that
-/// replayed them all (the decisions' place in the log left behind them) took as long again.
+/// (`PlannerBenchmark.run`): every `reminder.changed` of the load is in its log, so a start that
+/// replayed them all (the decisions' place in the log left behind them) would show here.
 extension PlannerBenchmark {
     /// Puts `users` × `perUser` reminders through the api of a fresh planner, stops it, and times
     /// three starts, each after a clean stop. Returns the median.

@@ -183,7 +183,7 @@ final class RedisProbe: @unchecked Sendable {
             var sent = 0
             while !lock.withLock({ stopping }) {
                 let due = begin + UInt64(sent) * interval, now = DispatchTime.now().uptimeNanoseconds
-                if due > now { usleep(UInt32((due - now) / 1000)) }
+                if due > now { usleep(UInt32((due - now) / 1000)) }  // a paced writer: one record when due
                 lock.withLock { inFlight.append(due) }
                 try connection.send(RedisAnchor.xadd(frame(sent)))
                 sent += 1

@@ -103,7 +103,7 @@ enum SessionLogBenchmark {
             while scraping.load(ordering: .relaxed) {
                 _ = prometheus.exposition()
                 scrapes.add(1, ordering: .relaxed)
-                Thread.sleep(forTimeInterval: 1)
+                Thread.sleep(forTimeInterval: 1)  // a scrape a second, as Prometheus is set up to
             }
         }
         defer { scraping.store(false, ordering: .relaxed) }

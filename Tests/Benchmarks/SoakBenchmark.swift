@@ -12,7 +12,7 @@ import ZeroMQ
 /// `notification.list`, `reminder.put`, `streak.get`), so all four services answer. Every
 /// `sample-seconds` it records each service's resident memory and write-ahead log and `-shm` sizes.
 /// It reports, per `window-seconds` window and per service, the requests and their p50, p99 and max
-/// latency, and per service the worst window p99 and the worst max (#30: p99 ≤ 10 ms and max ≤
+/// latency, and per service the worst window p99 and the worst max (the targets: p99 ≤ 10 ms and max ≤
 /// 100 ms in every window); the largest WAL; resident memory growth after minute 5; p99 drift (all
 /// services, the last window against the second: the first holds start-up); and each service's bytes
 /// written to storage (`/proc/<pid>/io`) per record it stored (its `health` lastSeq delta; the
@@ -93,7 +93,7 @@ enum SoakBenchmark {
             try socket.connect(service.api)
             return socket
         }
-        Thread.sleep(forTimeInterval: 0.3)
+        Thread.sleep(forTimeInterval: 0.3)  // connections settle before the clock starts
         print("soak: \(Int(rate)) requests/s for \(Int(minutes)) min against \(services.map(\.name).joined(separator: ", ")), "
               + "ids \(clientIDs.rawValue); "
               + "a sample every \(Int(sampleSeconds)) s, latency per \(Int(windowSeconds)) s window")

@@ -99,7 +99,7 @@ extension SoakBenchmark {
             var line = String(format: "%@: %.0f bytes written to storage per stored record (%lld records: %@)",
                               service.name, perRecord, stored[index].count, stored[index].what)
             if index != logger, stored[logger].count > 0 {
-                // #30 measured every service against the records the logger logged: the planner
+                // Every service also against the records the logger logged, as the target counts them: the planner
                 // writes for each (its copy of the session), and decides only now and then.
                 line += String(format: "; %.0f per record the logger logged", written[index] / Double(stored[logger].count))
             }

@@ -31,7 +31,7 @@ enum SyncFloor {
         var count = 0
         while goOn(count) {
             let due = start + UInt64(count) * interval, now = DispatchTime.now().uptimeNanoseconds
-            if due > now { usleep(UInt32((due - now) / 1000)) }
+            if due > now { usleep(UInt32((due - now) / 1000)) }  // a paced writer: one record when due
             guard write(descriptor, record, record.count) == record.count, fdatasync(descriptor) == 0 else { throw CocoaError(.fileWriteUnknown) }
             synced(due, DispatchTime.now().uptimeNanoseconds)
             count += 1
@@ -48,7 +48,7 @@ enum SyncFloor {
 /// in which this probe misses the soak's target is one no design that syncs each ack (Redis with
 /// `appendfsync always` included) could meet.
 final class SyncProbe: @unchecked Sendable {
-    /// A logged session's record: its row in the logger's log (689 B in #30's measurement).
+    /// A logged session's record: about the size of its row in the logger's log.
     static let recordBytes = 700
     /// Often enough for a p99 of every 30 s window (3,000 syncs), seldom enough to add little to the disk's load.
     static let rate = 100.0

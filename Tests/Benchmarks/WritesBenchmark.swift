@@ -222,7 +222,7 @@ enum WritesBenchmark {
 
     /// The session.log rate beside the same load with one request in 33 a `session.list` of a few
     /// sessions (the soak's share of reads at the logger): each read runs behind the log, at its point
-    /// in it, on the projection's thread (README "The log as a file").
+    /// in it, on the projection's thread (docs/storage.md, the session logger's log as a file).
     static func compareWithReads(_ rate: Double, endpoint: String, measure: (String, @escaping @Sendable (Int, Int) -> Data) -> LoadClients.Load) {
         let load = measure(endpoint) { n, client in
             guard n % 33 == 32 else { return SessionLogBenchmark.sessionLog(n: n, client: 700 + client) }

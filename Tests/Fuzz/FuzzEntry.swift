@@ -1,6 +1,6 @@
 // libFuzzer entry over the wire schema (Shared/Schema): every op's request decoding and validation,
 // and event decoding (`ReceivedEvent`). Not a SwiftPM target: `deploy/fuzz` compiles it together with
-// the schema's sources with `swiftc -sanitize=fuzzer,address` (README "Fuzzing").
+// the schema's sources with `swiftc -sanitize=fuzzer,address`.
 //
 // Invariants checked on every input (a violation stops the run with a crash report and the input):
 // - nothing traps, hangs or leaks past the sanitizer;

@@ -35,6 +35,7 @@ import ZeroMQ
         private(set) var endpoint = ""
         private let stopped = NSLock()
         private var isStopped = false
+        private let stopSignal = DispatchSemaphore(value: 0)
 
         /// The ROUTER is made, bound and used on the service's own thread (a socket stays on one).
         init(_ context: Context, count: Int) throws {
@@ -47,13 +48,16 @@ import ZeroMQ
                     let reply = Data("reply to ".utf8) + frames[frames.count - 1]
                     _ = try? router.send(multipart: Array(frames.dropLast()), then: reply)
                 }
-                while !stopping { Thread.sleep(forTimeInterval: 0.05) }
+                stopSignal.wait()  // the ROUTER stays open, taking no more, until the test is done with it
             }
         }
 
         private var stopping: Bool { stopped.withLock { isStopped } }
 
-        func stop() { stopped.withLock { isStopped = true } }
+        func stop() {
+            stopped.withLock { isStopped = true }
+            stopSignal.signal()
+        }
     }
 
     @Test func requestsInFlightTogetherEachGetTheirOwnReply() async throws {

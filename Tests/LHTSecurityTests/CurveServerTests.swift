@@ -102,8 +102,11 @@ struct CurveServerTests {
         // A second handler on the same context cannot bind.
         #expect(throws: ZMQError.self) { try ZAPHandler(keys: keys.keys, logger: testLogger).start(on: context) }
         context.shutdown()
-        // The handler thread ends on ETERM. Stopped on a thread of its own, so a handler that missed
-        // it fails this test instead of hanging it.
+        // The handler thread ends on ETERM by itself, before any stop(): the context's termination
+        // waits for every socket, the handler's included, and is bounded, so a handler that missed
+        // the shutdown fails this test instead of hanging it.
+        #expect(context.terminate(waitingAtMost: 10_000), "the handler kept its socket open after the context's shutdown")
+        // And stop() then returns at once, on a thread of its own for the same reason.
         let stopped = DispatchSemaphore(value: 0)
         Thread { handler.stop(); stopped.signal() }.start()
         #expect(stopped.wait(timeout: .now() + 5) == .success, "stop() did not return within 5 s of the context's shutdown")

@@ -38,11 +38,16 @@ final class BareService: Service {
 /// itself in StorageTests): a reply or event waits for the sync of every commit before it, and
 /// `health` does not.
 @Suite struct DurableRepliesTests {
-    /// Holds the syncer thread before each sync while closed.
+    /// Holds the syncer thread before each sync while closed; once open, stays open.
     final class Gate: Sendable {
-        private let isOpen = Mutex(false)
-        func open() { isOpen.withLock { $0 = true } }
-        func pass() { while !isOpen.withLock({ $0 }) { Thread.sleep(forTimeInterval: 0.002) } }
+        private let opened = Atomic(false)
+        private let turnstile = DispatchSemaphore(value: 0)
+        func open() { if !opened.exchange(true, ordering: .sequentiallyConsistent) { turnstile.signal() } }
+        /// Blocks until `open()`, then lets the next one through as well.
+        func pass() {
+            turnstile.wait()
+            turnstile.signal()
+        }
     }
 
     @Test func repliesAndEventsWaitForTheDiskAndHealthDoesNot() throws {
@@ -126,9 +131,11 @@ final class BareService: Service {
     /// Under the running loop: a request held while an op waited is answered on the next turn,
     /// though nothing more arrives on the socket to wake the loop.
     @Test func aHeldRequestIsAnsweredWithoutAnotherArriving() throws {
+        let waitStarted = DispatchSemaphore(value: 0)
         let (service, context, stop) = try BareService.start { host, tests in
             tests.handleStreakGetRefusingBad(host)
             host.handleOutside(Ops.calendarGet) { _ in
+                waitStarted.signal()
                 let until = Date().addingTimeInterval(0.3)
                 host.answerHealthOnly(until: { Date() >= until })
                 return CalendarReply(days: [])
@@ -139,7 +146,8 @@ final class BareService: Service {
         defer { waiting.close() }
         try waiting.connect(service.api)
         try waiting.send(multipart: [Data(), ServiceClient.requestFrame(Ops.calendarGet, CalendarGetRequest(userId: UserID("u1")!, month: "2026-01")!)])
-        Thread.sleep(forTimeInterval: 0.1)  // the held request comes first (were it second, the test would prove less, not fail)
+        // The wait has begun before the request it must hold is sent.
+        #expect(waitStarted.wait(timeout: .now() + 10) == .success, "calendar.get never reached its handler")
         let client = ServiceClient(context: context, endpoint: service.api)
         let started = Date()
         let reply = try client.call(Ops.streakGet, StreakGetRequest(userId: UserID("u1")!, asOf: LocalDay(year: 2026, month: 1, day: 2)!),

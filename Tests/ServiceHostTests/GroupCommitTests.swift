@@ -165,7 +165,7 @@ import ZeroMQ
         let transactions = Mutex<Set<UInt64>>([])
         let (service, context, stop) = try BareService.start { host, tests in
             host.groupCommit = GroupCommit(windowNanoseconds: window)
-            host.sqlite.commits.beforeSync = { Thread.sleep(forTimeInterval: 0.008) }
+            host.sqlite.commits.beforeSync = { Thread.sleep(forTimeInterval: 0.008) }  // the slow disk itself
             host.handle(Ops.streakGet) { _, tx in
                 transactions.withLock { _ = $0.insert(host.sqlite.commits.committed) }
                 _ = try tests.append(tx, 1)
@@ -232,13 +232,13 @@ import ZeroMQ
         defer { stop() }
         #expect(try Self.sendOpenLoop(40, gap: 0.005, to: service.api, context: context) == 40)
         // A pause of more than four windows: the next request comes alone.
-        Thread.sleep(forTimeInterval: 1.5)
+        Thread.sleep(forTimeInterval: 1.5)  // the pause is the condition: no request for that long
         let alone = Self.oneAtATime(clients: 1, calls: 40, endpoint: service.api, context: context)
         // (A call slowed by a busy machine may pass 0.15 s now and then; waiting, most would.)
         let aloneWaited = alone.filter { $0 >= 0.15 }.count
         #expect(alone.count == 40 && aloneWaited <= 4, "\(aloneWaited) of one client's calls waited for others")
         // Past four windows the first client, gone quiet, is no longer waited for either.
-        Thread.sleep(forTimeInterval: 1.5)
+        Thread.sleep(forTimeInterval: 1.5)  // the pause is the condition: no request for that long
         // Four at once: each turn runs once all four are in. A client that has made its last call is
         // waited for once, a window after its reply: three such waits, and a few slowed calls.
         let four = Self.oneAtATime(clients: 4, calls: 40, endpoint: service.api, context: context)

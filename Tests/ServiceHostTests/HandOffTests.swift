@@ -45,7 +45,7 @@ import TestSupport
         }.start()
         try waitUntil("the producer filled the limit") { put.load(ordering: .relaxed) == 2 }
         // Given the time to run past the limit, it has not.
-        Thread.sleep(forTimeInterval: 0.2)
+        Thread.sleep(forTimeInterval: 0.2)  // time for what must not happen
         #expect(put.load(ordering: .relaxed) == 2, "the producer ran past the limit")
         #expect(try pipe.take() == 0)
         try waitUntil("taking one let one more in") { put.load(ordering: .relaxed) == 3 }

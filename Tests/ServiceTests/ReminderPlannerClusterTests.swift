@@ -133,7 +133,7 @@ import TestSupport
         Thread.sleep(forTimeInterval: Double(max(0, due.milliseconds(since: Instant.now()) - 3_000)) / 1000)  // until just before the instant: the outage must span it
         try postgres.halt()
         // Down over the instant: each try fails (a second apart) and stores nothing.
-        Thread.sleep(forTimeInterval: Double(max(0, due.milliseconds(since: Instant.now()) + 4_000)) / 1000)
+        Thread.sleep(forTimeInterval: Double(max(0, due.milliseconds(since: Instant.now()) + 4_000)) / 1000)  // the outage spans the instant
         try postgres.resume()
 
         let fired = try events.wait(for: Events.reminderDue, timeout: 15)

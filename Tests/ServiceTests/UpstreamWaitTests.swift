@@ -103,7 +103,7 @@ import TestSupport
                 return (Date().timeIntervalSince(started), error as? WireError)
             }
         }
-        Thread.sleep(forTimeInterval: 0.1)  // the action is at the notifier, waiting on the logger
+        Thread.sleep(forTimeInterval: 0.1)  // a head start for the action, which nothing outside shows; late, it overlaps the samples less
         let listClient = rig.client(notifier)
         var listLatencies: [Double] = []
         var healthLatencies: [Double] = []
@@ -165,7 +165,7 @@ import TestSupport
             let reply = try? client.call(Ops.clockAdvance, ClockAdvanceRequest(seconds: 300))
             return (Date().timeIntervalSince(started), reply)
         }
-        Thread.sleep(forTimeInterval: 0.05)  // the move has begun before health is sampled
+        Thread.sleep(forTimeInterval: 0.05)  // a head start for the move, which nothing outside shows; late, it overlaps the samples less
         let duringMove = try healthLatencies(rig, planner, for: 1.5)
         let (seconds, reply) = moved()
         print(String(format: "[loop latency] clock.advance with the logger stopped answered after %.2f s, decided %@", seconds, String(describing: reply?.decided)))

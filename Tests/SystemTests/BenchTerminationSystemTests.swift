@@ -14,10 +14,9 @@ import Testing
                                      stdout: .null, stderr: .null)
         defer { bench.kill() }
         var services: [pid_t] = []
-        let deadline = Date().addingTimeInterval(60)
-        while services.count < 4, bench.isRunning, Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.1)
+        try waitUntil(timeout: 60, interval: 0.1, "the soak's four services started") {
             services = ProcessTable.children(of: bench.pid)
+            return services.count >= 4 || !bench.isRunning
         }
         try #require(services.count == 4, "the soak's four services started")
         bench.terminate()

@@ -40,7 +40,7 @@ import ZeroMQ
 
         // From a second before the instant until every occurrence is decided: how long taking the
         // log row's lock waits, and how long each planner takes to answer a read.
-        Thread.sleep(forTimeInterval: max(0, due.secondsFromNow - 1))
+        Thread.sleep(forTimeInterval: max(0, due.secondsFromNow - 1))  // the probes cover the instant, not the puts
         let done = Atomic(false)
         let lockWaits = Mutex<[Double]>([]), answers = Mutex<[Double]>([])
         // The probes block: each on a thread of its own.
@@ -54,7 +54,7 @@ import ZeroMQ
                 _ = try? transaction.execute("SELECT last_seq FROM reminder_planner.log_head FOR UPDATE")
                 lockWaits.withLock { $0.append(Date().timeIntervalSince(started)) }
                 try? transaction.rollback()
-                Thread.sleep(forTimeInterval: 0.005)
+                Thread.sleep(forTimeInterval: 0.005)  // a probe, not a contender: the lock free most of the time
             }
         }
         for planner in planners {
@@ -64,7 +64,7 @@ import ZeroMQ
                     let started = Date()
                     _ = try? client.ok("reminder.list", ["userId": users[0]])
                     answers.withLock { $0.append(Date().timeIntervalSince(started)) }
-                    Thread.sleep(forTimeInterval: 0.01)
+                    Thread.sleep(forTimeInterval: 0.01)  // a sample every few milliseconds
                 }
             }
         }
@@ -86,10 +86,14 @@ import ZeroMQ
         #expect(waits.count >= 10 && replies.count >= 10, "\(summary)")
         // A step holds the lock for its ~10 ms of work and its commit, and two planners take turns:
         // short against the whole burst, on an idle machine as on a loaded one (where everything
-        // is slower alike). Deciding a planner's share in one transaction held it for about half.
-        let short = max(0.2, burst / 10)
-        #expect((waits.last ?? .infinity) < short, "\(summary)")
-        #expect((replies.last ?? .infinity) < 2 * short, "\(summary)")
+        // is slower alike). Deciding a planner's share in one transaction held it for about half
+        // the burst, a single wait that only the longest shows; a loaded box may stall one step's
+        // holder for a second, so the longest is held to a quarter and the typical wait to a tenth.
+        let short = max(0.2, burst / 10), longest = max(0.5, burst / 4)
+        #expect((Self.p99(waits) ?? .infinity) < short, "\(summary)")
+        #expect((waits.last ?? .infinity) < longest, "\(summary)")
+        #expect((Self.p99(replies) ?? .infinity) < 2 * short, "\(summary)")
+        #expect((replies.last ?? .infinity) < 2 * longest, "\(summary)")
     }
 
     static func p99(_ sorted: [Double]) -> Double? { sorted.isEmpty ? nil : sorted[min(sorted.count - 1, sorted.count * 99 / 100)] }

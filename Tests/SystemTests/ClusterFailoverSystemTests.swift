@@ -83,6 +83,7 @@ import ZeroMQ
         let survivors = Array(plannerClients.dropFirst())
         try settledShares(survivors, timeout: 15)
         #expect(Date().timeIntervalSince(killed) <= 15, "the survivors held all 64 partitions \(Date().timeIntervalSince(killed)) s after the kill")
+        // Writing on until well past the second instant, which the survivors alone decide.
         Thread.sleep(forTimeInterval: max(0, Double(secondDue.millisecondsSince1970 + 10_000 - Instant.now().millisecondsSince1970) / 1000))
         stop.store(true, ordering: .relaxed)
         _ = writers.wait(timeout: .now() + 20)

@@ -3,7 +3,7 @@ import LHTSchema
 import Testing
 import ZeroMQ
 
-/// The README's walkthrough, typed through the built `lht` against the four real executables, and the
+/// The first walkthrough a new user follows, typed through the built `lht` against the four real executables, and the
 /// Python example client against the same system.
 @Suite struct EndToEndTests {
     /// Monday 2026-11-16 08:00 in Berlin: in the past, so sessions on that day pass the logger's "not in the future" check.

@@ -66,7 +66,7 @@ import Testing
         // NDJSON from the first stream's start: all four, in order, each with its cursor.
         let lines = try rig.stream("?types=notify&since=\(start)", token: token, headers: ["Accept: application/x-ndjson"])
         try lines.waitUntil("four NDJSON lines") { lines.output.split(separator: "\n").count >= 4 }
-        Thread.sleep(forTimeInterval: 0.3)
+        Thread.sleep(forTimeInterval: 0.3)  // time for a fifth line, which must not come
         let objects = lines.output.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         #expect(objects.compactMap { ($0["data"] as? [String: Any])?["notificationId"] as? String } == all.map(\.notificationId))
         #expect(objects.allSatisfy { $0["cursor"] is String && $0["type"] as? String == "notify" })

@@ -25,13 +25,11 @@ import Testing
 
         // The reader hangs up: the stream is closed at once, and so is its gauge.
         stream.terminate()
-        var after = try rig.scrape()
-        let deadline = Date().addingTimeInterval(3)
-        while GatewayRig.value(after, "lht_event_streams_open") != 0, Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.05)
+        var after = ""
+        try waitUntil(timeout: 3, interval: 0.05, "the hung-up stream's gauge back at 0") {
             after = try rig.scrape()
+            return GatewayRig.value(after, "lht_event_streams_open") == 0
         }
-        #expect(GatewayRig.value(after, "lht_event_streams_open") == 0)
         #expect(after.contains("\n# TYPE lht_event_streams_cut_off_total counter"))
 
         try Tools.require("promtool")

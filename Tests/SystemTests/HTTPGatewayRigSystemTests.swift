@@ -76,10 +76,8 @@ final class GatewayRig {
             throw HarnessError("lht tokens add: \(run.status) \(run.stdout) \(run.stderr)")
         }
         // The gateway re-reads tokens/ on its own (within 5 s): wait until it takes this one.
-        let deadline = Date().addingTimeInterval(6)
-        while try request("/v1/user.get", body: Data("{}".utf8), token: token, curlArguments: curlArguments).status == 401 {
-            guard Date() < deadline else { throw HarnessError("the gateway did not take a new token within 6 s") }
-            Thread.sleep(forTimeInterval: 0.1)
+        try waitUntil(timeout: 6, interval: 0.1, "the gateway taking the new token") {
+            try request("/v1/user.get", body: Data("{}".utf8), token: token, curlArguments: curlArguments).status != 401
         }
         return token
     }

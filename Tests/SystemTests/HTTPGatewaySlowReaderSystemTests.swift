@@ -40,7 +40,9 @@ import ZeroMQ
         let stalled = try StalledReader(port: rig.port)
         try stalled.send("GET \(query) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
         // The stalled stream is open (its slot taken) before the flood: a 9th request would be refused otherwise.
-        Thread.sleep(forTimeInterval: 0.3)
+        try waitUntil(timeout: 15, interval: 0.05, "the stalled stream opened") {
+            GatewayRig.value(try rig.scrape(), "lht_event_streams_open") >= 2
+        }
 
         // The flood in steps the reading stream keeps up with (on a loaded machine a reader that
         // reads can lag too, and 1,000 events behind it would be cut as well): only the stalled

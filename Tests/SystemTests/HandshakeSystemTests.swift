@@ -74,7 +74,7 @@ import ZeroMQ
         // The connection that was open already: unauthorized, for every request.
         #expect(open.refusal(open.planner, Ops.userGet, UserRequest(userId: UserID("carol")!))?.code == .unauthorized)
         // And it stays out: a fresh connection some time later is refused too.
-        Thread.sleep(forTimeInterval: 2.5)
+        Thread.sleep(forTimeInterval: 2.5)  // time passes: out to stay, not out once
         #expect(try system.lht(["user", "show", "--user", "carol", "--timeout", "1"], as: carol.flags).status == 3)
     }
 }

@@ -17,7 +17,7 @@ import ZeroMQ
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline, !((try? String(contentsOf: errors, encoding: .utf8)) ?? "").contains("intake message rejected") {
             _ = try publisher.send(multipart: [Data("intake".utf8), Data("not json".utf8)])
-            Thread.sleep(forTimeInterval: 0.1)
+            Thread.sleep(forTimeInterval: 0.1)  // a resend now and then until the subscription is through
         }
         #expect(logger.terminate(timeout: 5).status == 0)
 

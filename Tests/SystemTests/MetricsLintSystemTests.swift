@@ -45,7 +45,7 @@ import ZeroMQ
             for _ in 0..<200 where try !Self.counted(["intakeAccepted", "intakeRejected"], by: loggerClient) {
                 try publisher.send(multipart: [Data("intake".utf8), request])
                 try publisher.send(multipart: [Data("intake".utf8), Data("not json".utf8)])
-                Thread.sleep(forTimeInterval: 0.05)
+                Thread.sleep(forTimeInterval: 0.05)  // a resend now and then until the subscription is through
             }
         }
         // The planner: two workout reminders ten minutes apart, both due: one notified, one rate-limited.
@@ -63,7 +63,9 @@ import ZeroMQ
         try lint(streak, context: context)
         // The notifier has handled both before the planner's history goes (it halts on the new one).
         let notifierClient = try WireClient(notifier.api, context: context)
-        for _ in 0..<300 where try !Self.counted(["notified", "rateLimited"], by: notifierClient) { Thread.sleep(forTimeInterval: 0.05) }
+        try waitUntil(timeout: 30, interval: 0.05, "the notifier's notified and rateLimited counted") {
+            try Self.counted(["notified", "rateLimited"], by: notifierClient)
+        }
         try planner.restartOnANewDatabase()
         try lint(notifier, context: context)
     }

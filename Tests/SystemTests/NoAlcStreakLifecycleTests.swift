@@ -49,7 +49,7 @@ import ZeroMQ
             }
         }
         let inFlight = try Pipeline(logger.api, context: context, "noalc.log", entries(3000))
-        _ = try eventually { try client.ok("health")["lastSeq"]!.intValue! > 0 }
+        try waitUntil(timeout: 20, interval: 0.02, "the streak service applying the first entries") { try client.ok("health")["lastSeq"]!.intValue! > 0 }
         streak.kill()
         try inFlight.finish()
         // Logged while the streak is down: it must catch these up at restart.

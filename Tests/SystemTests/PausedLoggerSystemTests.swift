@@ -33,7 +33,7 @@ import ZeroMQ
                     guard let writer = client, (try? writer.ok("session.log", session)) != nil else {
                         // Unanswered (its logger paused) or unavailable: a fresh socket, and on.
                         client = try? WireClient(logger.api, context: context)
-                        Thread.sleep(forTimeInterval: 0.05)
+                        Thread.sleep(forTimeInterval: 0.05)  // backs off before reconnecting
                         continue
                     }
                     acknowledged.withLock { $0[index].append(session["id"] as! String) }
@@ -56,13 +56,13 @@ import ZeroMQ
         var frozen: Set<String> = []
         for _ in 0..<40 where frozen.isEmpty {
             loggers[0].process.signal(SIGSTOP)
-            Thread.sleep(forTimeInterval: 0.2)
+            Thread.sleep(forTimeInterval: 0.2)  // the statements it sent before the stop have run
             let first = try idleInTransaction()
-            Thread.sleep(forTimeInterval: 0.3)
+            Thread.sleep(forTimeInterval: 0.3)  // "unchanged a while": the same transactions, still idle
             frozen = first.intersection(try idleInTransaction())
             if frozen.isEmpty {
                 loggers[0].process.signal(SIGCONT)
-                Thread.sleep(forTimeInterval: 0.1)
+                Thread.sleep(forTimeInterval: 0.1)  // runs a while before the next try to catch it
             }
         }
         try #require(!frozen.isEmpty, "the logger was never paused inside a transaction")

@@ -69,18 +69,18 @@ import ZeroMQ
         // Paused while inside a writing transaction: stopped, and its backend looked at once the
         // statements already sent have run. Not caught: resumed, and again.
         let admin = try postgres.connect()
-        Thread.sleep(forTimeInterval: max(0, due.secondsFromNow))
+        Thread.sleep(forTimeInterval: max(0, due.secondsFromNow))  // until the instant: the burst of decisions is what it is paused in
         var frozen: [String] = [], attempts = 0, seen: Set<String> = []
         while frozen.isEmpty && attempts < 200 {
             attempts += 1
             paused.process.signal(SIGSTOP)
-            Thread.sleep(forTimeInterval: 0.15)
+            Thread.sleep(forTimeInterval: 0.15)  // the statements it sent before the stop have run
             let backends = try ProcessSockets.backends(of: paused.process.pid, admin)
             seen.formUnion(backends.map { "\($0.state)\($0.writing ? " (xid)" : "")" })
             frozen = backends.filter { $0.state == "idle in transaction" && $0.writing }.map(\.pid)
             if frozen.isEmpty {
                 paused.process.signal(SIGCONT)
-                Thread.sleep(forTimeInterval: 0.02 * Double(attempts % 5))
+                Thread.sleep(forTimeInterval: 0.02 * Double(attempts % 5))  // resumed for varying whiles, to stop it at another point
             }
         }
         let clients = try admin.execute("SELECT client_port FROM pg_stat_activity").compactMap { $0.text(0) }

@@ -74,7 +74,6 @@ import ZeroMQ
         for user in usersOnePerPartition("quiet").enumerated().filter({ $0.offset % 4 == 0 }).map(\.element) {
             let later = try #require(try writer.ok("reminder.put", ["userId": user, "activity": "mindfulness",
                                                                   "time": due.adding(seconds: 3600).utcReminderTime])["id"]?.stringValue)
-            Thread.sleep(forTimeInterval: 0.01)
             _ = try writer.ok("reminder.put", ["id": later, "userId": user, "activity": "mindfulness", "time": due.utcReminderTime])
             expected.append(later)
             let deleted = try #require(try writer.ok("reminder.put", ["userId": user, "activity": "noalc", "time": due.utcReminderTime])["id"]?.stringValue)

@@ -20,7 +20,9 @@ import ZeroMQ
         #expect(try rig.status("edit", edited, at: "2026-11-16T18:00:00+01:00") == "scheduled")
         // Disabled: no occurrences at all; enabled again: covered again, announced again.
         _ = try rig.reminder("edit", "workout", "19:00", lookback: 12, id: toggled, enabled: false)
-        #expect(try rig.upcoming("edit").allSatisfy { $0["reminderId"]?.stringValue != toggled })
+        let upcoming = try rig.upcoming("edit")
+        #expect(upcoming.contains { $0["reminderId"]?.stringValue == edited }, "the enabled reminder listed: \(upcoming)")
+        #expect(upcoming.allSatisfy { $0["reminderId"]?.stringValue != toggled })
         _ = try rig.reminder("edit", "workout", "19:00", lookback: 12, id: toggled, enabled: true)
         #expect(try rig.events.of("reminder.cancelled", reminder: toggled, count: 2).count == 2)
         // Deleted: announced as changed, never decided.

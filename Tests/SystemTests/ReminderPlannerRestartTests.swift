@@ -108,9 +108,9 @@ import ZeroMQ
         try mover.socket.send(multipart: [Data(), JSONSerialization.data(withJSONObject: ["v": 1, "op": "clock.advance", "data": ["seconds": 180 * 86_400]])])
         // Answered between steps: as soon as the clock shows a committed step, kill.
         var seen = start
-        for _ in 0..<2000 where seen == start {
+        try waitUntil(timeout: 60, interval: 0.005, "a committed step of the advance") {
             seen = Instant(rfc3339: try rig.plannerClient.ok("clock.get")["now"]!.stringValue!)!
-            if seen == start { Thread.sleep(forTimeInterval: 0.005) }
+            return seen != start
         }
         rig.planner.kill()
         #expect(seen > start && seen < target, "the advance was still under way when clock.get answered")

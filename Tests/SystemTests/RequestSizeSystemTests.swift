@@ -42,7 +42,7 @@ import ZeroMQ
         // Exactly 1 MiB is a request like any other.
         let fits = try JSONDecoder().decode(JSONValue.self, from: client.raw(Self.padded(Self.health, to: Self.mebibyte)))
         #expect(fits["data"]?["service"]?.stringValue == "session-logger", "\(fits)")
-        // 45 bytes over (the case the issue found) and exactly 4 MiB: invalid_argument, on the same connection.
+        // Just over (45 bytes) and exactly 4 MiB: invalid_argument, on the same connection.
         for size in [Self.mebibyte + 45, 4 * Self.mebibyte] {
             let reply = try JSONDecoder().decode(JSONValue.self, from: client.raw(Self.padded(Self.health, to: size)))
             #expect(reply["ok"]?.boolValue == false)

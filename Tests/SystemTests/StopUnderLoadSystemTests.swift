@@ -56,7 +56,7 @@ import ZeroMQ
                     exited = Date()
                 }
             }
-            while logger.process.isRunning, Date().timeIntervalSince(signalled) < 5 { Thread.sleep(forTimeInterval: 0.005) }
+            _ = logger.process.poll(forUpTo: max(0, 5 - Date().timeIntervalSince(signalled)))
             // The exit as the reading saw it (at most one receive timeout late), not after the half-second drain.
             stopped = (logger.process.poll()?.status, (exited ?? Date()).timeIntervalSince(signalled))
             #expect(stopped?.status == 0, "round \(round)")

@@ -45,9 +45,9 @@ import TestSupport
     /// `reminder.changed` events in all.
     func update(_ source: String, version: String, _ rig: PlannerRig, _ reminder: String, changes expected: Int) throws {
         try install(source, version: version)
-        let deadline = Date().addingTimeInterval(60)
-        while try rig.plannerClient.ok("health")["tzdata"]?.stringValue != version, Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
-        #expect(try rig.plannerClient.ok("health")["tzdata"]?.stringValue == version)
+        try waitUntil(timeout: 60, interval: 0.1, "the planner on tzdata \(version)") {
+            try rig.plannerClient.ok("health")["tzdata"]?.stringValue == version
+        }
         #expect(try changes(rig, reminder, count: expected) == expected)
     }
 
@@ -105,12 +105,11 @@ import TestSupport
 
         // The zone goes away: its last rules stay, requests go on, and the user is logged once.
         try FileManager.default.removeItem(at: tzdir.appendingPathComponent("Europe/Berlin"))
-        let deadline = Date().addingTimeInterval(60)
         func goneLines() -> Int {
             ((try? String(contentsOf: errors, encoding: .utf8)) ?? "").split(separator: "\n").filter { $0.contains("gone from tzdata") }.count
         }
-        while goneLines() == 0, Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
-        Thread.sleep(forTimeInterval: 2)  // two more checks
+        try waitUntil(timeout: 60, interval: 0.1, "the zone logged as gone") { goneLines() > 0 }
+        Thread.sleep(forTimeInterval: 2)  // two more checks pass, which must not log it again
         #expect(goneLines() == 1)
         try rig.user("henning")
         #expect(try upcoming(rig, workout, days: 1) == ["2026-04-01": "2026-04-01T06:00:00Z fired"])

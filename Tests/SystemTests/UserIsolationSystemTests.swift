@@ -91,7 +91,7 @@ import ZeroMQ
         #expect(try alices.logger.call(Ops.health, NoFields(), timeoutMilliseconds: 5000).service == "session-logger")
 
         // Nothing changed and nothing was published (given time to, had a refusal let something through).
-        Thread.sleep(forTimeInterval: 0.5)
+        Thread.sleep(forTimeInterval: 0.5)  // time for what must not happen
         #expect(try system.lastSeqs() == before)
         let stored = try bobs.planner.call(Ops.reminderGet, ReminderIDRequest(id: reminder.id), timeoutMilliseconds: 5000)
         #expect(stored == reminder)

@@ -134,7 +134,7 @@ struct SocketTests {
         try push.send("one")
         try push.send("two")
         #expect(try Poller.readable([pull], timeoutMilliseconds: 2000) == [true])
-        Thread.sleep(forTimeInterval: 0.05)  // both in the socket's pipe
+        Thread.sleep(forTimeInterval: 0.05)  // time for the second to arrive too: only a receive could show it has
         #expect(try Poller.readable([pull], timeoutMilliseconds: 0) == [true], "reported, not received: reported again")
         #expect(try pull.receive(dontWait: true) == Data("one".utf8))
         let started = Date()

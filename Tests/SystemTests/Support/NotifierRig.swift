@@ -39,10 +39,8 @@ final class NotifierRig {
 
     /// Waits until the notifier has notified or dropped `handled` occurrences in all.
     func settle(handled: Int, timeout: TimeInterval = 30) throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while try (counter("notified") ?? 0) + (counter("rateLimited") ?? 0) < handled {
-            guard Date() < deadline else { throw HarnessError("the notifier handled fewer than \(handled) occurrences in \(timeout) s") }
-            Thread.sleep(forTimeInterval: 0.02)
+        try waitUntil(timeout: timeout, interval: 0.02, "the notifier handling \(handled) occurrences") {
+            try (counter("notified") ?? 0) + (counter("rateLimited") ?? 0) >= handled
         }
     }
 }
