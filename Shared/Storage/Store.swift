@@ -83,8 +83,6 @@ extension Store {
     public var isShared: Bool { false }
     public var readsBehindTheLog: ReadsBehindTheLog? { nil }
     public var concurrentReads: ConcurrentReads? { nil }
-    /// Whether a write transaction reads and writes the tables (`Transaction.hasTables`).
-    public var writesHaveTables: Bool { readsBehindTheLog == nil }
     public var ownedPartitions: PartitionSet { .all }
     public func balancePartitions() throws -> PartitionSet { .none }
     public var leaseRenewedAt: UInt64? { nil }
@@ -92,20 +90,8 @@ extension Store {
 
 /// What a service stores, stated once for both backends.
 public struct StoreLayout: Sendable {
-    /// The SQLite log file's migrations, as they ran on existing files (the history stays).
-    public var sqliteMigrations: [Migration]
-    /// SQLite's projection file, where the service has one.
-    public var projection: Projection?
-    /// SQLite: the log is the service's only durable state, every table a projection of it, so the
-    /// log is a file of its own (`EventFileStore`) instead of a table, and a write transaction has
-    /// no tables (`Transaction.hasTables`): no upstream cursors either.
-    public var logOnly: Bool
-    /// SQLite, beside the log's file and `projection`: tables that a thread of their own applies from
-    /// the log's events after each commit (`Transaction.projectionLags`), in `<service>.<file>.sqlite`.
-    /// For rows that only the log's own events make, one per event (the planner's decisions): the
-    /// loop then writes the log row alone (docs/decisions/0015-planner-decisions-behind-the-log.md).
-    /// PostgreSQL has them as plain tables of its migrations.
-    public var behindTheLog: (file: String, projection: Projection)?
+    /// SQLite's files, as one of the layouts a service can have.
+    public var sqlite: SQLiteLayout
     /// PostgreSQL: the service's tables, in migrations of their own (run once each, in order),
     /// in SQL both backends take (`SQLDialect`); nil for a service whose statements are
     /// still SQLite's only: it refuses `--database`. Projections are plain tables there, written
@@ -115,16 +101,43 @@ public struct StoreLayout: Sendable {
     /// each holding leases on its share (`PostgresStore.balancePartitions`).
     public var partitioned: Bool
 
-    public init(sqliteMigrations: [Migration], projection: Projection? = nil, logOnly: Bool = false,
-                behindTheLog: (file: String, projection: Projection)? = nil, postgresMigrations: [Migration]? = nil, partitioned: Bool = false) {
-        precondition(!logOnly || projection != nil, "a log-only store keeps its tables in its projection")
-        precondition(!logOnly || behindTheLog == nil, "a log-only store's projection is behind the log already")
-        self.sqliteMigrations = sqliteMigrations
-        self.projection = projection
-        self.logOnly = logOnly
-        self.behindTheLog = behindTheLog
+    public init(sqlite: SQLiteLayout, postgresMigrations: [Migration]? = nil, partitioned: Bool = false) {
+        self.sqlite = sqlite
         self.postgresMigrations = postgresMigrations
         self.partitioned = partitioned
+    }
+
+    /// Tables in the log's SQLite file alone, made by `sqliteMigrations`.
+    public init(sqliteMigrations: [Migration], postgresMigrations: [Migration]? = nil, partitioned: Bool = false) {
+        self.init(sqlite: .tables(sqliteMigrations), postgresMigrations: postgresMigrations, partitioned: partitioned)
+    }
+}
+
+/// Where a service keeps its log and tables in SQLite: each case carries what that layout needs,
+/// the log file's migrations as they ran on existing files (the history stays) among them.
+public enum SQLiteLayout: Sendable {
+    /// The log and the durable tables in `<service>.sqlite`. `projection`: tables derived from the log
+    /// in a file never synced, with the upstream cursors. `behindTheLog`: tables a thread applies
+    /// from the log's events after each commit (`TransactionTables.someBehindTheLog`).
+    case tables(_ migrations: [Migration], projection: Projection? = nil, behindTheLog: TablesBehindTheLog? = nil)
+    /// The log is the service's only durable state, so it is a file of its own (`EventFileStore`),
+    /// every table a projection applied behind it, and a write transaction has no tables
+    /// (`TransactionTables.allBehindTheLog`): no upstream cursors either. `copiedFrom`: the SQLite
+    /// file's migrations, for a log still kept there, read once to copy it out.
+    case logOnly(copiedFrom: [Migration], projection: Projection)
+}
+
+/// SQLite tables beside the log's file and its projection that a thread of their own applies from
+/// the log's events after each commit, in `<service>.<file>.sqlite`. For rows that only the log's own
+/// events make, one per event (the planner's decisions): the loop then writes the log row alone
+/// (docs/decisions/0015-planner-decisions-behind-the-log.md). PostgreSQL has them as plain tables.
+public struct TablesBehindTheLog: Sendable {
+    public let file: String
+    public let projection: Projection
+
+    public init(file: String, projection: Projection) {
+        self.file = file
+        self.projection = projection
     }
 }
 

@@ -33,19 +33,20 @@ public struct PointRead {
 /// that undoes it (so later requests of the same batch see it): a rolled-back request leaves
 /// neither the database nor memory changed.
 public final class Transaction {
-    /// The backend's connection: what a store's statements run on. Where `hasTables` is false, any
-    /// statement on it throws.
+    /// The backend's connection: what a store's statements run on. Where every table is behind the
+    /// log, any statement on it throws.
     public let sql: StoreConnection
-    /// False in a log-only store (`EventFileStore`): its tables are a projection that a thread of its
-    /// own applies behind the log, so a write transaction appends events only and keeps nothing else
-    /// durable; the handler checks what it must from memory and its events, or reads the projection
-    /// (`readTables`, which waits for it). Read-only ops run behind the log (`readBehindTheLog`).
-    public var hasTables: Bool { !(sql is NoTables) }
-    /// Whether the store applies a projection behind the log, from the events: a log-only store's
-    /// tables, or the SQLite tables of `StoreLayout.behindTheLog` (the planner's decisions). This
-    /// transaction does not write them: its events do, once it commits. `readTables` reads them.
-    public var projectionLags: Bool { readProjection != nil }
-    private let readProjection: ((_ body: (StoreConnection) throws -> Void) throws -> Void)?
+    /// Which tables this transaction's statements reach.
+    public let tables: TransactionTables
+    /// False where every table is behind the log (`TransactionTables.allBehindTheLog`).
+    public var hasTables: Bool {
+        if case .allBehindTheLog = tables { false } else { true }
+    }
+    /// Whether some tables are behind the log: this transaction does not write them, its events do
+    /// once it commits; `readTables` reads them.
+    public var projectionLags: Bool {
+        if case .all = tables { false } else { true }
+    }
     public let now: Instant
     /// Who the log's envelopes name as their source.
     private let source: String
@@ -67,11 +68,13 @@ public final class Transaction {
     /// Where upstream cursors are kept.
     private let cursorTable: String
 
-    /// `readProjection`: where a projection lags (`projectionLags`), how it reads it.
-    package init(sql: StoreConnection, source: String, baseSeq: Int64, insertRecord: String?, compression: StoredEnvelopes? = nil, now: Instant,
-         cursorTable: String, readProjection: ((_ body: (StoreConnection) throws -> Void) throws -> Void)? = nil) {
-        self.sql = sql
-        self.readProjection = readProjection
+    package init(_ tables: TransactionTables, source: String, baseSeq: Int64, insertRecord: String?,
+                 compression: StoredEnvelopes? = nil, now: Instant, cursorTable: String) {
+        switch tables {
+        case .all(let sql), .someBehindTheLog(let sql, _): self.sql = sql
+        case .allBehindTheLog: sql = NoTables()
+        }
+        self.tables = tables
         self.source = source
         self.baseSeq = baseSeq
         self.insertRecord = insertRecord
@@ -162,9 +165,13 @@ public final class Transaction {
     /// once they hold every event committed before this transaction (waiting for them), without this
     /// transaction's own events. Elsewhere on this transaction's own connection.
     public func readTables<T>(_ body: (StoreConnection) throws -> T) throws -> T {
-        guard let readProjection else { return try body(sql) }
+        let read: ReadingBehindTheLog
+        switch tables {
+        case .all: return try body(sql)
+        case .someBehindTheLog(_, let reading), .allBehindTheLog(let reading): read = reading
+        }
         var result: T?
-        try readProjection { result = try body($0) }
+        try read { result = try body($0) }
         return result!
     }
 
@@ -272,17 +279,4 @@ public final class Transaction {
             ON CONFLICT(upstream) DO UPDATE SET seq = excluded.seq, log_id = excluded.log_id
             """, [.text(upstream), .integer(seq), .text(logId?.description)])
     }
-}
-
-/// The connection of a write transaction that has no tables (`Transaction.hasTables`): every
-/// statement on it is a mistake of the handler, which fails its request (`internal`).
-package final class NoTables: StoreConnection {
-    struct Misuse: Error, CustomStringConvertible {
-        var description: String { "a log-only store's write transaction has no tables: read them with readTables or Store.query" }
-    }
-
-    package init() {}
-    package var dialect: SQLDialect { .sqlite }
-    package func execute(_ sql: String, _ arguments: [SQLValue]) throws -> Int { throw Misuse() }
-    package func forEachRow(_ sql: String, _ arguments: [SQLValue], _ body: (SQLRow) throws -> Void) throws { throw Misuse() }
 }

@@ -5,7 +5,7 @@ import LHTSchema
 import Testing
 import TestSupport
 
-/// SQLite's tables behind the log (`StoreLayout.behindTheLog`, the planner's decisions): a thread
+/// SQLite's tables behind the log (`TablesBehindTheLog`, the planner's decisions): a thread
 /// applies them from each commit's events, so a write transaction does not write them, and reads
 /// them (`readTables`) as every commit before it left them. Lost, they come back from the log.
 @Suite struct SQLiteProjectionBehindTheLogTests {
@@ -15,7 +15,7 @@ import TestSupport
     let directory = temporaryDirectory("lht-behind-the-log")
 
     func open() throws -> SQLiteStore {
-        try SQLiteStore(directory: directory, name: "store", migrations: [], behindTheLog: ("logged", Self.projection),
+        try SQLiteStore(directory: directory, name: "store", migrations: [], behindTheLog: TablesBehindTheLog(file: "logged", projection: Self.projection),
                         logger: quietLogger("store"))
     }
 

@@ -123,7 +123,7 @@ enum StreakStore {
         .sqlite("cursor in the projection file", "DELETE FROM main.cursor"),
     ]
 
-    static let layout = StoreLayout(sqliteMigrations: sqliteMigrations, projection: .cursorsOnly,
+    static let layout = StoreLayout(sqlite: .tables(sqliteMigrations, projection: .cursorsOnly),
                                     postgresMigrations: [.postgres("noalc_level", [table])], partitioned: true)
 
     /// SQLite keeps it WITHOUT ROWID (the key is the row): one b-tree instead of two.

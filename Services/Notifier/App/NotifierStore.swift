@@ -12,7 +12,7 @@ enum NotifierStore {
         .sqlite("cursor in the projection file", "DELETE FROM main.cursor"),
     ]
 
-    static let layout = StoreLayout(sqliteMigrations: sqliteMigrations, projection: .cursorsOnly,
+    static let layout = StoreLayout(sqlite: .tables(sqliteMigrations, projection: .cursorsOnly),
                                     postgresMigrations: [.postgres("notifications", tables(.postgres))], partitioned: true)
 
     /// notification_id is the unique key that makes an occurrence notified at most once. Ids are

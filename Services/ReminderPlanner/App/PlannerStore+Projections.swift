@@ -40,7 +40,7 @@ extension PlannerStore {
     ], replay: nil)
 
     /// The decisions, one row per decision event, keyed by occurrence: applied from the log on a
-    /// thread of their own after each commit (`StoreLayout.behindTheLog`), so deciding writes the
+    /// thread of their own after each commit (`TablesBehindTheLog`), so deciding writes the
     /// event alone; replayed from the log into a file that is new, rebuilt or behind.
     ///
     /// The reminder's id is its 16 bytes (on PostgreSQL too: `decisionsByBytes`): as 36 characters of

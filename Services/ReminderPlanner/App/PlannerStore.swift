@@ -19,7 +19,8 @@ enum PlannerStore {
     /// decisions' file; PostgreSQL's tables as they are now, the projections' among them (written in
     /// the same transactions, never rebuilt). On PostgreSQL the instances share the decisions by
     /// partitions of users.
-    static let layout = StoreLayout(sqliteMigrations: sqliteMigrations, projection: projection, behindTheLog: ("decisions", decisionProjection),
+    static let layout = StoreLayout(sqlite: .tables(sqliteMigrations, projection: projection,
+                                                    behindTheLog: TablesBehindTheLog(file: "decisions", projection: decisionProjection)),
                                     postgresMigrations: [.postgres("planner", firstTables(.postgres)), partitionsMigration, sessionsBySeq,
                                                          decisionsByBytes, latestSessionEnds, announcementsByUser],
                                     partitioned: true)

@@ -43,7 +43,7 @@ public final class SessionLogger: Service {
     public init(settings: SessionLoggerSettings, logger: Logger, context: Context? = nil) throws {
         host = try ServiceHost(settings: settings.service, layout: SessionStore.layout, logger: logger, context: context)
         unreadable = UnreadableRows(host: host)
-        if host.store.writesHaveTables {
+        if host.store.readsBehindTheLog == nil {
             ids = try LoggedIDs()
         } else {
             let started = Date()

@@ -14,13 +14,13 @@ enum SessionStore {
         .sqlite("sessions are a projection of the log", "DROP TABLE main.session; DROP TABLE main.noalc_entry"),
     ]
 
-    static let layout = StoreLayout(sqliteMigrations: sqliteMigrations, projection: Projection(migrations: [Migration("sessions", sql: tables)], replay: { seq, data, sql in
+    static let layout = StoreLayout(sqlite: .logOnly(copiedFrom: sqliteMigrations, projection: Projection(migrations: [Migration("sessions", sql: tables)], replay: { seq, data, sql in
         switch data {
         case .sessionLogged(let session): try insert(session, seq: seq, in: sql)
         case .noalcLogged(let entry): try insert(entry, seq: seq, in: sql)
         default: break  // another type: no rows
         }
-    }), logOnly: true, postgresMigrations: [Migration("sessions", sql: tables)])
+    })), postgresMigrations: [Migration("sessions", sql: tables)])
 
     /// The tables, in SQL both backends take (BIGINT is an integer column to SQLite).
     private static let tables = [

@@ -109,7 +109,7 @@ public final class PostgresStore: Store {
                 // Another instance found a lost tail and renewed the identity: no seq of the old one is handed out.
                 if RecordID(head.identity) != eventLog.identity { try adoptIdentity(head.identity, lastSeq: head.lastSeq) }
                 eventLog.committed(through: head.lastSeq)
-                let started = Transaction(sql: sql, source: eventLog.source, baseSeq: head.lastSeq, insertRecord: log.insertStatement,
+                let started = Transaction(.all(sql: sql), source: eventLog.source, baseSeq: head.lastSeq, insertRecord: log.insertStatement,
                                           now: now, cursorTable: "cursor")
                 transaction = started
                 current = started

@@ -1,5 +1,4 @@
 import CCRC32C
-import Storage
 
 /// CRC-32C (Castagnoli), as iSCSI and ext4 use it: the check on each record of an `EventFile`.
 /// By the processor's crc32 instruction where it has one (`CCRC32C`), else slicing by 8: a start

@@ -4,7 +4,7 @@ import Logging
 import Storage
 
 /// A service's log as one append-only file (`<service>.events`), for a service whose log is its only
-/// durable state (`StoreLayout.logOnly`): each event is written once, as it was published, and the
+/// durable state (`SQLiteLayout.logOnly`): each event is written once, as it was published, and the
 /// file is synced before anything that depends on it leaves (`CommitSync`). No pages, no b-tree, no
 /// checkpoint (docs/decisions/0001-event-file-log.md).
 ///

@@ -4,7 +4,7 @@ import LHTSchema
 import Logging
 import Storage
 
-/// The embedded backend of a service whose log is its only durable state (`StoreLayout.logOnly`:
+/// The embedded backend of a service whose log is its only durable state (`SQLiteLayout.logOnly`:
 /// the session logger): the log is an `EventFile` (`<service>.events`), each event written once as
 /// it was published, and the tables are its projection (`<service>.projection.sqlite`), as in
 /// `SQLiteStore`, which a thread of its own applies behind the log (`ProjectionApplier`). A commit
@@ -97,8 +97,8 @@ public final class EventFileStore: Store {
     public func write<T>(now: Instant, copyOfUpstream: Bool = false, _ body: (Transaction) throws -> T,
                          committed: (Transaction) -> Void) throws -> T {
         if let current { return try current.isolated { try body(current) } }
-        let transaction = Transaction(sql: NoTables(), source: eventLog.source, baseSeq: eventLog.lastSeq, insertRecord: nil, now: now,
-                                      cursorTable: "\(ProjectionFile.schema).cursor") { [unowned self] body in try query(body) }
+        let transaction = Transaction(.allBehindTheLog { [unowned self] body in try query(body) }, source: eventLog.source,
+                                      baseSeq: eventLog.lastSeq, insertRecord: nil, now: now, cursorTable: "\(ProjectionFile.schema).cursor")
         current = transaction
         defer { current = nil }
         let result: T

@@ -6,7 +6,7 @@ import Storage
 /// A projection that a thread of its own applies behind the log (`ProjectionApplier`): its file
 /// attached to an in-memory database that the thread writes, caught up from the log at start. The
 /// whole of a log-only store's tables (`EventFileStore`), or some of `SQLiteStore`'s (the planner's
-/// decisions: `StoreLayout.behindTheLog`), which its write transactions then do not write.
+/// decisions: `TablesBehindTheLog`), which its write transactions then do not write.
 final class ProjectionBehindTheLog {
     let file: ProjectionFile
     /// An in-memory main database with the file attached: statements name its tables unqualified.

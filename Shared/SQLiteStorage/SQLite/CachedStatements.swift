@@ -1,5 +1,4 @@
 import GRDB
-import Storage
 
 /// One-statement helpers that prepare each SQL text once per connection: re-parsing the SQL was
 /// a third of a `session.log`'s cost. Multi-statement scripts (migrations) use `execute(sql:)`.

@@ -1,5 +1,4 @@
 import CSQLite
-import Storage
 
 /// SQLite's settings for the whole process, made once before its first connection.
 public enum SQLiteProcess {

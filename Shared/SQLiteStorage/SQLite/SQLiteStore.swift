@@ -30,7 +30,7 @@ public final class SQLiteStore: Store {
     public var durability: Durability { commits }
     private let checkpointer: WALCheckpointer
     private let projection: ProjectionFile?
-    /// Tables applied from each commit's events on a thread of their own (`StoreLayout.behindTheLog`).
+    /// Tables applied from each commit's events on a thread of their own (`TablesBehindTheLog`).
     private let behindTheLog: ProjectionBehindTheLog?
     /// The last seq whose rows are in the tables behind the log; nil where there are none.
     var appliedBehindTheLog: Int64? { behindTheLog?.applier.appliedSeq }
@@ -40,7 +40,7 @@ public final class SQLiteStore: Store {
     public var waitAnsweringHealth: ((_ isFinished: @escaping () -> Bool) -> Void)?
 
     public init(directory: URL, name: String, migrations: [Migration], projection: Projection? = nil,
-                behindTheLog: (file: String, projection: Projection)? = nil,
+                behindTheLog: TablesBehindTheLog? = nil,
                 logger: Logger, walLimit: Int64 = WALCheckpointer.defaultLimit, bootID: String = BootID.current) throws {
         _ = SQLiteProcess.configured
         path = directory.appendingPathComponent("\(name).sqlite").path
@@ -124,10 +124,11 @@ public final class SQLiteStore: Store {
         do {
             result = try database.writeWithoutTransaction { db -> T in try Self.inTransaction(db) {
                 let changesBefore = db.totalChangesCount
-                let started = Transaction(sql: SQLiteStoreConnection(db), source: eventLog.source, baseSeq: eventLog.lastSeq,
+                let sql = SQLiteStoreConnection(db)
+                let started = Transaction(readTablesBehindTheLog.map { .someBehindTheLog(sql: sql, $0) } ?? .all(sql: sql),
+                                          source: eventLog.source, baseSeq: eventLog.lastSeq,
                                           insertRecord: "INSERT INTO outbox (seq, topic, envelope) VALUES (?, ?, ?)",
-                                          compression: eventLog.compression, now: now,
-                                          cursorTable: cursorTable, readProjection: readTablesBehindTheLog)
+                                          compression: eventLog.compression, now: now, cursorTable: cursorTable)
                 transaction = started
                 current = started
                 defer { current = nil }
@@ -173,7 +174,7 @@ public final class SQLiteStore: Store {
 
     /// How a transaction reads the tables behind the log, where there are some: once they hold
     /// every commit (`Transaction.readTables`).
-    private var readTablesBehindTheLog: ((_ body: (StoreConnection) throws -> Void) throws -> Void)? {
+    private var readTablesBehindTheLog: ReadingBehindTheLog? {
         behindTheLog.map { behind in { [eventLog] body in try behind.query(through: eventLog.lastSeq, body) } }
     }
 

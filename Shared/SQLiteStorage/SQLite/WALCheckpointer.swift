@@ -1,6 +1,5 @@
 import Foundation
 import GRDB
-import Storage
 import Synchronization
 
 /// Copies the write-ahead log back into the database file from a connection and thread of its own,

@@ -92,12 +92,13 @@ public final class ServiceHost {
                                       logger: logger, keepTrying: { !ShutdownSignal.process.isRequested })
         } else {
             _ = try DataDirectory.prepared(dataDirectory.path)
-            if layout.logOnly, let projection = layout.projection {
-                store = try EventFileStore(directory: dataDirectory, name: service.rawValue, sqliteMigrations: layout.sqliteMigrations,
+            switch layout.sqlite {
+            case .logOnly(let migrations, let projection):
+                store = try EventFileStore(directory: dataDirectory, name: service.rawValue, sqliteMigrations: migrations,
                                            projection: projection, logger: logger)
-            } else {
-                store = try SQLiteStore(directory: dataDirectory, name: service.rawValue, migrations: layout.sqliteMigrations,
-                                        projection: layout.projection, behindTheLog: layout.behindTheLog, logger: logger, walLimit: walLimit)
+            case .tables(let migrations, let projection, let behindTheLog):
+                store = try SQLiteStore(directory: dataDirectory, name: service.rawValue, migrations: migrations,
+                                        projection: projection, behindTheLog: behindTheLog, logger: logger, walLimit: walLimit)
             }
         }
 
