@@ -63,14 +63,3 @@ public struct Migration: Sendable {
         }
     }
 }
-
-/// Where a backend collects the migrations it runs (SQLite's `DatabaseMigrator`), in order.
-public protocol MigrationRegistry {
-    mutating func register(_ migration: Migration)
-}
-
-extension MigrationRegistry {
-    public mutating func register(_ migrations: [Migration]) {
-        for migration in migrations { register(migration) }
-    }
-}

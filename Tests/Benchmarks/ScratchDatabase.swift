@@ -9,7 +9,7 @@ import Storage
 /// OFF (no waiting: SQLite's own work), holding the services' outbox (`EventLog.migrate`), a
 /// service's tables (`migrations`) and the bare tables of `schema`. Removed once `body` returns.
 enum ScratchDatabase {
-    static func with<T>(synchronous: String = "FULL", migrations: (inout DatabaseMigrator) -> Void = { _ in }, schema: String = "",
+    static func with<T>(synchronous: String = "FULL", migrations: [Migration] = [], schema: String = "",
                         _ body: (DatabaseQueue) throws -> T) throws -> T {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("lht-floor-\(UUID().uuidString.prefix(8)).sqlite").path
         defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
@@ -18,7 +18,7 @@ enum ScratchDatabase {
         let database = try DatabaseQueue(path: path, configuration: configuration)
         var migrator = DatabaseMigrator()
         EventLog.migrate(&migrator)
-        migrations(&migrator)
+        migrator.register(migrations)
         try migrator.migrate(database)
         if !schema.isEmpty { try database.write { db in try db.execute(sql: schema) } }
         return try body(database)

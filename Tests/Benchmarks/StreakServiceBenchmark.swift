@@ -154,7 +154,7 @@ extension StreakBenchmark {
     /// disk; OFF never waits, which leaves SQLite's own work: what one thread needs to store them at all.
     static func storeFloor(entries: Int, days: [String], envelopeBytes: Int, synchronous: String) throws {
         let envelope = Data(repeating: UInt8(ascii: "x"), count: envelopeBytes)
-        try ScratchDatabase.with(synchronous: synchronous, migrations: NoAlcStreakService.migrate) { database in
+        try ScratchDatabase.with(synchronous: synchronous, migrations: NoAlcStreakService.sqliteMigrations) { database in
             for page in stride(from: 0, to: entries, by: 1000) {
                 try database.write { db in
                     for seq in page..<min(page + 1000, entries) {

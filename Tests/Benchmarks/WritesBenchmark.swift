@@ -88,7 +88,7 @@ enum WritesBenchmark {
         for synchronous in ["FULL", "OFF"] {
             // The logger's migrations no longer create the session table: it moved to its projection's
             // file (SessionStore.projection). The floor keeps it, as it was, beside the outbox in one file.
-            let took = try ScratchDatabase.with(synchronous: synchronous, migrations: SessionLogger.migrate, schema: sessionTable) { database in
+            let took = try ScratchDatabase.with(synchronous: synchronous, migrations: SessionLogger.sqliteMigrations, schema: sessionTable) { database in
                 try ContinuousClock().measure {
                     for batch in stride(from: 0, to: rows, by: ServiceHost.batchLimit) {
                         try database.write { db in

@@ -92,7 +92,7 @@ public final class NoAlcStreakService: Service {
     public func tick() { _ = tzdata.check(logger: host.logger) }
 
     /// The service's tables as its migrations make them, for tools that measure its storage (`bench streak`).
-    public static func migrate(_ registry: inout some MigrationRegistry) { registry.register(StreakStore.sqliteMigrations) }
+    public static var sqliteMigrations: [Migration] { StreakStore.sqliteMigrations }
 
     private func registerOps() {
         // Reads memory only: no transaction to open and commit (the feed's changes are in memory once committed).

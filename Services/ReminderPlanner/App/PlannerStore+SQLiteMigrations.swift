@@ -80,8 +80,6 @@ extension PlannerStore {
                 """)]),
     ]
 
-    /// Registers the history, for a file made as an older build left it.
-    static func migrate(_ registry: inout some MigrationRegistry) { registry.register(sqliteMigrations) }
 
     private static let weekdayBits = Weekday.allCases.map { "((instr(weekdays, '\($0.rawValue)') > 0) << \($0.index))" }.joined(separator: " | ")
 

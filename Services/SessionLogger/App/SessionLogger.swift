@@ -67,7 +67,7 @@ public final class SessionLogger: Service {
     public var readyLine: String { host.readyLine(extra: "intake=\(intakeEndpoint)") }
 
     /// The logger's tables as its migrations make them, for tools that measure its storage (`bench writes`).
-    public static func migrate(_ registry: inout some MigrationRegistry) { registry.register(SessionStore.sqliteMigrations) }
+    public static var sqliteMigrations: [Migration] { SessionStore.sqliteMigrations }
 
     private func registerOps() {
         let unreadable = unreadable, ids = ids
