@@ -6,7 +6,7 @@ import Storage
 
 /// A throwaway SQLite database for the persistence floors the benchmarks set beside their figures:
 /// WAL mode with `synchronous` FULL (the services' durability, each commit waiting for the disk) or
-/// OFF (no waiting: SQLite's own work), holding the services' outbox (`EventLog.migrate`), a
+/// OFF (no waiting: SQLite's own work), holding the services' outbox (`EventLog.sqliteMigrations`), a
 /// service's tables (`migrations`) and the bare tables of `schema`. Removed once `body` returns.
 enum ScratchDatabase {
     static func with<T>(synchronous: String = "FULL", migrations: [Migration] = [], schema: String = "",
@@ -17,7 +17,7 @@ enum ScratchDatabase {
         configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA journal_mode = WAL; PRAGMA synchronous = \(synchronous)") }
         let database = try DatabaseQueue(path: path, configuration: configuration)
         var migrator = DatabaseMigrator()
-        EventLog.migrate(&migrator)
+        migrator.register(EventLog.sqliteMigrations)
         migrator.register(migrations)
         try migrator.migrate(database)
         if !schema.isEmpty { try database.write { db in try db.execute(sql: schema) } }

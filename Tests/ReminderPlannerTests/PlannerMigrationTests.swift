@@ -33,7 +33,7 @@ extension PlannerStoreLayoutTests {
     @Test func sqlitesAnnouncementsAreKeyedByUserAfterTheMigration() throws {
         let database = try DatabaseQueue()
         var migrator = DatabaseMigrator()
-        EventLog.migrate(&migrator)
+        migrator.register(EventLog.sqliteMigrations)
         migrator.register(PlannerStore.sqliteMigrations)
         try migrator.migrate(database, upTo: PlannerStore.partitionsMigration.name)
         let reminder = Self.reminder(of: "ada"), cause = RecordID()

@@ -141,7 +141,7 @@ import TestSupport
         }
         let database = try DatabaseQueue(path: rig.scratch.subdirectory("planner").appendingPathComponent("reminder-planner.sqlite").path)
         var migrator = DatabaseMigrator()
-        EventLog.migrate(&migrator)
+        migrator.register(EventLog.sqliteMigrations)
         migrator.register(PlannerStore.sqliteMigrations)
         try migrator.migrate(database, upTo: "planner")
         try database.write { db in

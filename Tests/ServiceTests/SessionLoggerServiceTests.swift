@@ -243,7 +243,7 @@ import ZeroMQ
         // The layout as the logger wrote it until now: outbox, identity and both tables in one file.
         let old = try DatabaseQueue(path: directory.appendingPathComponent("session-logger.sqlite").path)
         var migrator = DatabaseMigrator()
-        EventLog.migrate(&migrator)
+        migrator.register(EventLog.sqliteMigrations)
         migrator.registerMigration("sessions") { db in
             try db.execute(sql: """
                 CREATE TABLE session (id TEXT PRIMARY KEY NOT NULL, user_id TEXT NOT NULL, activity TEXT NOT NULL, start_ms INTEGER NOT NULL,

@@ -67,7 +67,7 @@ public final class EventFileStore: Store {
         let database = try DatabaseQueue(path: sqlitePath)
         defer { try? database.close() }
         var migrator = DatabaseMigrator()
-        EventLog.migrate(&migrator)
+        migrator.register(EventLog.sqliteMigrations)
         migrator.register(migrations)
         try migrator.migrate(database)
         let log = try EventLog(source: "", database: database)

@@ -67,7 +67,7 @@ public final class SQLiteStore: Store {
         try DataDirectory.createPrivateFile(path)
         database = try DatabaseQueue(path: path, configuration: configuration)
         var migrator = DatabaseMigrator()
-        EventLog.migrate(&migrator)
+        migrator.register(EventLog.sqliteMigrations)
         migrator.register(migrations)
         // An older build would misread what a newer one stored (compressed envelopes, for one). The log
         // file's own record of its migrations: GRDB's checks read the unqualified table, which on a fresh
