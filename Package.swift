@@ -84,7 +84,6 @@ let package = Package(
             name: "ServiceHost",
             dependencies: [
                 "ZeroMQ", "LHTSchema", "LHTClient", "LHTSecurity", "Storage", "SQLiteStorage", "PostgresStorage",
-                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -138,11 +137,11 @@ let package = Package(
                            "TestSupport", "SQLiteStorage", "PostgresStorage", "Spawn", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Tests/Benchmarks", exclude: ["c", "python", "wrk", "README.md"]),
 
-        // Shared test support: the in-process service harness, typed test clients, temp directories.
+        // Shared test support: the in-process service harness, typed test clients, temp directories, a host's SQLite file.
         .target(
             name: "TestSupport",
-            dependencies: ["ZeroMQ", "LHTSchema", "LHTClient", "ServiceHost", "Spawn", "PostgresStorage",
-                           .product(name: "Logging", package: "swift-log")],
+            dependencies: ["ZeroMQ", "LHTSchema", "LHTClient", "ServiceHost", "Spawn", "SQLiteStorage", "PostgresStorage",
+                           .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")],
             path: "Tests/TestSupport"),
 
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),

@@ -63,6 +63,18 @@ extension StoreUnavailable {
 /// label and message, or nil where it is the statement's own.
 public protocol StoreOutage: Error {
     var outage: (label: String, message: String)? { get }
+    /// Whether the failed statement may have ended its whole transaction, so that a savepoint
+    /// cannot isolate it and a batch must stop there (`Transaction.eachIsolated`'s `isFatal`).
+    var endsTransaction: Bool { get }
+}
+
+extension StoreOutage {
+    public var endsTransaction: Bool { false }
+}
+
+extension StoreUnavailable {
+    /// `StoreOutage.endsTransaction` of a backend's error; false for any other.
+    public static func endsTransaction(_ error: Error) -> Bool { (error as? StoreOutage)?.endsTransaction ?? false }
 }
 
 /// The store cannot start as configured (a malformed URL, a wrong password): exit 2.

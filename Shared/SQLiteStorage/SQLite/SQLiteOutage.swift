@@ -13,4 +13,8 @@ extension DatabaseError: StoreOutage {
             nil
         }
     }
+
+    /// Any SQLite error: SQLite rolls a whole transaction back on its own for some (a full disk, an
+    /// I/O error, memory), so an upstream batch stops and is tried again rather than skip an event.
+    public var endsTransaction: Bool { true }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import LHTClient
 import LHTSchema
 import Logging
@@ -152,7 +151,7 @@ public final class UpstreamFeed {
         do {
             let owned = host.store.ownedPartitions
             try host.write(copyOfUpstream: true) { tx in
-                let results = try tx.eachIsolated(contiguous, isFatal: { $0 is DatabaseError }) { try apply($0, tx) }
+                let results = try tx.eachIsolated(contiguous, isFatal: StoreUnavailable.endsTransaction) { try apply($0, tx) }
                 for (index, result) in results.enumerated() {
                     if case .failure(let error) = result {
                         host.recordError("upstream event skipped", ["upstream": "\(upstream)", "seq": "\(contiguous[index].seq)", "error": "\(error)"])
