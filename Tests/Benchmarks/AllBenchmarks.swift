@@ -28,7 +28,8 @@ import TestSupport
             follower.pass(final: true)
             targets += follower.lines.compactMap { TargetLine(benchmark: name, line: $0) }
         }
-        print(String(format: "\nall benchmarks in %.0f s", Date().timeIntervalSince(started)) + (failed.isEmpty ? "" : "; failed: \(failed.joined(separator: ", "))"))
+        print(String(format: "\nall benchmarks in %.0f s", Date().timeIntervalSince(started))
+              + (failed.isEmpty ? "" : "; failed: \(failed.joined(separator: ", "))"))
         let table = TargetLine.markdownTable(targets)
         print("\n" + table, terminator: "")
         if let tableFile { try Data(table.utf8).write(to: URL(fileURLWithPath: tableFile)) }
