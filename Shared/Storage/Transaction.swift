@@ -129,8 +129,9 @@ public final class Transaction {
 
     /// Writes the events appended into the log's table, for the store to call once the body ran: all
     /// at the end, so that a transaction of many (a planner's step of decisions) compresses them on
-    /// two cores (`StoringAhead`), a fifth of its loop when done one by one at each
-    /// append. A savepoint that rolled back took its events out of `events` before they got here.
+    /// two cores (`StoringAhead`), not one by one on the loop at each append
+    /// (docs/decisions/0006-zstd-envelope-dictionary.md). A savepoint that rolled back took its
+    /// events out of `events` before they got here.
     ///
     /// SQLite stores up to `recordsPerInsert` rows a statement, by powers of two (a few statements
     /// to cache): a statement a row cost as much in setting it up (the statement cache's lookup,
@@ -197,8 +198,9 @@ public final class Transaction {
     /// Runs `body` in a savepoint: if it throws, its rows, events and commit actions are all undone.
     public func isolated<T>(_ body: () throws -> T) throws -> T {
         let eventCount = events.count, readCount = pointReads.count, actionCount = commitActions.count, undoCount = undoActions.count
-        // Cached statements, not GRDB's inSavepoint, which parses its SQL anew each time (a tenth
-        // of a session.log). Savepoints of one name nest: each statement acts on the innermost.
+        // Cached statements, not GRDB's inSavepoint, which parses its SQL anew each time
+        // (docs/decisions/0016-planner-deciding-loop.md). Savepoints of one name nest: each
+        // statement acts on the innermost.
         // RELEASE waits for its result while a statement of the body sent later (`executeLater`) is
         // still to go out: that one fails here, inside the savepoint, not in whatever statement of
         // the transaction comes next. With none waiting, nothing can fail in its place: it may wait too.

@@ -118,7 +118,8 @@ enum GatewayBenchmark {
         print(String(format: "  over ZeroMQ (CURVE, admin for the user)   %8.0f acks/s   p50 %.2f ms   p99 %.2f ms", zeromq.rate, zeromq.p50, zeromq.p99))
         print(String(format: "  over HTTP through the gateway (wrk)       %8.0f req/s    p99 %@   non-2xx %.0f", rate, p99, refused))
         print(String(format: "  CPU per request: the gateway %.0f µs, the logger %.0f µs (over ZeroMQ: the logger %.0f µs)", gatewayCPU, loggerCPU, loggerZeroMQCPU))
-        print(String(format: "  HTTP / ZeroMQ = %.3f   target ≥ 0.5: %@", ratio, ratio >= 0.5 && refused == 0 ? "met" : "NOT met"))
+        Target.report(String(format: "session.log over HTTP %.0f req/s, non-2xx %.0f", rate, refused), ratio: String(format: "%.3f × ZeroMQ", ratio),
+                      target: "≥ 0.5 × ZeroMQ, none refused", met: ratio >= 0.5 && refused == 0)
     }
 
     /// The CPU time process `pid` has had so far (user and system), in seconds, from `/proc/<pid>/stat`.

@@ -55,7 +55,8 @@ enum PostgresBenchmark {
                          index + 1, log.rate, log.p50, log.p99, bench.tps, bench.latency, log.rate / bench.tps))
         }
         let ratio = logged.map(\.rate).reduce(0, +) / benched.map(\.tps).reduce(0, +)
-        print(String(format: "  all rounds: session.log / pgbench = %.3f   target ≥ 1.0: %@", ratio, ratio >= 1 ? "met" : "NOT met"))
+        Target.report(String(format: "session.log on PostgreSQL %.0f acks/s (mean of the rounds)", logged.map(\.rate).reduce(0, +) / Double(logged.count)),
+                      ratio: String(format: "%.3f × pgbench (all rounds)", ratio), target: "≥ 1.0 × pgbench", met: ratio >= 1)
         print(String(format: "peak memory of the PostgreSQL server: %.0f MB (the PSS of its %d processes summed, at its largest sample, every 250 ms)",
                      serverPeak.megabytes, serverPeak.processes))
         print("  bench's own peak below is the session logger's process: the logger, its clients and this bench")

@@ -37,8 +37,8 @@ enum SessionLogBenchmark {
         }
         print("throughput, \(clients) pipelined DEALER clients × \(perClient) requests")
         print(String(format: "  raw ROUTER echo        %9.0f replies/s", echoRate))
-        print(String(format: "  session.log (durable)  %9.0f acks/s   ratio %.3f of echo   target ≥ 20000/s: %@",
-                     logRate, logRate / echoRate, logRate >= 20_000 ? "met" : "NOT met"))
+        Target.report(String(format: "session.log (durable) %.0f acks/s", logRate), ratio: String(format: "%.3f × echo", logRate / echoRate),
+                      target: "≥ 20000/s", met: logRate >= 20_000)
 
         let count = Int(rate) * seconds
         let echoLatency = LoadClients.latencies(endpoint: echo.endpoint, context: context, rate: rate, count: count) { sessionLog(n: $0, client: 7000) }
@@ -50,8 +50,8 @@ enum SessionLogBenchmark {
                          LoadClients.percentile(values, 0.5), LoadClients.percentile(values, 0.99), values.max() ?? .nan))
         }
         let p99 = LoadClients.percentile(logLatency, 0.99)
-        print(String(format: "  session.log p99 / bare commit p99 = %.1f   target p99 < 5 ms: %@", p99 / LoadClients.percentile(commitLatency, 0.99),
-                     p99 < 5 ? "met" : "NOT met"))
+        Target.report(String(format: "session.log ack p99 %.3f ms at %.0f/s", p99, rate),
+                      ratio: String(format: "%.1f × bare commit p99", p99 / LoadClients.percentile(commitLatency, 0.99)), target: "p99 < 5 ms", met: p99 < 5)
 
         try metricsOnVersusOff(context: context, off: service, clients: clients, perClient: perClient,
                                rounds: Options.int(arguments, "--metrics-rounds", quick ? 1 : 3))
@@ -132,8 +132,8 @@ enum SessionLogBenchmark {
         print("  off rounds: " + offRates.map { String(format: "%.0f", $0) }.joined(separator: ", ") + " acks/s")
         print("  on  rounds: " + onRates.map { String(format: "%.0f", $0) }.joined(separator: ", ") + " acks/s")
         print(String(format: "  median on / median off = %.0f / %.0f = %.3f", onMedian, offMedian, onMedian / offMedian))
-        print(String(format: "  median of the rounds' on/off ratios = %.3f   target ≥ 0.95: %@", pairedMedian,
-                     pairedMedian >= 0.95 ? "met" : "NOT met"))
+        Target.report(String(format: "session.log with metrics on %.0f acks/s (median)", onMedian),
+                      ratio: String(format: "%.3f × off (median of the rounds' on/off)", pairedMedian), target: "≥ 0.95 × off", met: pairedMedian >= 0.95)
     }
 
     /// The durability floor: one row inserted and committed at a time, WAL with synchronous=FULL as

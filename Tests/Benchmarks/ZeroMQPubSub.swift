@@ -55,8 +55,8 @@ enum ZeroMQPubSub {
         let cMedian = Measurement(median: c), swiftMedian = Measurement(median: swift)
         let ratio = swiftMedian.rate / cMedian.rate
         print(row("median", cMedian, swiftMedian, ratio: ratio))
-        print(String(format: "ratio swift/c = %.2f", ratio))
-        print(String(format: "target swift/c >= %.2f: ", target) + (ratio >= target ? "met" : "NOT met"))
+        Target.report(String(format: "PUB→SUB %.0f msg/s (median)", swiftMedian.rate), ratio: String(format: "%.2f × C on libzmq", ratio),
+                      target: String(format: "≥ %.2f × C", target), met: ratio >= target)
     }
 
     // MARK: Options

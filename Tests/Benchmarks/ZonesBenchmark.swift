@@ -52,7 +52,8 @@ enum ZonesBenchmark {
         let (a, b) = (median(tzif), median(foundation))
         print(String(format: "ZoneRules (tzdata %@): %.0f ns/occurrence (median of %d rounds)", TZData.system.version, a / Double(count) * 1e9, rounds))
         print(String(format: "FoundationZoneOffsets (ICU %@): %.0f ns/occurrence", TimeZone.timeZoneDataVersion, b / Double(count) * 1e9))
-        print(String(format: "ratio ZoneRules / Foundation: %.2f; target ≤ 1.00: %@", a / b, a <= b ? "met" : "NOT met"))
+        Target.report(String(format: "ZoneRules %.0f ns/occurrence", a / Double(count) * 1e9), ratio: String(format: "%.2f × Foundation", a / b),
+                      target: "≤ 1.00 × Foundation", met: a <= b)
         if mismatches > 0 { print("\(mismatches) occurrences differ between the two rule sources") }
     }
 

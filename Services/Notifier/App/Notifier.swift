@@ -162,7 +162,7 @@ public final class NotifierService: Service {
 /// "<notificationId>\n<actionId>", stable across processes and platforms (Swift's `Hasher` is seeded
 /// per process).
 enum ActionKey {
-    /// Our own namespace for these names (a random version 4 UUID drawn once, 2026-11-23). Never change
+    /// Our own namespace for these names (a random version 4 UUID, drawn once). Never change
     /// it: a retry across the change would no longer be recognised as the same action.
     static let namespace = RecordID("fe502641-2515-438d-97c9-71330c6ebe1c")!
 

@@ -13,8 +13,8 @@ import ZeroMQ
 /// reply, a published event — waits in `afterDurable` for the sync that covers it. So an ack still
 /// means "on disk" exactly as with `synchronous = FULL`; a `kill -9` loses nothing acked, since the
 /// kernel holds the written frames; and the loop decodes and stores the next batch, and answers
-/// `health`, while the disk syncs the last one. (With FULL the loop waited for every sync: a clock
-/// step's commit took as long again as its work.)
+/// `health`, while the disk syncs the last one. (With FULL the loop waited for every sync:
+/// docs/decisions/0014-syncs-and-checkpoints-off-the-loop.md.)
 ///
 /// A log that is a file of its own (`EventFileStore`) is written without a sync the same way, and
 /// synced here the same way.

@@ -12,15 +12,15 @@ import Storage
 /// frames of either dictionary (`Dictionary`). One per store: zstd's contexts belong to one
 /// thread, as the store does.
 final class EnvelopeCompression {
-    /// zstd's level -1: level 1 saves a few more bytes for twice the time and four times the reading
+    /// zstd's level -1: level 1 saves a few more bytes for more time both writing and reading
     /// (decision 0006).
     static let level: Int32 = -1
     /// Larger than any envelope a request can make (PROTOCOL: requests up to 1 MiB): a frame that
     /// claims more is damaged, and is not given the memory it asks for.
     static let largestEnvelope = 16 << 20
 
-    /// From this many envelopes on, `compact` compresses half of them on another core: waking it
-    /// costs about as much as compressing a dozen.
+    /// From this many envelopes on, `compact` compresses half of them on another core: below it,
+    /// waking that core costs more than it saves (decision 0006).
     static let sharedFrom = 64
 
     private let compressor: OpaquePointer
@@ -67,9 +67,9 @@ final class EnvelopeCompression {
     private func onOtherThread(_ envelopes: ArraySlice<Data>) -> OtherThread { OtherThread(helper, envelopes, on: helperQueue) }
 
     /// A transaction's envelopes compressed on the other core while it still appends them, a chunk
-    /// at a time: the planner's step of 2,000 decisions compressed half of them on its own thread
-    /// once they were all made, a seventh of its loop (`bench planner`). A transaction of fewer
-    /// than a chunk (every request batch but the largest) gives nothing ahead, and `finish` is `compact`.
+    /// at a time: a planner's step compressing half of them on its own thread once they were all
+    /// made kept its loop waiting (decision 0006). A transaction of fewer than a chunk (every
+    /// request batch but the largest) gives nothing ahead, and `finish` is `compact`.
     final class Ahead {
         static let chunk = 256
         private let compression: EnvelopeCompression

@@ -33,7 +33,8 @@ final class ProjectionApplier: ReadsBehindTheLog, @unchecked Sendable {
     // Shared with the loop thread, under `condition`.
     private let condition = NSCondition()
     /// Each commit's events as the loop handed them over: kept as its array, not copied event by
-    /// event into one (with a retain of each event's strings and data, a twenty-fifth of the planner's loop).
+    /// event into one (with a retain of each event's strings and data, on the planner's loop:
+    /// docs/decisions/0015-planner-decisions-behind-the-log.md).
     private var queue: [[PendingEvent]] = []
     private var queuedEvents = 0
     private var reads = Deque<(read: PointRead, submitted: Date)>()

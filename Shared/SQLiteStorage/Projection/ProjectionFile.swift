@@ -101,7 +101,7 @@ final class ProjectionFile: Sendable {
     /// A rollback journal (PERSIST: reused, never deleted), not a WAL: no checkpoints to run, and a
     /// `kill -9` mid-commit still rolls back. Locked for the connection's life (EXCLUSIVE): a reader
     /// outside would hold a commit back until it finished, and taking and dropping the lock, with the
-    /// check for a hot journal, cost about 14 system calls a transaction. `close` releases it.
+    /// check for a hot journal, cost system calls every transaction (decision 0012). `close` releases it.
     static func attach(_ path: String, to db: Database) throws {
         try db.execute(sql: "ATTACH DATABASE ? AS \(schema)", arguments: [path])
         try db.execute(sql: """

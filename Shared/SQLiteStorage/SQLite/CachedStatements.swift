@@ -1,7 +1,8 @@
 import GRDB
 
 /// One-statement helpers that prepare each SQL text once per connection: re-parsing the SQL was
-/// a third of a `session.log`'s cost. Multi-statement scripts (migrations) use `execute(sql:)`.
+/// a large part of a request's cost (docs/decisions/0016-planner-deciding-loop.md). Multi-statement
+/// scripts (migrations) use `execute(sql:)`.
 extension Database {
     public func run(_ sql: String, arguments: StatementArguments = []) throws {
         try cachedStatement(sql: sql).execute(arguments: arguments)

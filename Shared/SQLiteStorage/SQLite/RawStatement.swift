@@ -40,7 +40,7 @@ public enum RawStatement {
     /// Text and blobs are copied into one scratch buffer and bound in place (SQLITE_STATIC):
     /// letting SQLite copy each one (SQLITE_TRANSIENT) cost a malloc, a copy and a free per value.
     /// Inlinable, so each caller's row type is specialized: unspecialized, every row asked the
-    /// runtime for `Optional<Element>`'s metadata (about 1,400 instructions a row).
+    /// runtime for `Optional<Element>`'s metadata (docs/decisions/0016-planner-deciding-loop.md).
     @inlinable @discardableResult
     public static func run<Element>(_ sql: String, _ db: Database, _ arguments: [Value], read: (Row) throws -> Element?) throws -> [Element] {
         let handle = try db.cachedStatement(sql: sql).sqliteStatement
