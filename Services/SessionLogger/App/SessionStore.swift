@@ -42,29 +42,39 @@ enum SessionStore {
     // MARK: Writes
 
     /// Stores a session and its `session.logged` event, or returns the first result for a repeated id.
-    /// With tables, the row goes in first, with the seq its event is about to get: a new id, the usual
-    /// case, costs no lookup. Without (the log is all the transaction writes), `ids` says which ids
-    /// may have been logged, and only those are looked up.
     static func log(_ input: SessionLogRequest, in tx: Transaction, ids: LoggedIDs, unreadable: UnreadableRows) throws -> LogReceipt {
         let session = StoredSession(id: input.id ?? RecordID(), userId: input.userId, activity: input.activity, start: input.start,
                                     end: input.end, source: input.source, loggedAt: tx.now)
+        return try logOnce(session.id, kind: "session", in: tx, ids: ids,
+                           insert: { try insert(session, seq: tx.nextSeq, in: $0) },
+                           logged: { try firstReceipt(input, id: session.id, in: $0, unreadable: unreadable) },
+                           pending: {
+                               guard case .sessionLogged(let logged) = $0 else { return nil }
+                               return (logged.id, same(input, logged.userId.rawValue, logged.activity.rawValue, logged.start.millisecondsSince1970,
+                                                       logged.end.millisecondsSince1970))
+                           },
+                           append: { try tx.append(Events.sessionLogged, userId: session.userId, activity: session.activity, data: session) })
+    }
+
+    /// Stores a record with id `id` and its event (`append`), or returns the first result for a
+    /// repeated id. With tables, the row goes in first (`insert`), with the seq its event is about to
+    /// get: a new id, the usual case, costs no lookup. Without (the log is all the transaction
+    /// writes), `ids` says which ids may have been logged, and only those are looked up: in this
+    /// transaction's events (`pending`) or the table (`logged`).
+    private static func logOnce(_ id: RecordID, kind: String, in tx: Transaction, ids: LoggedIDs,
+                                insert: (StoreConnection) throws -> Bool, logged: (StoreConnection) throws -> LogReceipt?,
+                                pending: (EventData) -> (id: RecordID, same: Bool)?, append: () throws -> Int64) throws -> LogReceipt {
         if tx.hasTables {
-            guard try insert(session, seq: tx.nextSeq, in: tx.sql) else {
-                guard let first = try firstReceipt(input, id: session.id, in: tx.sql, unreadable: unreadable) else {
-                    throw conflict("session", session.id)
-                }
+            guard try insert(tx.sql) else {
+                guard let first = try logged(tx.sql) else { throw conflict(kind, id) }
                 return first
             }
-        } else if try ids.mayContain(session.id), let first = try firstReceipt(session.id, kind: "session", in: tx, pending: {
-            guard case .sessionLogged(let logged) = $0 else { return nil }
-            return (logged.id, same(input, logged.userId.rawValue, logged.activity.rawValue, logged.start.millisecondsSince1970,
-                                    logged.end.millisecondsSince1970))
-        }, committed: { try firstReceipt(input, id: session.id, in: $0, unreadable: unreadable) }) {
+        } else if try ids.mayContain(id), let first = try firstReceipt(id, kind: kind, in: tx, pending: pending, committed: logged) {
             return first
         }
-        let seq = try tx.append(Events.sessionLogged, userId: session.userId, activity: session.activity, data: session)
-        if !tx.hasTables { try ids.insert(session.id) }
-        return LogReceipt(id: session.id, seq: seq, duplicate: false)
+        let seq = try append()
+        if !tx.hasTables { try ids.insert(id) }
+        return LogReceipt(id: id, seq: seq, duplicate: false)
     }
 
     /// The first receipt of `id`, which `LoggedIDs` says may have been logged, where the transaction
@@ -120,22 +130,14 @@ enum SessionStore {
     static func log(_ input: NoAlcLogRequest, in tx: Transaction, ids: LoggedIDs, unreadable: UnreadableRows) throws -> LogReceipt {
         let entry = StoredNoAlcEntry(id: input.id ?? RecordID(), userId: input.userId, day: input.day, level: input.level,
                                      source: input.source, loggedAt: tx.now)
-        if tx.hasTables {
-            guard try insert(entry, seq: tx.nextSeq, in: tx.sql) else {
-                guard let first = try firstReceipt(input, id: entry.id, in: tx.sql, unreadable: unreadable) else {
-                    throw conflict("NoAlc entry", entry.id)
-                }
-                return first
-            }
-        } else if try ids.mayContain(entry.id), let first = try firstReceipt(entry.id, kind: "NoAlc entry", in: tx, pending: {
-            guard case .noalcLogged(let logged) = $0 else { return nil }
-            return (logged.id, same(input, logged.userId.rawValue, logged.day.description, logged.level.rawValue))
-        }, committed: { try firstReceipt(input, id: entry.id, in: $0, unreadable: unreadable) }) {
-            return first
-        }
-        let seq = try tx.append(Events.noalcLogged, userId: entry.userId, activity: .noalc, data: entry)
-        if !tx.hasTables { try ids.insert(entry.id) }
-        return LogReceipt(id: entry.id, seq: seq, duplicate: false)
+        return try logOnce(entry.id, kind: "NoAlc entry", in: tx, ids: ids,
+                           insert: { try insert(entry, seq: tx.nextSeq, in: $0) },
+                           logged: { try firstReceipt(input, id: entry.id, in: $0, unreadable: unreadable) },
+                           pending: {
+                               guard case .noalcLogged(let logged) = $0 else { return nil }
+                               return (logged.id, same(input, logged.userId.rawValue, logged.day.description, logged.level.rawValue))
+                           },
+                           append: { try tx.append(Events.noalcLogged, userId: entry.userId, activity: .noalc, data: entry) })
     }
 
     /// The entry's row, unless its id has one: whether it was inserted. Replay writes the same row.
