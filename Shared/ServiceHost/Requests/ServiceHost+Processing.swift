@@ -170,11 +170,6 @@ extension ServiceHost {
     /// `data.userId` of a request frame, for log lines about a failed or refused request (a valid
     /// userId only: anything else a client sent stays out of the log).
     static func userId(in frame: Data) -> String? {
-        struct Probe: Decodable {
-            struct Fields: Decodable { let userId: String? }
-            let data: Fields?
-        }
-        guard let text = (try? JSONDecoder().decode(Probe.self, from: frame))?.data?.userId else { return nil }
-        return UserID(text)?.description
+        FrameHead(frame)?.dataString("userId").flatMap(UserID.init)?.description
     }
 }
