@@ -31,7 +31,7 @@ extension ServiceHost {
     func process(_ requests: [IncomingRequest], allowedOps: [OpInfo]?, later: (Int) -> ((Data) -> Void)?,
                  answerRead: ((Int) -> ((Data) -> Void))? = nil) -> [(outcome: Outcome, atOnce: Bool)?] {
         var replies = [(outcome: Outcome, atOnce: Bool)?](repeating: (.success(Data()), false), count: requests.count)
-        var batch: [(index: Int, head: RequestHead, operation: Operation, started: DispatchTime)] = []
+        var batch: [(index: Int, head: RequestHead, operation: any Operation, started: DispatchTime)] = []
 
         func finished(_ index: Int, op: String, _ outcome: Outcome, since started: DispatchTime) {
             replies[index] = (outcome, op == Ops.health.name)
@@ -90,7 +90,7 @@ extension ServiceHost {
         for (index, request) in requests.enumerated() {
             let started = DispatchTime.now()
             let head: RequestHead
-            let operation: Operation
+            let operation: any Operation
             do throws(WireError) {
                 try request.checkSize()
                 head = try request.head.get()
