@@ -240,16 +240,14 @@ struct Action: ParsableCommand {
     }
 }
 
-struct Notifications: ParsableCommand {
+struct Notifications: UserScopedCommand {
     static let configuration = CommandConfiguration(
         commandName: "notifications", abstract: "List the notifications the user was sent, oldest first.")
 
     @Option(help: "Only those after this notify seq.")
     var after: Int?
 
-    @OptionGroup var user: UserOption
-    @OptionGroup var output: OutputOptions
-    @OptionGroup(title: "Connection") var connection: Connection
+    @OptionGroup var options: UserCommandOptions
 
     func run() throws {
         let client = try Client(connection)
