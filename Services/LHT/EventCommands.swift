@@ -93,7 +93,7 @@ struct Subscribe: ParsableCommand {
             // what is published after this start is delivered even if this run ends before it hears anything.
             for (publisher, credentials) in zip(followed, credentials) where cursor.seq(publisher.service) == nil {
                 let client = ServiceClient(context: context, endpoints: try connection.apiEndpoints(publisher.service), credentials: credentials)
-                if let now = try? client.call(Ops.eventsSince, EventsSinceRequest(after: 0, limit: 1), timeoutMilliseconds: connection.milliseconds) {
+                if let now = try? client.call(Ops.eventsSince, EventPage.newestSeq, timeoutMilliseconds: connection.milliseconds) {
                     try cursor.advance(publisher.service, to: now.lastSeq)
                 }
             }
@@ -240,16 +240,14 @@ struct Action: ParsableCommand {
     }
 }
 
-struct Notifications: ParsableCommand {
+struct Notifications: UserScopedCommand {
     static let configuration = CommandConfiguration(
         commandName: "notifications", abstract: "List the notifications the user was sent, oldest first.")
 
     @Option(help: "Only those after this notify seq.")
     var after: Int?
 
-    @OptionGroup var user: UserOption
-    @OptionGroup var output: OutputOptions
-    @OptionGroup(title: "Connection") var connection: Connection
+    @OptionGroup var options: UserCommandOptions
 
     func run() throws {
         let client = try Client(connection)

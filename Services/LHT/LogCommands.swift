@@ -3,11 +3,10 @@ import Foundation
 import LHTSchema
 
 struct SessionCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "session", abstract: "Log mindfulness and workout sessions.", subcommands: [SessionLog.self])
+    static let configuration = CommandConfiguration.group("session", "Log mindfulness and workout sessions.", [SessionLog.self])
 }
 
-struct SessionLog: ParsableCommand {
+struct SessionLog: UserScopedCommand {
     static let configuration = CommandConfiguration(
         commandName: "log",
         abstract: "Log a session with the session logger and wait for its acknowledgement.",
@@ -28,15 +27,9 @@ struct SessionLog: ParsableCommand {
     @Option(help: "Length in minutes, ending now (instead of --start/--end).")
     var minutes: Int?
 
-    @Option(help: ArgumentHelp("Idempotency key (a UUID; default: a new one made here, so a retry cannot log it twice).", valueName: "uuid"))
-    var id: String?
+    @OptionGroup var record: LogRecordOptions
 
-    @Option(help: "Where the record comes from (default lht).")
-    var source = "lht"
-
-    @OptionGroup var user: UserOption
-    @OptionGroup var output: OutputOptions
-    @OptionGroup(title: "Connection") var connection: Connection
+    @OptionGroup var options: UserCommandOptions
 
     func validate() throws {
         switch (start, end, minutes) {
@@ -59,23 +52,20 @@ struct SessionLog: ParsableCommand {
             (from, to) = (try parseInstant(start!, option: "--start"), try parseInstant(end!, option: "--end"))
         }
         let request = SessionLogRequest(
-            id: try wireValue(id, field: "id"), userId: try user.userID(),
-            activity: try wireValue(activity, field: "activity"), start: from, end: to, source: source)
+            id: try record.recordID(), userId: try user.userID(),
+            activity: try wireValue(activity, field: "activity"), start: from, end: to, source: record.source)
         let receipt = try Client(connection).call(Ops.sessionLog, request)
         if output.json { return emit(receipt.rawText) }
         let length = to.milliseconds(since: from) / 60_000
-        // Without --id, a duplicate is this command's own earlier try, answered late.
-        emit((receipt.value.duplicate && id != nil ? "already logged" : "logged")
-            + " \(activity) session \(receipt.value.id) (\(length) min, \(from) – \(to), seq \(receipt.value.seq))")
+        emit(record.logged(receipt.value) + " \(activity) session \(receipt.value.id) (\(length) min, \(from) – \(to), seq \(receipt.value.seq))")
     }
 }
 
 struct NoAlcCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "noalc", abstract: "Log NoAlc check-ins.", subcommands: [NoAlcLog.self])
+    static let configuration = CommandConfiguration.group("noalc", "Log NoAlc check-ins.", [NoAlcLog.self])
 }
 
-struct NoAlcLog: ParsableCommand {
+struct NoAlcLog: UserScopedCommand {
     static let configuration = CommandConfiguration(
         commandName: "log",
         abstract: "Log how a day went: steady (0–1 drinks), easy (2–5) or wild (6+).",
@@ -91,19 +81,13 @@ struct NoAlcLog: ParsableCommand {
     @Option(help: ArgumentHelp("The day it is about (YYYY-MM-DD).", valueName: "day"))
     var day: String?
 
-    @Option(help: ArgumentHelp("Idempotency key (a UUID; default: a new one made here, so a retry cannot log it twice).", valueName: "uuid"))
-    var id: String?
-
-    @Option(help: "Where the record comes from (default lht).")
-    var source = "lht"
+    @OptionGroup var record: LogRecordOptions
 
     /// For tests: "now" for the 18:00 rule.
     @Option(help: .hidden)
     var now: String?
 
-    @OptionGroup var user: UserOption
-    @OptionGroup var output: OutputOptions
-    @OptionGroup(title: "Connection") var connection: Connection
+    @OptionGroup var options: UserCommandOptions
 
     func validate() throws {
         if let day, LocalDay(day) == nil { throw ValidationError("--day: \"\(day)\" is not a day as YYYY-MM-DD") }
@@ -121,11 +105,11 @@ struct NoAlcLog: ParsableCommand {
             target = NoAlcLog.defaultDay(now: try now.map { try parseInstant($0, option: "--now") } ?? .now(), zone: zone)
         }
         let request = NoAlcLogRequest(
-            id: try wireValue(id, field: "id"), userId: userId, day: target,
-            level: try wireValue(level, field: "level"), source: source)
+            id: try record.recordID(), userId: userId, day: target,
+            level: try wireValue(level, field: "level"), source: record.source)
         let receipt = try client.call(Ops.noalcLog, request)
         if output.json { return emit(receipt.rawText) }
-        emit((receipt.value.duplicate && id != nil ? "already logged" : "logged") + " NoAlc \(level) for \(target) (\(receipt.value.id), seq \(receipt.value.seq))")
+        emit(record.logged(receipt.value) + " NoAlc \(level) for \(target) (\(receipt.value.id), seq \(receipt.value.seq))")
     }
 
     /// The 18:00 rule of SEMANTICS §2, applied to the current local time: before 18:00 a check-in is
@@ -134,4 +118,20 @@ struct NoAlcLog: ParsableCommand {
         let local = now.local(in: zone)
         return local.minuteOfDay < 18 * 60 ? local.day.adding(days: -1) : local.day
     }
+}
+
+/// `--id` and `--source`, for a command that logs a record.
+struct LogRecordOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Idempotency key (a UUID; default: a new one made here, so a retry cannot log it twice).", valueName: "uuid"))
+    var id: String?
+
+    @Option(help: "Where the record comes from (default lht).")
+    var source = "lht"
+
+    init() {}
+
+    func recordID() throws(Failure) -> RecordID? { try wireValue(id, field: "id") }
+
+    /// How the receipt reads: without `--id`, a duplicate is this command's own earlier try, answered late.
+    func logged(_ receipt: LogReceipt) -> String { receipt.duplicate && id != nil ? "already logged" : "logged" }
 }

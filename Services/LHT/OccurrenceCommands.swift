@@ -4,7 +4,7 @@ import LHTSchema
 
 // `lht reminder upcoming`, `restore` and `test`: the occurrences of the reminders.
 
-struct ReminderUpcoming: ParsableCommand {
+struct ReminderUpcoming: UserScopedCommand {
     static let configuration = CommandConfiguration(
         commandName: "upcoming",
         abstract: "Every occurrence from today on, with its status and why.",
@@ -20,9 +20,7 @@ struct ReminderUpcoming: ParsableCommand {
     @Flag(help: "Add each occurrence's identity (<reminderId>@<instant>), as restore takes it.")
     var ids = false
 
-    @OptionGroup var user: UserOption
-    @OptionGroup var output: OutputOptions
-    @OptionGroup(title: "Connection") var connection: Connection
+    @OptionGroup var options: UserCommandOptions
 
     func run() throws {
         let client = try Client(connection)

@@ -48,7 +48,7 @@ struct RuleOptions: ParsableArguments {
     func localTime() throws(Failure) -> LocalTime? { try wireValue(time, field: "time") }
 }
 
-struct ReminderAdd: ParsableCommand {
+struct ReminderAdd: UserScopedCommand {
     static let configuration = CommandConfiguration(
         commandName: "add",
         abstract: "Add a reminder: it fires at its time unless activity within the look-back window covers it.")
@@ -64,9 +64,7 @@ struct ReminderAdd: ParsableCommand {
     @Flag(help: "Store it disabled.")
     var disabled = false
 
-    @OptionGroup var user: UserOption
-    @OptionGroup var output: OutputOptions
-    @OptionGroup(title: "Connection") var connection: Connection
+    @OptionGroup var options: UserCommandOptions
 
     func run() throws {
         let request = ReminderPutRequest(
@@ -133,12 +131,10 @@ func describe(_ weekdays: [Weekday]) -> String {
     }
 }
 
-struct ReminderList: ParsableCommand {
+struct ReminderList: UserScopedCommand {
     static let configuration = CommandConfiguration(commandName: "list", abstract: "List the user's reminders.")
 
-    @OptionGroup var user: UserOption
-    @OptionGroup var output: OutputOptions
-    @OptionGroup(title: "Connection") var connection: Connection
+    @OptionGroup var options: UserCommandOptions
 
     func run() throws {
         let client = try Client(connection)

@@ -2,16 +2,14 @@ import ArgumentParser
 import Foundation
 import LHTSchema
 
-struct Streak: ParsableCommand {
+struct Streak: UserScopedCommand {
     static let configuration = CommandConfiguration(
         commandName: "streak", abstract: "The user's alcohol-free streak and jokers.")
 
     @Option(name: .customLong("as-of"), help: ArgumentHelp("Ignore entries after this day (default today in the user's zone, from the planner).", valueName: "day"))
     var asOf: String?
 
-    @OptionGroup var user: UserOption
-    @OptionGroup var output: OutputOptions
-    @OptionGroup(title: "Connection") var connection: Connection
+    @OptionGroup var options: UserCommandOptions
 
     func validate() throws {
         if let asOf, LocalDay(asOf) == nil { throw ValidationError("--as-of: \"\(asOf)\" is not a day as YYYY-MM-DD") }
@@ -35,7 +33,7 @@ struct Streak: ParsableCommand {
     }
 }
 
-struct CalendarCommand: ParsableCommand {
+struct CalendarCommand: UserScopedCommand {
     static let configuration = CommandConfiguration(
         commandName: "calendar",
         abstract: "A month of NoAlc levels and activity, in the terminal or as an SVG picture.",
@@ -56,9 +54,7 @@ struct CalendarCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Also write the month as an SVG picture to this file.", valueName: "file"))
     var svg: String?
 
-    @OptionGroup var user: UserOption
-    @OptionGroup var output: OutputOptions
-    @OptionGroup(title: "Connection") var connection: Connection
+    @OptionGroup var options: UserCommandOptions
 
     func validate() throws {
         if let month, MonthGrid.days(of: month) == nil { throw ValidationError("--month: \"\(month)\" is not a month as YYYY-MM") }

@@ -3,11 +3,10 @@ import Foundation
 import LHTSchema
 
 struct UserCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "user", abstract: "A user's time zone, language and pause.", subcommands: [UserSet.self, UserShow.self])
+    static let configuration = CommandConfiguration.group("user", "A user's time zone, language and pause.", [UserSet.self, UserShow.self])
 }
 
-struct UserSet: ParsableCommand {
+struct UserSet: UserScopedCommand {
     static let configuration = CommandConfiguration(
         commandName: "set",
         abstract: "Set the user's time zone, notification language or pause (what is not given stays).",
@@ -22,9 +21,7 @@ struct UserSet: ParsableCommand {
     @Option(help: ArgumentHelp("Pause all reminders: true or false.", valueName: "true|false"))
     var paused: Bool?
 
-    @OptionGroup var user: UserOption
-    @OptionGroup var output: OutputOptions
-    @OptionGroup(title: "Connection") var connection: Connection
+    @OptionGroup var options: UserCommandOptions
 
     func validate() throws {
         if zone == nil && locale == nil && paused == nil { throw ValidationError("give at least one of --zone, --locale, --paused") }
@@ -42,13 +39,11 @@ struct UserSet: ParsableCommand {
     }
 }
 
-struct UserShow: ParsableCommand {
+struct UserShow: UserScopedCommand {
     static let configuration = CommandConfiguration(
         commandName: "show", abstract: "Show the user's settings (the planner's defaults if never set).")
 
-    @OptionGroup var user: UserOption
-    @OptionGroup var output: OutputOptions
-    @OptionGroup(title: "Connection") var connection: Connection
+    @OptionGroup var options: UserCommandOptions
 
     func run() throws {
         let client = try Client(connection)

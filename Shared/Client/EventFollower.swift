@@ -83,24 +83,9 @@ public final class EventFollower {
         return event
     }
 
-    /// How many events a follower asks `events.since` for at once: the most PROTOCOL allows.
-    public static let pageSize = 1000
-
-    /// The request for the page after `seq`: how every follower asks `events.since`, whatever
-    /// carries it (this follower's client, a reader thread's, an `UpstreamClient`).
-    public static func pageRequest(after seq: Int64, limit: Int = pageSize) -> EventsSinceRequest {
-        EventsSinceRequest(after: seq, limit: limit)
-    }
-
-    /// One page of `events.since` from `client`: the events after `seq`, each decoded once.
-    public static func page(after seq: Int64, from client: ServiceClient, limit: Int = pageSize,
-                            timeoutMilliseconds: Int) throws(WireError) -> EventsSinceReply {
-        try client.call(Ops.eventsSince, pageRequest(after: seq, limit: limit), timeoutMilliseconds: timeoutMilliseconds)
-    }
-
     /// One page from this follower's client, whose newest seq counts as heard.
-    public func page(after seq: Int64, limit: Int = pageSize, timeoutMilliseconds: Int) throws(WireError) -> EventsSinceReply {
-        let reply = try Self.page(after: seq, from: client, limit: limit, timeoutMilliseconds: timeoutMilliseconds)
+    public func page(after seq: Int64, timeoutMilliseconds: Int) throws(WireError) -> EventsSinceReply {
+        let reply = try EventPage.fetch(after: seq, from: client, timeoutMilliseconds: timeoutMilliseconds)
         heard(seq: reply.lastSeq)
         return reply
     }
@@ -141,11 +126,11 @@ public final class Subscription {
             let after = checkedThrough ?? 0
             let page = try follower.page(after: after, timeoutMilliseconds: timeoutMilliseconds)
             delivered += page.events.filter { matches($0.topic) }
-            let last = page.events.last?.seq ?? after
-            // A short page is the whole rest, whatever gaps filtering left in it.
-            let complete = page.events.count < EventFollower.pageSize
-            checkedThrough = complete ? max(last, page.lastSeq) : last
-            if complete || last >= page.lastSeq { return delivered }
+            guard let next = EventPage.next(after: after, page) else {
+                checkedThrough = max(page.events.last?.seq ?? after, page.lastSeq)
+                return delivered
+            }
+            checkedThrough = next
         }
     }
 

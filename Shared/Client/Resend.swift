@@ -38,14 +38,8 @@ public enum Resend: Sendable, Equatable {
 
     /// The rule for a request frame as sent (`{"op":…, "data":{"id":…}}`); an unreadable one is unsafe.
     public static func of(requestFrame: Data) -> Resend {
-        guard let head = try? JSONDecoder().decode(Head.self, from: requestFrame) else { return .onlyIfNeverSent }
-        return of(op: head.op, carriesID: head.data?.id != nil)
-    }
-
-    private struct Head: Decodable {
-        struct Fields: Decodable { let id: String? }
-        let op: String
-        let data: Fields?
+        guard let head = FrameHead(requestFrame), let op = head.op else { return .onlyIfNeverSent }
+        return of(op: op, carriesID: head.dataString("id") != nil)
     }
 }
 

@@ -160,13 +160,3 @@ public final class ServiceClient {
         return value
     }
 }
-
-extension Reply {
-    /// The `data` member of a success frame exactly as sent, when the frame has the services' own layout.
-    public static func dataBytes(of frame: Data) -> Data? {
-        let prefix = Data(#"{"v":1,"ok":true,"data":"#.utf8)
-        guard frame.count > prefix.count, frame.starts(with: prefix), frame.last == UInt8(ascii: "}") else { return nil }
-        let inner = frame.subdata(in: (frame.startIndex + prefix.count)..<(frame.endIndex - 1))
-        return JSONSyntax.isValue(inner) ? inner : nil
-    }
-}

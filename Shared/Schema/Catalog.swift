@@ -23,7 +23,7 @@ public struct OpInfo: Sendable, Hashable {
 }
 
 /// One op: its name, the service that serves it, its request and reply types, and who may call it.
-public struct Op<Request: Codable & Sendable, Reply: Codable & Sendable>: Sendable {
+public struct Op<Request: RequestPayload, Reply: Codable & Sendable>: Sendable {
     public let info: OpInfo
     public var name: String { info.name }
 
@@ -92,3 +92,25 @@ public enum Ops {
 
     public static func named(_ name: String) -> OpInfo? { all.first { $0.name == name } }
 }
+
+// Every op's request type, as a service reads it (`RequestPayload`).
+extension NoFields: RequestPayload {}
+extension EventsSinceRequest: RequestPayload {}
+extension SessionLogRequest: RequestPayload {}
+extension NoAlcLogRequest: RequestPayload {}
+extension SessionListRequest: RequestPayload {}
+extension DayRangeRequest: RequestPayload {}
+extension DailySummaryRequest: RequestPayload {}
+extension UserPutRequest: RequestPayload {}
+extension UserRequest: RequestPayload {}
+extension ReminderPutRequest: RequestPayload {}
+extension ReminderIDRequest: RequestPayload {}
+extension UpcomingRequest: RequestPayload {}
+extension RestoreRequest: RequestPayload {}
+extension ReminderTestRequest: RequestPayload {}
+extension ClockSetRequest: RequestPayload {}
+extension ClockAdvanceRequest: RequestPayload {}
+extension NotificationListRequest: RequestPayload {}
+extension NotificationActionRequest: RequestPayload {}
+extension StreakGetRequest: RequestPayload {}
+extension CalendarGetRequest: RequestPayload {}

@@ -123,17 +123,9 @@ public struct StoredSession: Codable, Sendable, Hashable {
 
     enum CodingKeys: String, CodingKey { case id, userId, activity, start, end, source, loggedAt }
 
-    /// Written by hand because `source` is emitted as null when absent (the stored record always has
-    /// every field); the synthesized conformance would omit a nil (encodeIfPresent).
     public func encode(to encoder: Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encode(userId, forKey: .userId)
-        try container.encode(activity, forKey: .activity)
-        try container.encode(start, forKey: .start)
-        try container.encode(end, forKey: .end)
-        try container.encode(source, forKey: .source)
-        try container.encode(loggedAt, forKey: .loggedAt)
+        try encoder.encodeEveryMember(keyedBy: CodingKeys.self, [.id: id, .userId: userId, .activity: activity, .start: start, .end: end,
+                                                                  .source: source, .loggedAt: loggedAt])
     }
 }
 
@@ -159,17 +151,18 @@ public struct StoredNoAlcEntry: Codable, Sendable, Hashable {
 
     enum CodingKeys: String, CodingKey { case id, userId, day, level, drinks, source, loggedAt }
 
-    /// Written by hand because `source` is emitted as null when absent, as for a session;
-    /// the synthesized conformance would omit a nil (encodeIfPresent).
     public func encode(to encoder: Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encode(userId, forKey: .userId)
-        try container.encode(day, forKey: .day)
-        try container.encode(level, forKey: .level)
-        try container.encode(drinks, forKey: .drinks)
-        try container.encode(source, forKey: .source)
-        try container.encode(loggedAt, forKey: .loggedAt)
+        try encoder.encodeEveryMember(keyedBy: CodingKeys.self, [.id: id, .userId: userId, .day: day, .level: level, .drinks: drinks,
+                                                                  .source: source, .loggedAt: loggedAt])
+    }
+}
+
+/// Writes `members` in order, a nil as null: a stored record always has every field, where the
+/// synthesized conformance would leave a nil out (`encodeIfPresent`).
+extension Encoder {
+    fileprivate func encodeEveryMember<Key: CodingKey>(keyedBy: Key.Type, _ members: KeyValuePairs<Key, any Encodable>) throws {
+        var container = container(keyedBy: Key.self)
+        for (key, value) in members { try container.encode(value, forKey: key) }
     }
 }
 

@@ -28,6 +28,12 @@ extension StreakGetRequest: WireJSONReadable {
     }
 }
 
+extension StreakGetRequest {
+    public static func read(from frame: Data, head: RequestHead) throws(WireError) -> StreakGetRequest {
+        try readRequestData(Self.self, from: frame, head: head)
+    }
+}
+
 /// A user's streak as `streak.get` returns it and `streak.updated` carries it (SEMANTICS §5), and
 /// as StreakRules' `Streak.compute` returns it.
 ///

@@ -143,14 +143,18 @@ public func decodeRequestData<Payload: Decodable>(_ type: Payload.Type, from fra
     }
 }
 
-/// `decodeRequestData` for one payload type, chosen once, where an op is registered: a type that
-/// reads its members itself (`WireJSONReadable`) is read that way first. Its conformance is looked
-/// up here, not for each request.
-public func requestDataDecoder<Payload: Decodable>(for type: Payload.Type) -> @Sendable (Data, RequestHead) throws(WireError) -> Payload {
-    guard let readable = type as? any WireJSONReadable.Type else {
-        return { frame, head throws(WireError) in try decodeRequestData(Payload.self, from: frame, head: head) }
+/// An op's request payload, as a service reads it from a request's `data` (`Op` requires it).
+/// `decodeRequestData` unless the type reads its members itself (`WireJSONReadable`): such a type
+/// implements `read` with `readRequestData`, so the generic code that serves an op calls the right
+/// one through the conformance, with no lookup or cast for each request.
+public protocol RequestPayload: Codable, Sendable {
+    static func read(from frame: Data, head: RequestHead) throws(WireError) -> Self
+}
+
+extension RequestPayload {
+    public static func read(from frame: Data, head: RequestHead) throws(WireError) -> Self {
+        try decodeRequestData(Self.self, from: frame, head: head)
     }
-    return { frame, head throws(WireError) in try readRequestData(readable, from: frame, head: head) as! Payload }
 }
 
 /// As `decodeRequestData`, through the type's `init(members:)` when that takes the data.

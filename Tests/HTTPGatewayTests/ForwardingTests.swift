@@ -30,6 +30,13 @@ import Testing
         #expect(text(Forwarding.requestFrame(op: "user.get", body: Data("{ }".utf8), as: alice)) == #"{"v":1,"op":"user.get","as":"alice","data":{"userId":"alice" }}"#)
         // Not one JSON value: nothing is sent. A value that is no object goes as it is (the service names the field).
         #expect(Forwarding.requestFrame(op: "session.log", body: Data(#"{"a":1}}"#.utf8), as: alice) == nil)
+        // An op that needs escapes is written as a JSON string.
+        #expect(text(Forwarding.requestFrame(op: "a\"b/c", body: Data(), as: nil)) == #"{"v":1,"op":"a\"b/c","data":{}}"#)
+        #expect(Forwarding.namedUser(in: Data(#"{"userId":"bob","n":1}"#.utf8)) == UserID("bob"))
+        #expect(Forwarding.namedUser(in: Data(#"{"user\u0049d":"bob"}"#.utf8)) == UserID("bob"))
+        #expect(Forwarding.namedUser(in: Data(#"{"userId":"b o b"}"#.utf8)) == nil)
+        #expect(Forwarding.namedUser(in: Data(#"{"userId":7}"#.utf8)) == nil)
+        #expect(Forwarding.namedUser(in: Data("[]".utf8)) == nil)
         #expect(Forwarding.requestFrame(op: "session.log", body: Data(#"{"a":1},"as":"bob"#.utf8), as: alice) == nil)
         #expect(text(Forwarding.requestFrame(op: "session.log", body: Data("[1]".utf8), as: alice)) == #"{"v":1,"op":"session.log","as":"alice","data":[1]}"#)
     }
@@ -47,6 +54,8 @@ import Testing
         #expect(Forwarding.status(of: Data("garbage".utf8)) == 500)
         #expect(Forwarding.status(of: Data(#"{"v":1,"ok":true,"data":{"#.utf8)) == 500)
         #expect(Forwarding.status(of: Data(#"{"ok":true,"v":1}"#.utf8)) == 200)
+        #expect(Forwarding.status(of: Data(#"{"v":1,"ok":false,"error":{"code":"teapot","message":"x"}}"#.utf8)) == 500)
+        #expect(Forwarding.status(of: Data(#"{"v":1,"error":{"code":"not_found","message":"x"}}"#.utf8)) == 500)
     }
 
     @Test func cursorsCarryEachPublishersSeq() throws {

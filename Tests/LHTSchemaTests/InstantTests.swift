@@ -134,16 +134,25 @@ struct InstantTests {
         #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
     }
 
-    /// An offset may carry a text just inside 0001...9999 outside it; whatever is accepted must print as an
-    /// instant that parses again (a stored `start` must be readable by every client).
+    /// An offset may carry a text just inside 0001...9999 outside it: such a text is refused, so that
+    /// every accepted instant prints as one that parses again (a stored `start` must be readable by
+    /// every client).
     @Test(arguments: [
         "9999-12-31T23:59:59-23:59", "9999-12-31T23:59:59.999-00:01", "9999-12-31T12:00:00-12:00",
         "0001-01-01T00:00:00+00:01", "0001-01-01T00:00:00+23:59", "0001-01-01T11:59:59+12:00",
     ])
-    func acceptedInstantsNearTheEndsOfTheCalendarPrintParseably(text: String) {
-        if let instant = Instant(rfc3339: text) {
-            #expect(Instant(rfc3339: instant.description) == instant, "\(text) was accepted and prints as \(instant), which is refused")
-        }
+    func instantsOutsideTheCalendarInUTCAreRefused(text: String) {
+        #expect(Instant(rfc3339: text) == nil)
+    }
+
+    /// Texts near the ends whose instant stays inside 0001...9999 in UTC are accepted and print parseably.
+    @Test(arguments: [
+        "9999-12-31T23:59:59Z", "9999-12-31T23:59:59.999+00:01", "9999-12-31T23:59:59+23:59",
+        "0001-01-01T00:00:00Z", "0001-01-01T00:00:00-00:01", "0001-01-01T11:59:59-12:00",
+    ])
+    func acceptedInstantsNearTheEndsOfTheCalendarPrintParseably(text: String) throws {
+        let instant = try #require(Instant(rfc3339: text))
+        #expect(Instant(rfc3339: instant.description) == instant, "\(text) was accepted and prints as \(instant), which is refused")
     }
 
     @Test func dateConversionRoundsTowardsThePast() {

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import LHTClient
 import LHTSchema
 import Logging
 import NIOCore
@@ -89,22 +90,20 @@ struct EventStreaming: Sendable {
                         writer: inout any ResponseBodyWriter) async throws -> Bool {
         var after = cursor[service]
         while true {
-            let request = EventsSinceRequest(after: after, limit: 1000)
-            guard let body = try? WireJSON.encode(request),
+            guard let body = try? WireJSON.encode(EventPage.request(after: after)),
                   let frame = Forwarding.requestFrame(op: Ops.eventsSince.name, body: body, as: sink.user),
                   let reply = await pools[service]?.exchange(frame, timeoutMilliseconds: 5000),
-                  let page = try? WireJSON.decode(ReplyFrame<EventsSinceReply>.self, from: reply).data
+                  let page = try? EventPage.reply(reply, from: service.rawValue)
             else { return false }
             for event in page.events where event.seq > cursor[service] && sink.selection.wants(type: event.type, topic: event.topic, user: sink.user) {
                 cursor[service] = event.seq
                 try await writer.write(Self.message(event, cursor: cursor, format: format))
             }
-            let last = page.events.last?.seq ?? after
-            if page.events.count < 1000 || last >= page.lastSeq {
+            guard let next = EventPage.next(after: after, page) else {
                 cursor[service] = max(cursor[service], page.lastSeq)
                 return true
             }
-            after = last
+            after = next
         }
     }
 

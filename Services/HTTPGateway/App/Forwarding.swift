@@ -32,19 +32,16 @@ public enum Forwarding {
 
     /// The `userId` a body names, for the gateway without keys (it acts for that user).
     public static func namedUser(in body: Data) -> UserID? {
-        guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any] else { return nil }
-        return (object["userId"] as? String).flatMap(UserID.init)
+        FrameHead(body)?.string("userId").flatMap(UserID.init)
     }
 
     /// The status a reply maps to, from its error code (200 for success, 500 for an unreadable reply).
     public static func status(of reply: Data) -> Int {
         // A success in the services' own layout needs no decoding: the common case.
         if Reply.dataBytes(of: reply) != nil { return 200 }
-        struct Head: Decodable { let ok: Bool; let error: Code? }
-        struct Code: Decodable { let code: String }
-        guard let head = try? JSONDecoder().decode(Head.self, from: reply) else { return 500 }
-        if head.ok { return 200 }
-        return head.error.flatMap { ErrorCode(rawValue: $0.code) }.map(status(of:)) ?? 500
+        guard let head = FrameHead(reply), let ok = head.ok else { return 500 }
+        if ok { return 200 }
+        return head.errorCode.map(status(of:)) ?? 500
     }
 
     public static func status(of code: ErrorCode) -> Int {
@@ -63,6 +60,6 @@ public enum Forwarding {
         let plain = !text.isEmpty && text.utf8.allSatisfy { $0 < 0x80 && ($0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".")
                                                                            || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0)) }
         if plain { return "\"" + text + "\"" }
-        return String(decoding: (try? JSONEncoder().encode(text)) ?? Data("\"\"".utf8), as: UTF8.self)
+        return String(decoding: (try? WireJSON.encode(text)) ?? Data("\"\"".utf8), as: UTF8.self)
     }
 }

@@ -49,7 +49,7 @@ public final class ServiceHost {
     let events: EventSocket
     let security: SocketSecurity?
     let metrics = HostMetrics()
-    var operations: [String: Operation] = [:]
+    var operations: [String: any Operation] = [:]
     var watched: [(socket: Socket, onReadable: () -> Void)] = []
     var feeds: [UpstreamFeed] = []
     /// Requests to other services in flight (`UpstreamClient`): polled by the loop, never waited for.

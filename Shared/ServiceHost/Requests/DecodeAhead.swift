@@ -15,12 +15,12 @@ final class DecodeAhead: @unchecked Sendable {
 
     private let condition = NSCondition()
     // Under `condition`: `inputs[..<ready]` are decoded.
-    private var inputs: [Result<DecodedRequest, Error>?]
+    private var inputs: [Result<any DecodedRequest, Error>?]
     private var ready = 0
     private var loopWaits = false
 
     /// Starts decoding `requests` after the first, in order; nil for a batch too small to hand over.
-    init?(_ requests: [(frame: Data, head: RequestHead, operation: Operation)]) {
+    init?(_ requests: [(frame: Data, head: RequestHead, operation: any Operation)]) {
         guard requests.count >= Self.smallestBatch else { return nil }
         inputs = Array(repeating: nil, count: requests.count)
         ready = 1
@@ -39,7 +39,7 @@ final class DecodeAhead: @unchecked Sendable {
 
     /// The decoded input of the batch's `index`th request, once it is there; nil for the first,
     /// which the loop decodes.
-    func input(_ index: Int) -> Result<DecodedRequest, Error>? {
+    func input(_ index: Int) -> Result<any DecodedRequest, Error>? {
         guard index > 0 else { return nil }
         return condition.withLock {
             while ready <= index {

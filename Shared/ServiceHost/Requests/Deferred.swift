@@ -63,7 +63,7 @@ extension ServiceHost {
 
     /// Starts a deferred request. The outcome comes back through `answered`: at once when it was
     /// answered before `start` returned (returned here too), else later, with `later` to send it.
-    func startDeferred(_ operation: Operation, _ request: IncomingRequest, head: RequestHead,
+    func startDeferred(_ operation: any Operation, _ request: IncomingRequest, head: RequestHead,
                        later: ((Outcome) -> Void)?) -> Outcome? {
         final class Slot {
             var returned = false

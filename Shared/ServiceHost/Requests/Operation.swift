@@ -24,25 +24,18 @@ public enum Placement: Sendable {
 }
 
 /// A registered op, as the loop holds it whatever its input: its catalog entry, where it runs, and
-/// how to decode a request for it. A class: a batch holds one per request, and copying a struct of
-/// closures retained each of them. Each is a `TypedOperation`, which decodes to its own input type.
-class Operation: @unchecked Sendable {
-    let info: OpInfo
-    let placement: Placement
-
-    init(info: OpInfo, placement: Placement) {
-        self.info = info
-        self.placement = placement
-    }
+/// how to decode a request for it. Each is a `TypedOperation`, which decodes to its own input type.
+protocol Operation: AnyObject, Sendable {
+    var info: OpInfo { get }
+    var placement: Placement { get }
 
     /// Decodes the request's `data` into the op's input. It reads nothing but its arguments and the
     /// op's constants, so it may run on another thread (`DecodeAhead`).
-    func decode(_ frame: Data, _ head: RequestHead) throws -> DecodedRequest {
-        preconditionFailure("\(info.name): every op is registered as a TypedOperation")
-    }
+    func decode(_ frame: Data, _ head: RequestHead) throws -> any DecodedRequest
 }
 
-/// An op whose input is `Input`: its decoder, its check of the caller, and its handler.
+/// An op whose input is `Input`: its decoder, its check of the caller, and its handler. A class: a
+/// batch holds one per request, and copying a struct of closures retained each of them.
 final class TypedOperation<Input>: Operation, @unchecked Sendable {
     /// What a handler does with a decoded, authorized input, by placement.
     enum Handler {
@@ -54,6 +47,8 @@ final class TypedOperation<Input>: Operation, @unchecked Sendable {
         case start((_ input: Input, _ request: IncomingRequest, _ answer: @escaping (Outcome) -> Void) throws -> Void)
     }
 
+    let info: OpInfo
+    let placement: Placement
     let decodeData: @Sendable (_ frame: Data, _ head: RequestHead) throws -> Input
     /// Throws when the caller may not do this with `input` (`ServiceHost.authorize`).
     let authorize: (_ input: Input, _ caller: Caller) throws -> Void
@@ -61,25 +56,26 @@ final class TypedOperation<Input>: Operation, @unchecked Sendable {
 
     init(info: OpInfo, placement: Placement, decode: @escaping @Sendable (_ frame: Data, _ head: RequestHead) throws -> Input,
          authorize: @escaping (_ input: Input, _ caller: Caller) throws -> Void, handler: Handler) {
+        self.info = info
+        self.placement = placement
         decodeData = decode
         self.authorize = authorize
         self.handler = handler
-        super.init(info: info, placement: placement)
     }
 
-    override func decode(_ frame: Data, _ head: RequestHead) throws -> DecodedRequest {
+    func decode(_ frame: Data, _ head: RequestHead) throws -> any DecodedRequest {
         Decoded(self, try decodeData(frame, head))
     }
 }
 
 /// A request decoded for its op: what the loop runs, with the input as its op's own type.
-class DecodedRequest: @unchecked Sendable {
+protocol DecodedRequest: Sendable {
     /// Checks the caller and runs the handler (`.batched`, `.outside`).
-    func run(_ tx: Transaction?, _ caller: Caller) throws -> Data { preconditionFailure("a DecodedRequest is a Decoded") }
+    func run(_ tx: Transaction?, _ caller: Caller) throws -> Data
     /// For a `.reading` op: checks the caller and returns the read to run behind the log.
-    func prepareRead(_ caller: Caller) throws -> (StoreConnection) throws -> Data { preconditionFailure("a DecodedRequest is a Decoded") }
+    func prepareRead(_ caller: Caller) throws -> (StoreConnection) throws -> Data
     /// For a `.deferred` op: checks the caller and starts the handler, which answers through `answer`.
-    func start(_ request: IncomingRequest, _ answer: @escaping (Outcome) -> Void) throws { preconditionFailure("a DecodedRequest is a Decoded") }
+    func start(_ request: IncomingRequest, _ answer: @escaping (Outcome) -> Void) throws
 }
 
 private final class Decoded<Input>: DecodedRequest, @unchecked Sendable {
@@ -91,19 +87,19 @@ private final class Decoded<Input>: DecodedRequest, @unchecked Sendable {
         self.input = input
     }
 
-    override func run(_ tx: Transaction?, _ caller: Caller) throws -> Data {
+    func run(_ tx: Transaction?, _ caller: Caller) throws -> Data {
         guard case .run(let handler) = operation.handler else { throw misplaced }
         try operation.authorize(input, caller)
         return try handler(input, tx, caller)
     }
 
-    override func prepareRead(_ caller: Caller) throws -> (StoreConnection) throws -> Data {
+    func prepareRead(_ caller: Caller) throws -> (StoreConnection) throws -> Data {
         guard case .read(let read) = operation.handler else { throw misplaced }
         try operation.authorize(input, caller)
         return read(input)
     }
 
-    override func start(_ request: IncomingRequest, _ answer: @escaping (Outcome) -> Void) throws {
+    func start(_ request: IncomingRequest, _ answer: @escaping (Outcome) -> Void) throws {
         guard case .start(let start) = operation.handler else { throw misplaced }
         try operation.authorize(input, request.caller)
         try start(input, request, answer)

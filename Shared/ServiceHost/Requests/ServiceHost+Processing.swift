@@ -31,7 +31,7 @@ extension ServiceHost {
     func process(_ requests: [IncomingRequest], allowedOps: [OpInfo]?, later: (Int) -> ((Data) -> Void)?,
                  answerRead: ((Int) -> ((Data) -> Void))? = nil) -> [(outcome: Outcome, atOnce: Bool)?] {
         var replies = [(outcome: Outcome, atOnce: Bool)?](repeating: (.success(Data()), false), count: requests.count)
-        var batch: [(index: Int, head: RequestHead, operation: Operation, started: DispatchTime)] = []
+        var batch: [(index: Int, head: RequestHead, operation: any Operation, started: DispatchTime)] = []
 
         func finished(_ index: Int, op: String, _ outcome: Outcome, since started: DispatchTime) {
             replies[index] = (outcome, op == Ops.health.name)
@@ -90,7 +90,7 @@ extension ServiceHost {
         for (index, request) in requests.enumerated() {
             let started = DispatchTime.now()
             let head: RequestHead
-            let operation: Operation
+            let operation: any Operation
             do throws(WireError) {
                 try request.checkSize()
                 head = try request.head.get()
@@ -170,11 +170,6 @@ extension ServiceHost {
     /// `data.userId` of a request frame, for log lines about a failed or refused request (a valid
     /// userId only: anything else a client sent stays out of the log).
     static func userId(in frame: Data) -> String? {
-        struct Probe: Decodable {
-            struct Fields: Decodable { let userId: String? }
-            let data: Fields?
-        }
-        guard let text = (try? JSONDecoder().decode(Probe.self, from: frame))?.data?.userId else { return nil }
-        return UserID(text)?.description
+        FrameHead(frame)?.dataString("userId").flatMap(UserID.init)?.description
     }
 }

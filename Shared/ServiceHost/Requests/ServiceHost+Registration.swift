@@ -72,8 +72,7 @@ extension ServiceHost {
         precondition(op.info.service == nil || op.info.service == service, "\(op.name) is not an op of \(name)")
         precondition((op.info.access == .ownRecord) == (owner != nil), "\(op.name): an owner exactly for .ownRecord ops")
         // Decoded first: a malformed request gets invalid_argument whoever sends it.
-        let decode = requestDataDecoder(for: Input.self)
-        operations[op.name] = TypedOperation(info: op.info, placement: placement, decode: { frame, head in try decode(frame, head) },
+        operations[op.name] = TypedOperation(info: op.info, placement: placement, decode: { frame, head in try Input.read(from: frame, head: head) },
                                              authorize: { input, caller in try Self.authorize(op.info, input, caller, owner: owner) },
                                              handler: handler)
     }

@@ -6,7 +6,9 @@ import Storage
 import ZeroMQ
 
 // Catching up with `events.since`: waiting at start-up, page by page in the background while the
-// loop runs, and waiting out a known gap.
+// loop runs, and waiting out a known gap. Two engines, one page (`EventPage`): start-up has no loop
+// yet and blocks, so a reader thread fetches ahead; in the background the loop's own client must
+// not block it.
 extension UpstreamFeed {
     /// Asks the upstream for everything after `appliedSeq` until caught up, and waits: only before
     /// the loop runs (start-up). False when it did not answer within `timeoutMilliseconds` for a
@@ -55,7 +57,7 @@ extension UpstreamFeed {
             var after = seq
             pages.finish(Result { () throws(WireError) in
                 while true {
-                    let page = try EventFollower.page(after: after, from: client, timeoutMilliseconds: timeoutMilliseconds)
+                    let page = try EventPage.fetch(after: after, from: client, timeoutMilliseconds: timeoutMilliseconds)
                     guard pages.put(page), let last = page.events.last?.seq, last < page.lastSeq else { return }
                     after = last
                 }
@@ -104,7 +106,7 @@ extension UpstreamFeed {
 
     func fetchPage(timeoutMilliseconds: Int) {
         let after = appliedSeq
-        client.call(Ops.eventsSince, EventFollower.pageRequest(after: after), timeoutMilliseconds: timeoutMilliseconds) { [unowned self] result in
+        client.call(Ops.eventsSince, EventPage.request(after: after), timeoutMilliseconds: timeoutMilliseconds) { [unowned self] result in
             let page: EventsSinceReply
             switch result {
             case .failure(let error):

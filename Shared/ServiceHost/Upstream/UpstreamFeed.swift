@@ -139,7 +139,7 @@ public final class UpstreamFeed {
     func applyInOrder(_ events: [ReceivedEvent]) {
         guard !halted else { return }
         // Pages and live batches come in seq order, usually all of them new: then nothing is copied
-        // (filtering, sorting and collecting them copied every event three times).
+        // (filtering, sorting and collecting them copied every event more than once).
         let inOrder = events.indices.dropFirst().allSatisfy { events[$0 - 1].seq < events[$0].seq }
         let ordered = inOrder ? events : Self.eachSeqOnce(events)
         guard let start = ordered.firstIndex(where: { $0.seq > appliedSeq }) else { return }
