@@ -130,7 +130,7 @@ public final class ServiceRig {
 
 /// Where the services under test store: the embedded default, or the rig's own PostgreSQL server
 /// (PROTOCOL "Cluster (PostgreSQL)"), which the services whose stores are written for it use.
-public enum Backend: String, CaseIterable, CustomStringConvertible {
+public enum Backend: String, CaseIterable, CustomStringConvertible, Sendable {
     case sqlite, postgresql
     public var description: String { rawValue }
 }
