@@ -143,6 +143,12 @@ let package = Package(
             dependencies: ["ZeroMQ", "LHTSchema", "LHTClient", "ServiceHost", "Spawn", "SQLiteStorage", "PostgresStorage",
                            .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")],
             path: "Tests/TestSupport"),
+        // The in-process rig: every service library built from its flags on a thread of its own, in one test's scratch directory.
+        .target(
+            name: "ServiceTestSupport",
+            dependencies: ["TestSupport", "SessionLogger", "ReminderPlanner", "Notifier", "NoAlcStreak", "ServiceHost", "LHTClient", "LHTSchema",
+                           "ZeroMQ", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Tests/ServiceTestSupport"),
 
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"]),
         .testTarget(name: "SpawnTests", dependencies: ["Spawn", "TestSupport"]),
@@ -157,15 +163,21 @@ let package = Package(
                                                                .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ServiceHostTests", dependencies: ["ServiceHost", "Storage", "SQLiteStorage", "LHTSchema", "LHTClient", "ZeroMQ", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ReminderPlanningTests", dependencies: ["ReminderPlanning", "LHTSchema", "ZoneRules"]),
-        // The planner's library without its sockets: its scheduler, stored rules and tables on both backends.
+        // The planner's library without its sockets: its scheduler, stored rules and tables on both backends, and a planner
+        // driven through `host.process` (beside an in-process session logger, its upstream) for its schedule, loading and batches.
         .testTarget(name: "ReminderPlannerTests", dependencies: ["ReminderPlanner", "ReminderPlanning", "ServiceHost", "Storage", "SQLiteStorage", "PostgresStorage",
-                                                               "LHTSchema", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
+                                                               "LHTSchema", "TestSupport", "ServiceTestSupport", "LHTClient",
+                                                               .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "StreakRulesTests", dependencies: ["StreakRules", "LHTSchema", "TestSupport"]),
         .testTarget(name: "NotificationRenderingTests", dependencies: ["NotificationRendering", "LHTSchema"]),
+        .testTarget(name: "SessionLoggerTests", dependencies: ["SessionLogger", "LHTSchema", "TestSupport"]),
+        .testTarget(name: "NotifierTests", dependencies: ["Notifier", "ServiceHost", "LHTClient", "TestSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        // The client against stand-in instances over real TCP.
+        .testTarget(name: "LHTClientTests", dependencies: ["LHTClient", "LHTSchema", "ZeroMQ", "TestSupport"]),
         // Every service library in-process, over real sockets, with typed calls (LHTClient and the catalog).
         .testTarget(
             name: "ServiceTests",
-            dependencies: ["TestSupport", "SessionLogger", "ReminderPlanner", "Notifier", "NoAlcStreak", "LHTSecurity",
+            dependencies: ["TestSupport", "ServiceTestSupport", "SessionLogger", "ReminderPlanner", "Notifier", "NoAlcStreak", "LHTSecurity",
                            "ServiceHost", "Storage", "SQLiteStorage", "LHTClient", "LHTSchema", "ZoneRules", "ZeroMQ",
                            .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            // To damage a stopped service's SQLite file on purpose.

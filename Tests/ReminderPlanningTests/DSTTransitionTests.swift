@@ -47,8 +47,9 @@ import ZoneRules
         #expect(!mexico.isEmpty)
         #expect(mexico.allSatisfy { $0.utc < Instant(rfc3339: "2023-01-01T00:00:00Z")!.secondsSince1970 })
         // Lord Howe moves its clocks by half an hour, Troll by two.
-        #expect(Self.transitions(in: zone("Australia/Lord_Howe")).allSatisfy { abs($0.after - $0.before) == 1800 })
-        #expect(Self.transitions(in: zone("Antarctica/Troll")).allSatisfy { abs($0.after - $0.before) == 7200 })
+        let lordHowe = Self.transitions(in: zone("Australia/Lord_Howe")), troll = Self.transitions(in: zone("Antarctica/Troll"))
+        #expect(!lordHowe.isEmpty && lordHowe.allSatisfy { abs($0.after - $0.before) == 1800 })
+        #expect(!troll.isEmpty && troll.allSatisfy { abs($0.after - $0.before) == 7200 })
     }
 
     /// For rule times every 15 minutes from 2 h before to 2 h after each transition's wall clock:

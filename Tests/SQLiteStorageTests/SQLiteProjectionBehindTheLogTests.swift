@@ -65,8 +65,8 @@ import TestSupport
         var store = try open()
         let count = 3 * EnvelopeCompression.Ahead.chunk + 5
         try write(store) { tx in for _ in 0..<count { try logSession(tx) } }
-        let deadline = Date(timeIntervalSinceNow: 10)
-        while store.appliedBehindTheLog ?? 0 < Int64(count), Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
+        // At the deadline the expectation below says how far it got.
+        try? waitUntil(timeout: 10, interval: 0.005, "every row applied behind the log") { store.appliedBehindTheLog ?? 0 >= Int64(count) }
         #expect(store.appliedBehindTheLog == Int64(count))
         store.close()
         for suffix in ["", "-journal"] { try? FileManager.default.removeItem(at: directory.appendingPathComponent("store.logged.sqlite" + suffix)) }

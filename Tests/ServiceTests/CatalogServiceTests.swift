@@ -1,5 +1,6 @@
 import Foundation
 import LHTSchema
+import ServiceTestSupport
 import Testing
 import TestSupport
 import ZoneRules

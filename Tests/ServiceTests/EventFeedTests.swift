@@ -3,6 +3,7 @@ import GRDB
 import LHTClient
 import LHTSchema
 @testable import ServiceHost
+import ServiceTestSupport
 import Storage
 import Testing
 import TestSupport

@@ -1,6 +1,7 @@
 import Foundation
 import LHTClient
 import LHTSchema
+import ServiceTestSupport
 import Testing
 import TestSupport
 

@@ -1,6 +1,7 @@
 import Foundation
 import LHTClient
 import LHTSchema
+import ServiceTestSupport
 import Synchronization
 import Testing
 import TestSupport
@@ -85,15 +86,15 @@ import TestSupport
         mover.start()
         let watcher = TestClient(context: rig.context, planner, timeoutMilliseconds: 600_000)
         var second: ClockReply?
-        while outcome.withLock({ $0 == nil }) {
+        try waitUntil(timeout: 600, interval: 0.005, "the first committed step or the first move's reply") {
             if try watcher.call(Ops.clockGet, NoFields()).now > start {
                 // Answered only after the first move replied: it goes on from where the first ended
                 // (below). Whether the mover's thread has stored that reply by now is the scheduler's
                 // business, so it is not asked (on a busy machine it sometimes had not).
                 second = try watcher.call(Ops.clockAdvance, ClockAdvanceRequest(seconds: 60))
-                break
+                return true
             }
-            Thread.sleep(forTimeInterval: 0.005)  // polls the clock for the first committed step
+            return outcome.withLock { $0 != nil }
         }
         try waitUntil(timeout: 600, "the first move replied") { outcome.withLock { $0 != nil } }
         let reply = try #require(outcome.withLock { $0 }).get()

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import LHTClient
 import LHTSchema
+import ServiceTestSupport
 import SQLiteStorage
 import Storage
 import Testing

@@ -150,11 +150,8 @@ extension CapturedProcess {
         output.split(separator: "\n").last { $0.hasPrefix("id: ") }.map { String($0.dropFirst(4)) }
     }
 
+    /// `TestSupport.waitUntil`, naming what the stream had by the deadline.
     func waitUntil(_ what: String, timeout: TimeInterval = 15, _ condition: () -> Bool) throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while !condition() {
-            guard Date() < deadline else { throw HarnessError("\(what) within \(timeout) s; the stream had: \(output.suffix(2000)) \(errors)") }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
+        try TestSupport.waitUntil(timeout: timeout, interval: 0.05, "\(what) (the stream had: \(output.suffix(2000)) \(errors))", condition)
     }
 }

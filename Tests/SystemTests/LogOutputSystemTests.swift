@@ -14,10 +14,11 @@ import ZeroMQ
         let context = try Context()
         let publisher = try Socket(context, .pub)
         try publisher.connect(logger.endpoints["intake"]!)
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline, !((try? String(contentsOf: errors, encoding: .utf8)) ?? "").contains("intake message rejected") {
+        // Sent again now and then until the subscription is through; at the deadline the expectations below say what is missing.
+        try? waitUntil(timeout: 10, interval: 0.1, "the intake message rejected") {
+            if ((try? String(contentsOf: errors, encoding: .utf8)) ?? "").contains("intake message rejected") { return true }
             _ = try publisher.send(multipart: [Data("intake".utf8), Data("not json".utf8)])
-            Thread.sleep(forTimeInterval: 0.1)  // a resend now and then until the subscription is through
+            return false
         }
         #expect(logger.terminate(timeout: 5).status == 0)
 

@@ -76,11 +76,11 @@ import ZeroMQ
         _ = try WireClient(service.api, context: context).ok("health")
         let client = try WireClient(service.api, context: context)
         var counters: [String: Int64] = [:]
-        let deadline = Date().addingTimeInterval(15)
-        repeat {
-            Thread.sleep(forTimeInterval: 0.05)
+        func uncounted() -> [String] { counters.filter { $0.value == 0 && !Self.unreached.contains($0.key) }.keys.sorted() }
+        try waitUntil(timeout: 15, interval: 0.05, "\(service.name): every counter counted (never: \(uncounted()); drive them in this test)") {
             counters = try Self.counters(client)
-        } while counters.contains(where: { $0.value == 0 && !Self.unreached.contains($0.key) }) && Date() < deadline
+            return uncounted().isEmpty
+        }
         let text = try Tools.get("http://\(service.endpoints["metrics"]!)/metrics")
         for (name, value) in counters {
             #expect(value > 0 || Self.unreached.contains(name), "\(service.name): \(name) was never counted; drive it in this test")
@@ -94,7 +94,8 @@ import ZeroMQ
     }
 
     static func counters(_ client: WireClient) throws -> [String: Int64] {
-        guard case .object(let counters)? = try client.ok("health")["counters"] else { return [:] }
+        // None would leave every check of them nothing to check.
+        guard case .object(let counters)? = try client.ok("health")["counters"], !counters.isEmpty else { throw HarnessError("health has no counters") }
         return counters.compactMapValues(\.intValue)
     }
 

@@ -73,18 +73,16 @@ import ZeroMQ
         defer { prometheus.terminate(); prometheus.wait() }
 
         // Every target up, then the session logger's one acked session.log read back as a series.
-        let deadline = Date().addingTimeInterval(60)
         var up: JSONValue?
         var series: JSONValue?
-        while Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.5)
+        let log_ = { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+        try waitUntil(timeout: 60, interval: 0.5, "every target up and the session.log series scraped (\(String(describing: up)) \(log_().suffix(2000)))") {
             up = try? Tools.query(port: port, "up{job=\"lht\"} == 1")
-            guard (up?["data"]?["result"]?.arrayValue.count ?? 0) == 4 else { continue }
+            guard (up?["data"]?["result"]?.arrayValue.count ?? 0) == 4 else { return false }
             series = try? Tools.query(port: port, "lht_requests_total{service=\"session-logger\",op=\"session.log\",outcome=\"ok\"}")
-            if series?["data"]?["result"]?.arrayValue.isEmpty == false { break }
+            return series?["data"]?["result"]?.arrayValue.isEmpty == false
         }
-        let log_ = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-        #expect(up?["data"]?["result"]?.arrayValue.count == 4, "\(String(describing: up)) \(log_.suffix(2000))")
+        #expect(up?["data"]?["result"]?.arrayValue.count == 4, "\(String(describing: up)) \(log_().suffix(2000))")
         let sample = series?["data"]?["result"]?[0]
         #expect(sample?["metric"]?["service"]?.stringValue == "session-logger", "\(String(describing: series))")
         #expect(sample?["value"]?[1]?.stringValue == "1", "\(String(describing: series))")
@@ -109,11 +107,8 @@ import ZeroMQ
         // the defaults (DeployScriptTests) holds it only for a while, and one that let it go between a
         // single look and this logger's start let the logger bind it. Only one that holds it for the
         // whole minute (services a developer left running) is left to hold it for us.
-        var listener = try? Tools.Listener(port: 7309)
-        for _ in 0..<600 where listener == nil {
-            Thread.sleep(forTimeInterval: 0.1)
-            listener = try? Tools.Listener(port: 7309)
-        }
+        // Nil when it stays held the whole minute: then its holder stands in for this listener.
+        let listener = try? waitFor(timeout: 60, interval: 0.1, "port 7309 free") { try? Tools.Listener(port: 7309) }
         let errors = temporaryDirectory("lht-ops").appendingPathComponent("stderr")
         let logger = try ServiceProcess("session-logger", errorLog: errors)
         #expect(!logger.readyLine.contains("metrics="), "\(logger.readyLine)")

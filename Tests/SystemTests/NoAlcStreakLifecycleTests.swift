@@ -94,7 +94,7 @@ import ZeroMQ
         // The same endpoints again: the streak keeps retrying and catches up.
         let revived = try ServiceProcess("session-logger", dataDirectory: logger.dataDirectory, arguments: ["--api", api, "--events", events])
         var state = JSONValue.null
-        _ = try eventually(10) {
+        try waitUntil(timeout: 10, interval: 0.02, "the revived logger's entries caught up") {
             state = try client.ok("streak.get", ["userId": "late", "asOf": "2026-05-03"])
             return state["streakDays"]?.intValue == 3
         }

@@ -26,10 +26,14 @@ import ZeroMQ
         for day in days { _ = try log.ok("noalc.log", ["userId": user, "day": day, "level": level]) }
     }
 
-    /// `streak.get` once the feed has caught up far enough for `condition`; delivery is asynchronous.
+    /// `streak.get` once the feed has caught up far enough for `condition` (delivery is asynchronous);
+    /// throws if it has not within 20 s.
     func stateWhen(_ data: [String: Any], on client: WireClient? = nil, _ condition: (JSONValue) -> Bool) throws -> JSONValue {
         var state = JSONValue.null
-        _ = try eventually { state = try (client ?? self.client).ok("streak.get", data); return condition(state) }
+        try waitUntil(timeout: 20, interval: 0.02, "streak.get \(data) giving the state waited for (it gave \(state))") {
+            state = try (client ?? self.client).ok("streak.get", data)
+            return condition(state)
+        }
         return state
     }
 

@@ -39,12 +39,11 @@ public final class CapturedProcess: Sendable {
     public func waitForError(_ text: String, timeout: TimeInterval = 15) throws { try wait(for: text, in: { errors }, timeout: timeout) }
 
     private func wait(for text: String, in printed: () -> String, timeout: TimeInterval) throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while !printed().contains(text) {
+        try waitUntil(timeout: timeout, interval: 0.02, "\(name) printing \"\(text)\" (it printed: \(output) \(errors))") {
+            if printed().contains(text) { return true }
             // Read once more after the exit: the text may have come just before it.
             guard process.isRunning || printed().contains(text) else { throw HarnessError("\(name) exited without printing \"\(text)\": \(output) \(errors)") }
-            guard Date() < deadline else { throw HarnessError("\(name) did not print \"\(text)\" within \(timeout) s: \(output) \(errors)") }
-            Thread.sleep(forTimeInterval: 0.02)
+            return false
         }
     }
 

@@ -96,9 +96,18 @@ public final class EventRecorder {
 /// Polls `condition` every `interval` until it holds; throws `HarnessError` after `timeout`.
 public func waitUntil(timeout: TimeInterval = 20, interval: TimeInterval = 0.01, _ what: @autoclosure () -> String,
                       _ condition: () throws -> Bool) throws {
+    try waitFor(timeout: timeout, interval: interval, what()) { try condition() ? () : nil }
+}
+
+/// Polls `attempt` every `interval` until it gives a value, and returns that; throws `HarnessError`
+/// (naming `what`, read at the deadline) after `timeout`.
+@discardableResult
+public func waitFor<Value>(timeout: TimeInterval = 20, interval: TimeInterval = 0.01, _ what: @autoclosure () -> String,
+                           _ attempt: () throws -> Value?) throws -> Value {
     let deadline = Date().addingTimeInterval(timeout)
-    while try !condition() {
+    while true {
+        if let value = try attempt() { return value }
         guard Date() < deadline else { throw HarnessError("\(what()) did not happen within \(timeout) s") }
-        Thread.sleep(forTimeInterval: interval)
+        Thread.sleep(forTimeInterval: interval)  // the poll's pace, not a wait on anything
     }
 }

@@ -82,9 +82,8 @@ final class LHTSystem {
         for (service, process) in [(ServiceName.sessionLogger, logger)] + services.map({ ($0.key.service, $0.value) }) {
             let client = ServiceClient(context: context, endpoint: process.api, credentials: CurveCredentials(
                 publicKey: certificate.publicKey, secretKey: certificate.secretKey!, serverKey: try directory.servicePublicKey(service.rawValue)))
-            let deadline = Date().addingTimeInterval(8)
-            while (try? client.call(Ops.health, NoFields(), timeoutMilliseconds: 300)) == nil {
-                guard Date() < deadline else { throw HarnessError("\(service.rawValue) did not let \(userId)'s new key in within 8 s") }
+            try waitUntil(timeout: 8, "\(service.rawValue) letting \(userId)'s new key in") {
+                (try? client.call(Ops.health, NoFields(), timeoutMilliseconds: 300)) != nil
             }
         }
         return (secret, ["--cert", secret.path, "--server-keys", keys.path])
@@ -123,15 +122,13 @@ final class LHTSystem {
 
     /// Runs `arguments` until `condition` holds for its output (delivery between services is asynchronous).
     func eventually(_ arguments: [String], as identity: [String]? = nil, timeout: TimeInterval = 30,
-                    sourceLocation: SourceLocation = #_sourceLocation, _ condition: (String) -> Bool) throws -> ProcessRun {
-        let deadline = Date().addingTimeInterval(timeout)
-        var run = try lht(arguments, as: identity)
-        while !(run.status == 0 && condition(run.stdout)) && Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.1)
-            run = try lht(arguments, as: identity)
+                    _ condition: (String) -> Bool) throws -> ProcessRun {
+        var last: ProcessRun?
+        return try waitFor(timeout: timeout, interval: 0.1, "\(arguments) giving what was waited for (it gave: \(last?.stdout ?? "") \(last?.stderr ?? ""))") {
+            let run = try lht(arguments, as: identity)
+            last = run
+            return run.status == 0 && condition(run.stdout) ? run : nil
         }
-        #expect(run.status == 0 && condition(run.stdout), "\(arguments) gave: \(run.stdout) \(run.stderr)", sourceLocation: sourceLocation)
-        return run
     }
 
     /// `lht subscribe` in the background, returned once it is listening.
@@ -202,7 +199,7 @@ extension Instant {
     static func nextMinuteAtLeast20SecondsAway() -> Instant {
         var now = Instant.now()
         if now.millisecondsSince1970 % 60_000 > 40_000 {
-            Thread.sleep(forTimeInterval: Double(61_000 - now.millisecondsSince1970 % 60_000) / 1000)
+            Thread.sleep(forTimeInterval: Double(61_000 - now.millisecondsSince1970 % 60_000) / 1000)  // the clock itself must move on
             now = Instant.now()
         }
         return Instant(millisecondsSince1970: now.millisecondsSince1970 - now.millisecondsSince1970 % 60_000 + 60_000)

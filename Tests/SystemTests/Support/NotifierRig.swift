@@ -27,12 +27,13 @@ final class NotifierRig {
 
     /// The user's notifications once there are at least `count` (delivery is asynchronous), or what there is at the deadline.
     func notifications(_ user: String, count: Int, client: WireClient? = nil, timeout: TimeInterval = 10) throws -> [JSONValue] {
-        let deadline = Date().addingTimeInterval(timeout)
-        while true {
-            let list = try (client ?? self.client).ok("notification.list", ["userId": user])["notifications"]!.arrayValue
-            if list.count >= count || Date() > deadline { return list }
-            Thread.sleep(forTimeInterval: 0.02)
+        var list: [JSONValue] = []
+        // At the deadline the caller's count check says what is missing.
+        _ = try? waitUntil(timeout: timeout, interval: 0.02, "\(count) notifications of \(user)") {
+            list = try (client ?? self.client).ok("notification.list", ["userId": user])["notifications"]!.arrayValue
+            return list.count >= count
         }
+        return list
     }
 
     func counter(_ name: String) throws -> Int64? { try client.ok("health")["counters"]?[name]?.intValue }

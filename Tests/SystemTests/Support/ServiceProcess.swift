@@ -72,21 +72,22 @@ final class ServiceProcess: @unchecked Sendable {
         let command = launcher + [BuildProducts.executable(name).path] + arguments
         process = try ChildProcess(command[0], Array(command.dropFirst()), environment: environment,
                                    stdout: .file(outputFile.path), stderr: errorLog.map { .file($0.path) } ?? .null)
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            let exited = process.poll()
-            if case let line = readyLine, !line.isEmpty {
-                for part in line.split(separator: " ").dropFirst(2) {
-                    let pair = part.split(separator: "=", maxSplits: 1)
-                    if pair.count == 2 { endpoints[String(pair[0])] = String(pair[1]) }
-                }
-                return
+        var exited: ChildProcess.Termination?
+        do {
+            try waitUntil(timeout: timeout, interval: 0.02, "\(name)'s ready line") {
+                exited = process.poll()
+                return !readyLine.isEmpty || exited != nil
             }
-            if let exited { throw HarnessError("\(name) exited with \(exited.status) before ready") }
-            Thread.sleep(forTimeInterval: 0.02)
+        } catch {
+            process.kill()
+            throw HarnessError("\(name) printed no ready line within \(timeout) s")
         }
-        process.kill()
-        throw HarnessError("\(name) printed no ready line within \(timeout) s")
+        let line = readyLine
+        if line.isEmpty, let exited { throw HarnessError("\(name) exited with \(exited.status) before ready") }
+        for part in line.split(separator: " ").dropFirst(2) {
+            let pair = part.split(separator: "=", maxSplits: 1)
+            if pair.count == 2 { endpoints[String(pair[0])] = String(pair[1]) }
+        }
     }
 
     /// SIGTERM, then waits for the exit status.

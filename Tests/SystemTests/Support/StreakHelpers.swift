@@ -16,17 +16,6 @@ func days(from first: String, count: Int) -> [String] {
     (0..<count).map { LocalDay(first)!.adding(days: $0).description }
 }
 
-/// Polls until `condition` holds or `timeout` passes; true if it held.
-@discardableResult
-func eventually(_ timeout: TimeInterval = 20, _ condition: () throws -> Bool) throws -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while true {
-        if try condition() { return true }
-        if Date() > deadline { return false }
-        Thread.sleep(forTimeInterval: 0.02)
-    }
-}
-
 /// Requests sent before any reply is read, as a busy client sends them; `finish` expects every one to succeed.
 struct Pipeline {
     let socket: Socket

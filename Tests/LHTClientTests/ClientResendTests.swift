@@ -3,12 +3,13 @@ import LHTClient
 import LHTSchema
 import Synchronization
 import Testing
+import TestSupport
 import ZeroMQ
 
 /// LHTClient's `ServiceClient` over real TCP against stand-in instances that answer or stay silent:
 /// a request one instance left unanswered goes to the next only when repeating it is safe (`Resend`),
 /// or when it provably never reached the first.
-@Suite struct ClientResendSystemTests {
+@Suite struct ClientResendTests {
     static let timeout = 300
 
     @Test func aRequestUnsafeToRepeatIsNotSentToAnotherInstanceOnceItReachedOne() throws {

@@ -13,15 +13,15 @@ import ZeroMQ
 /// One test's services, each built in-process from its Settings (parsed from the same flags the
 /// executable takes) on its own thread: one shared context, one transport, one scratch directory
 /// with a data directory per service. Stops everything, downstream first, when it goes away.
-final class ServiceRig {
-    let context: Context
-    let transport: Transport
-    let scratch = ScratchDirectory("lht-service-tests")
+public final class ServiceRig {
+    public let context: Context
+    public let transport: Transport
+    public let scratch = ScratchDirectory("lht-service-tests")
     /// The rig's own PostgreSQL server, for `Backend.postgresql`.
-    let postgres: TestPostgres?
+    public let postgres: TestPostgres?
     private var started: [InProcessService] = []
 
-    init(_ transport: Transport = .tcp, backend: Backend = .sqlite) throws {
+    public init(_ transport: Transport = .tcp, backend: Backend = .sqlite) throws {
         context = try Context()
         self.transport = transport
         postgres = backend == .postgresql ? try TestPostgres() : nil
@@ -32,7 +32,7 @@ final class ServiceRig {
         postgres?.stop()
     }
 
-    func stopAll() {
+    public func stopAll() {
         for service in started.reversed() { service.stop() }
         started.removeAll()
     }
@@ -49,7 +49,7 @@ final class ServiceRig {
 
     /// The services whose stores are written for PostgreSQL too; the others keep SQLite in a
     /// PostgreSQL rig.
-    static let onPostgreSQL: Set<ServiceName> = [.sessionLogger, .reminderPlanner, .notifier, .noalcStreak]
+    public static let onPostgreSQL: Set<ServiceName> = [.sessionLogger, .reminderPlanner, .notifier, .noalcStreak]
 
     private func start(_ build: @escaping @Sendable (Context) throws -> any Service) throws -> InProcessService {
         let service = try startService(context: context, build)
@@ -57,14 +57,14 @@ final class ServiceRig {
         return service
     }
 
-    func sessionLogger(dataDirectory: String? = nil) throws -> InProcessService {
+    public func sessionLogger(dataDirectory: String? = nil) throws -> InProcessService {
         let settings = try SessionLoggerSettings(SessionLoggerOptions.parse(common(.sessionLogger, dataDirectory: dataDirectory)))
         return try start { context in try SessionLogger(settings: settings, logger: quietLogger("session-logger"), context: context) }
     }
 
     /// The session logger again, after `previous` stopped: its data directory and its endpoints, so
     /// followers reconnect to it (TCP ports are bound again).
-    func sessionLogger(restarting previous: InProcessService, dataDirectory: String? = nil) throws -> InProcessService {
+    public func sessionLogger(restarting previous: InProcessService, dataDirectory: String? = nil) throws -> InProcessService {
         let arguments = ServiceName.sessionLogger.roles.flatMap { ["--\($0.rawValue)", previous.endpoints[$0.rawValue]!] }
             + storageArguments(.sessionLogger, dataDirectory: dataDirectory)
         let settings = try SessionLoggerSettings(SessionLoggerOptions.parse(arguments))
@@ -72,7 +72,7 @@ final class ServiceRig {
     }
 
     /// A planner on a manual clock starting at `clock` (nil: on the system clock), following `logger`.
-    func planner(clock: Instant?, following logger: InProcessService, extra: [String] = []) throws -> InProcessService {
+    public func planner(clock: Instant?, following logger: InProcessService, extra: [String] = []) throws -> InProcessService {
         let settings = try PlannerSettings(PlannerOptions.parse(common(.reminderPlanner) + (clock.map { ["--clock", "manual:\($0)"] } ?? []) + [
             "--\(ServiceName.sessionLogger.flag(.api))", logger.api, "--\(ServiceName.sessionLogger.flag(.events))", logger.events,
         ] + extra))
@@ -80,7 +80,7 @@ final class ServiceRig {
     }
 
     /// A notifier following `planner`, logging quick actions at `logger`.
-    func notifier(following planner: InProcessService, logger: InProcessService, extra: [String] = []) throws -> InProcessService {
+    public func notifier(following planner: InProcessService, logger: InProcessService, extra: [String] = []) throws -> InProcessService {
         let settings = try NotifierSettings(NotifierOptions.parse(common(.notifier) + [
             "--\(ServiceName.reminderPlanner.flag(.api))", planner.api, "--\(ServiceName.reminderPlanner.flag(.events))", planner.events,
             "--\(ServiceName.sessionLogger.flag(.api))", logger.api,
@@ -90,26 +90,26 @@ final class ServiceRig {
 
     /// A streak service following the session logger at `loggerAPI` / `loggerEvents` (the events
     /// may come from elsewhere: a test relay that drops some).
-    func streak(loggerAPI: String, loggerEvents: String, extra: [String] = []) throws -> InProcessService {
+    public func streak(loggerAPI: String, loggerEvents: String, extra: [String] = []) throws -> InProcessService {
         let settings = try NoAlcStreakSettings(NoAlcStreakOptions.parse(common(.noalcStreak) + [
             "--\(ServiceName.sessionLogger.flag(.api))", loggerAPI, "--\(ServiceName.sessionLogger.flag(.events))", loggerEvents,
         ] + extra))
         return try start { context in try NoAlcStreakService(settings: settings, logger: quietLogger("noalc-streak"), context: context) }
     }
 
-    func streak(following logger: InProcessService) throws -> InProcessService {
+    public func streak(following logger: InProcessService) throws -> InProcessService {
         try streak(loggerAPI: logger.api, loggerEvents: logger.events)
     }
 
-    func client(_ service: InProcessService) -> TestClient { TestClient(context: context, service) }
+    public func client(_ service: InProcessService) -> TestClient { TestClient(context: context, service) }
 
-    func recorder(_ service: InProcessService, prefixes: [String] = [""]) throws -> EventRecorder {
+    public func recorder(_ service: InProcessService, prefixes: [String] = [""]) throws -> EventRecorder {
         try EventRecorder(context: context, service, prefixes: prefixes)
     }
 
     /// Waits until the instances' `health.owns` add up to every partition, each with a share (a
     /// lone instance: all of them).
-    func waitUntilSharing(_ instances: [InProcessService], timeout: Double) throws {
+    public func waitUntilSharing(_ instances: [InProcessService], timeout: Double) throws {
         try waitUntil(timeout: timeout, interval: 0.2, "\(instances.count) instance(s) sharing every partition") {
             let shares = try instances.map { try client($0).call(Ops.health, NoFields()).owns?.partitions ?? 0 }
             return shares.allSatisfy { $0 > 0 } && shares.reduce(0, +) == Ownership.partitionCount
@@ -117,10 +117,10 @@ final class ServiceRig {
     }
 
     /// A socket the test owns (a relay, a raw subscriber), on the rig's context.
-    func socket(_ type: SocketType) throws -> Socket { try Socket(context, type) }
+    public func socket(_ type: SocketType) throws -> Socket { try Socket(context, type) }
 
     /// A fresh endpoint for a test-owned socket to bind.
-    func endpoint(_ label: String) -> String {
+    public func endpoint(_ label: String) -> String {
         switch transport {
         case .tcp: "tcp://127.0.0.1:*"
         case .inproc: "inproc://\(label)-\(UUID().uuidString.prefix(8))"
@@ -130,21 +130,21 @@ final class ServiceRig {
 
 /// Where the services under test store: the embedded default, or the rig's own PostgreSQL server
 /// (PROTOCOL "Cluster (PostgreSQL)"), which the services whose stores are written for it use.
-enum Backend: String, CaseIterable, CustomStringConvertible {
+public enum Backend: String, CaseIterable, CustomStringConvertible, Sendable {
     case sqlite, postgresql
-    var description: String { rawValue }
+    public var description: String { rawValue }
 }
 
 /// Typed values for the tests' requests.
-func user(_ text: String) -> UserID { UserID(text)! }
-func day(_ text: String) -> LocalDay { LocalDay(text)! }
+public func user(_ text: String) -> UserID { UserID(text)! }
+public func day(_ text: String) -> LocalDay { LocalDay(text)! }
 
 extension Instant {
     /// This instant with seconds and milliseconds dropped, so a reminder time (hh:mm) lands on it exactly.
-    var minuteFloor: Instant { Instant(millisecondsSince1970: millisecondsSince1970 - millisecondsSince1970 % 60_000) }
+    public var minuteFloor: Instant { Instant(millisecondsSince1970: millisecondsSince1970 - millisecondsSince1970 % 60_000) }
 
     /// The UTC wall time of this instant, as a reminder's `time`.
-    var utcTime: LocalTime {
+    public var utcTime: LocalTime {
         let minute = local(in: ZoneID.utc).minuteOfDay
         return LocalTime(hour: minute / 60, minute: minute % 60)!
     }

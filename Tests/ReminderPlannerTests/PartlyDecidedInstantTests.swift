@@ -2,6 +2,7 @@ import Foundation
 import LHTSchema
 @testable import ReminderPlanner
 @testable import ServiceHost
+import ServiceTestSupport
 @testable import Storage
 import Testing
 import TestSupport

@@ -3,6 +3,7 @@ import LHTClient
 import LHTSchema
 @testable import ReminderPlanner
 import ServiceHost
+import ServiceTestSupport
 import Testing
 import TestSupport
 

@@ -4,6 +4,7 @@ import LHTClient
 import LHTSchema
 @testable import ReminderPlanner
 @testable import ServiceHost
+import ServiceTestSupport
 @testable import SQLiteStorage
 @testable import Storage
 import Testing
