@@ -210,7 +210,7 @@ public final class PostgresConnection {
 }
 
 /// A transaction on one connection, from `begin()` to `commit()` or `rollback()`: what a call that
-/// must run inside the caller's transaction (`PostgresLog.append`) takes.
+/// must run inside the caller's transaction (`PostgresLogTables.lock`) takes.
 public struct PostgresTransaction {
     public let connection: PostgresConnection
 
