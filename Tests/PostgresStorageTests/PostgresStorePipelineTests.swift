@@ -43,6 +43,26 @@ extension PostgresStoreTests {
         #expect(try Self.rows(store) == [1, 2, 11, 21, 40, 41])
     }
 
+    /// A service's read under the lock (`readUnderEachWriteLock`) goes out with it, in its round
+    /// trip, and sees what committed before the lock was taken; the body finds its answer there already.
+    @Test func aReadUnderTheLockSharesItsRoundTripAndSeesTheLastCommit() throws {
+        let postgres = try TestPostgres()
+        defer { postgres.stop() }
+        let store = try Self.open(postgres)
+        var read: [Int64] = []
+        #expect(store.readUnderEachWriteLock("SELECT count(*) FROM logged", []) { row in read.append(row.integer(0) ?? -1) })
+        try postgres.connect().execute("INSERT INTO session_logger.logged (seq, id) VALUES (7, 'other instance')")
+        let before = store.roundTrips
+        let seen = try store.write(now: Self.start, copyOfUpstream: false, { tx in
+            try tx.sql.executeLater("INSERT INTO logged (seq, id) VALUES (?, 'e')", [.integer(tx.nextSeq)])
+            try tx.append(Events.sessionLogged, userId: UserID("ada")!, activity: .workout, data: Self.session())
+            return read
+        }, committed: { _ in })
+        #expect(seen == [1])
+        #expect(store.roundTrips - before == 2)
+        #expect(try Self.rows(store) == [1, 7])
+    }
+
     /// The connection killed while a write's statements wait in the pipeline: the write is
     /// `unavailable`, nothing of it stored, and the store connects again.
     @Test func aConnectionKilledMidPipelineIsUnavailableAndTheStoreConnectsAgain() throws {

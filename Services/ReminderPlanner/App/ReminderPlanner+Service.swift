@@ -6,7 +6,7 @@ import Storage
 // version is in `ReminderPlanner+TZData`).
 extension ReminderPlanner {
     public func beforeWriting(_ tx: Transaction) throws {
-        if host.store.isShared { try followOtherInstances(tx.sql) }
+        if host.store.isShared { try followOtherInstances(tx.sql, storedVersion: cluster.versionUnderLock.take()) }
     }
 
     /// While decisions wait for a known gap, the catch-up's reply or deadline wakes the loop.

@@ -79,9 +79,25 @@ public struct PostgresLogTables: Sendable {
     /// `lock`, and the log's identity as of the lock: the identity row is locked too, so an
     /// identity that a batch before renewed (`renewIdentity`) is the one read here.
     public func lockHead(in transaction: PostgresTransaction) throws(PostgresError) -> (identity: String, lastSeq: Int64) {
-        let row = try transaction.execute("""
-            SELECT h.last_seq, i.id FROM \(schema).log_head h, \(schema).log_identity i WHERE h.service = $1 FOR UPDATE OF h, i
-            """, [.text(service)]).first
+        try head(from: transaction.execute(lockHeadStatement, [.text(service)]).first)
+    }
+
+    /// `lockHead`, queued: it goes out with the statements queued after it, and the returned call
+    /// gives its answer once they were read back (`PostgresConnection.flush`).
+    public func lockHeadLater(in transaction: PostgresTransaction) throws(PostgresError) -> () throws(PostgresError) -> (identity: String, lastSeq: Int64) {
+        var row: TextRow??
+        try transaction.connection.enqueue(lockHeadStatement, [.text(service)]) { rows, _ in row = .some(rows.first) }
+        return { () throws(PostgresError) in
+            guard let row else { throw PostgresError(.connection, "PostgreSQL: the log row's lock was not read back") }
+            return try head(from: row)
+        }
+    }
+
+    private var lockHeadStatement: String {
+        "SELECT h.last_seq, i.id FROM \(schema).log_head h, \(schema).log_identity i WHERE h.service = $1 FOR UPDATE OF h, i"
+    }
+
+    private func head(from row: TextRow?) throws(PostgresError) -> (identity: String, lastSeq: Int64) {
         guard let last = row?.int64(0), let identity = row?.text(1) else { throw Self.missingRow(service, schema) }
         return (identity, last)
     }

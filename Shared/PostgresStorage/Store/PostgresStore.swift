@@ -24,6 +24,9 @@ public final class PostgresStore: Store {
         didSet { connection?.connection.waitForServer = waitAnsweringHealth }
     }
     let logTables: PostgresLogTables
+    /// A read the service makes at the start of each write transaction (the planner's memory
+    /// version, `readUnderEachWriteLock`): sent after the log row's lock, in its round trip.
+    private var readUnderLock: (sql: String, arguments: [SQLValue], read: (SQLRow) -> Void)?
     let logger: Logger
     private var connection: PostgresStoreConnection?
     /// Makes the next connection once one is lost, off the loop thread.
@@ -105,7 +108,7 @@ public final class PostgresStore: Store {
         let result: T
         do {
             result = try sql.connection.transaction { postgres in
-                let head = try logTables.lockHead(in: postgres)
+                let head = try lockHead(postgres, sql)
                 // Another instance found a lost tail and renewed the identity: no seq of the old one is handed out.
                 if RecordID(head.identity) != eventLog.identity { try adoptIdentity(head.identity, lastSeq: head.lastSeq) }
                 eventLog.committed(through: head.lastSeq)
@@ -127,6 +130,20 @@ public final class PostgresStore: Store {
         done.didCommit(into: eventLog)
         committed(done)
         return result
+    }
+
+    public func readUnderEachWriteLock(_ sql: String, _ arguments: [SQLValue], _ read: @escaping (SQLRow) -> Void) -> Bool {
+        readUnderLock = (sql, arguments, read)
+        return true
+    }
+
+    /// The log row's lock, and `readUnderLock` after it in the same round trip.
+    private func lockHead(_ postgres: PostgresTransaction, _ sql: PostgresStoreConnection) throws -> (identity: String, lastSeq: Int64) {
+        guard let readUnderLock else { return try logTables.lockHead(in: postgres) }
+        let head = try logTables.lockHeadLater(in: postgres)
+        try sql.forEachRowLater(readUnderLock.sql, readUnderLock.arguments, readUnderLock.read)
+        try sql.sendWaiting()
+        return try head()
     }
 
     /// Each statement sees what had committed when it started (READ COMMITTED, outside a transaction).
