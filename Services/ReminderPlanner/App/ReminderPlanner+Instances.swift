@@ -15,6 +15,9 @@ extension ReminderPlanner {
         /// The stored `memoryVersion` as read with the log row's lock of the transaction starting
         /// (`readMemoryVersionUnderLock`), until its write hook takes it; `.some(nil)`: no row.
         var versionUnderLock: Int64??
+        /// An upstream write whose lock and version read went out with its first read: memory
+        /// follows the other instances once they are back (`followIfPending`).
+        var followPending = false
         var balance = BalanceCadence()
         /// When this instance next looks whether others changed users or reminders (`followOtherInstancesIfDue`).
         var nextFollowCheck: UInt64 = 0
@@ -120,6 +123,17 @@ extension ReminderPlanner {
         restored = try PlannerStore.restoredOccurrences(sql)
         movedDecidedDays = try PlannerStore.movedDecidedDays(sql)
         cluster.memoryVersion = version
+    }
+
+    /// In an upstream write whose version read went out with its first read (`beforeWriting`),
+    /// follows the other instances once. True if memory changed: what was read from it is stale.
+    func followIfPending(_ tx: Transaction) throws -> Bool {
+        guard cluster.followPending else { return false }
+        cluster.followPending = false
+        if cluster.versionUnderLock == nil { try tx.sql.sendWaiting() }
+        let before = cluster.memoryVersion
+        try followOtherInstances(tx.sql, storedVersion: cluster.versionUnderLock.take())
+        return cluster.memoryVersion != before
     }
 
     /// Has the store read the stored `memoryVersion` with the log row's lock of each write

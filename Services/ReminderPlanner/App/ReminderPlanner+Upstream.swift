@@ -12,10 +12,12 @@ extension ReminderPlanner {
         case .sessionLogged(let session):
             noteLogged(by: session.userId) { $0.logged(sessionOf: session.activity, endingAt: session.end.millisecondsSince1970) }
             if host.store.isShared { return try applyShared(session, seq: event.seq, tx) }
+            _ = try followIfPending(tx)
             guard try PlannerStore.insert(session: session, seq: event.seq, tx.sql) else { return }
             tx.afterCommit { [unowned self] in host.count("sessionsApplied") }
             try announceCancellations(of: session.userId, candidates(coveredBy: session), in: tx)
         case .noalcLogged(let entry):
+            _ = try followIfPending(tx)
             guard try PlannerStore.insert(noalcDay: entry.day, user: entry.userId, entry: entry.id, tx.sql) else { return }
             tx.afterCommit { [unowned self] in host.count("noalcEntriesApplied") }
             let zone = user(entry.userId).timeZone
@@ -41,21 +43,34 @@ extension ReminderPlanner {
 
     /// A session on a shared store, where each statement read is a round trip: its copy, what was
     /// announced of the occurrences it could cover and the sessions that could cover them go out
-    /// in one round trip, the announcements and events after them with the COMMIT. The same
-    /// outcome as `insert(session:)` and `announceCancellations`.
+    /// in one round trip (in an upstream write's first, with the lock and the memory version), the
+    /// announcements and events after them with the COMMIT. The same outcome as
+    /// `insert(session:)` and `announceCancellations`.
     private func applyShared(_ session: StoredSession, seq: Int64, _ tx: Transaction) throws {
-        var inserted: Bool?, announcedBefore: Set<OccurrenceKey> = []
+        var inserted: Bool?
         try PlannerStore.insertLater(session: session, seq: seq, tx.sql) { inserted = $0 }
-        let open = undecided(candidates(coveredBy: session))
-        let instants = open.flatMap { $0.occurrences.map(\.at) }
-        if let first = instants.min(), let last = instants.max() {
-            try PlannerStore.announcedLater(of: open.map(\.reminder), from: first, through: last, tx.sql) { announcedBefore.insert($0) }
-        }
-        let newlyCovered = try covered(open, tx.sql)
+        var read = try readCoverage(of: session, tx.sql)
+        // Rarely, another instance changed what memory holds: read again from the memory it follows to.
+        if try followIfPending(tx) { read = try readCoverage(of: session, tx.sql) }
         if inserted == nil { try tx.sql.sendWaiting() }
         guard inserted == true else { return }
         tx.afterCommit { [unowned self] in host.count("sessionsApplied") }
-        try announce(newlyCovered, of: session.userId, announcedBefore: announcedBefore, in: tx)
+        try announce(read.covered, of: session.userId, announcedBefore: read.announcedBefore, in: tx)
+    }
+
+    /// What of the occurrences `session` could cover was announced, and which it covers, read
+    /// together (the first queued, the second read with it).
+    private func readCoverage(of session: StoredSession, _ sql: StoreConnection) throws
+        -> (announcedBefore: Set<OccurrenceKey>, covered: [(Reminder, PlannedOccurrence, RecordID)]) {
+        var announcedBefore: Set<OccurrenceKey> = []
+        let open = undecided(candidates(coveredBy: session))
+        let instants = open.flatMap { $0.occurrences.map(\.at) }
+        if let first = instants.min(), let last = instants.max() {
+            try PlannerStore.announcedLater(of: open.map(\.reminder), from: first, through: last, sql) { announcedBefore.insert($0) }
+        }
+        let covered = try covered(open, sql)
+        if !covered.isEmpty, sql.hasStatementsWaiting { try sql.sendWaiting() }
+        return (announcedBefore, covered)
     }
 
     /// The loop's turn (SEMANTICS §3): occurrences due now are decided after a known gap in our copy

@@ -108,12 +108,20 @@ public final class PostgresStore: Store {
         let result: T
         do {
             result = try sql.connection.transaction { postgres in
-                let head = try lockHead(postgres, sql)
-                // Another instance found a lost tail and renewed the identity: no seq of the old one is handed out.
-                if RecordID(head.identity) != eventLog.identity { try adoptIdentity(head.identity, lastSeq: head.lastSeq) }
-                eventLog.committed(through: head.lastSeq)
-                let started = Transaction(.all(sql: sql), source: eventLog.source, baseSeq: head.lastSeq, insertRecord: logTables.insertStatement,
+                let started: Transaction
+                if copyOfUpstream, readUnderLock != nil {
+                    // Upstream events are read before anything is appended: the lock goes out with the body's first read.
+                    let head = try lockHeadLater(postgres, sql)
+                    started = Transaction(.all(sql: sql), source: eventLog.source, baseSeq: eventLog.lastSeq, insertRecord: logTables.insertStatement,
                                           now: now, cursorTable: "cursor")
+                    started.awaitingBaseSeq = { [unowned self] in
+                        try sql.sendWaiting()
+                        return try locked(head())
+                    }
+                } else {
+                    started = Transaction(.all(sql: sql), source: eventLog.source, baseSeq: try locked(lockHead(postgres, sql)),
+                                          insertRecord: logTables.insertStatement, now: now, cursorTable: "cursor")
+                }
                 transaction = started
                 current = started
                 defer { current = nil }
@@ -139,11 +147,26 @@ public final class PostgresStore: Store {
 
     /// The log row's lock, and `readUnderLock` after it in the same round trip.
     private func lockHead(_ postgres: PostgresTransaction, _ sql: PostgresStoreConnection) throws -> (identity: String, lastSeq: Int64) {
-        guard let readUnderLock else { return try logTables.lockHead(in: postgres) }
-        let head = try logTables.lockHeadLater(in: postgres)
-        try sql.forEachRowLater(readUnderLock.sql, readUnderLock.arguments, readUnderLock.read)
+        guard readUnderLock != nil else { return try logTables.lockHead(in: postgres) }
+        let head = try lockHeadLater(postgres, sql)
         try sql.sendWaiting()
         return try head()
+    }
+
+    /// `lockHead`, queued: the returned call answers once the statements after it went out.
+    private func lockHeadLater(_ postgres: PostgresTransaction, _ sql: PostgresStoreConnection) throws
+        -> () throws(PostgresError) -> (identity: String, lastSeq: Int64) {
+        let head = try logTables.lockHeadLater(in: postgres)
+        if let readUnderLock { try sql.forEachRowLater(readUnderLock.sql, readUnderLock.arguments, readUnderLock.read) }
+        return head
+    }
+
+    /// The head read with the lock, taken on: its seq is the transaction's base. Another instance
+    /// found a lost tail and renewed the identity: no seq of the old one is handed out.
+    private func locked(_ head: (identity: String, lastSeq: Int64)) throws -> Int64 {
+        if RecordID(head.identity) != eventLog.identity { try adoptIdentity(head.identity, lastSeq: head.lastSeq) }
+        eventLog.committed(through: head.lastSeq)
+        return head.lastSeq
     }
 
     /// Each statement sees what had committed when it started (READ COMMITTED, outside a transaction).
