@@ -83,11 +83,12 @@ public struct PostgresLogTables: Sendable {
     }
 
     /// `lockHead`, queued: it goes out with the statements queued after it, and the returned call
-    /// gives its answer once they were read back (`PostgresConnection.flush`).
+    /// gives its answer, sending what is queued first if it has not gone out yet.
     public func lockHeadLater(in transaction: PostgresTransaction) throws(PostgresError) -> () throws(PostgresError) -> (identity: String, lastSeq: Int64) {
         var row: TextRow??
         try transaction.connection.enqueue(lockHeadStatement, [.text(service)]) { rows, _ in row = .some(rows.first) }
         return { () throws(PostgresError) in
+            if row == nil { try transaction.connection.flush() }
             guard let row else { throw PostgresError(.connection, "PostgreSQL: the log row's lock was not read back") }
             return try head(from: row)
         }

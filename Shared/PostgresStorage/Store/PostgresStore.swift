@@ -114,10 +114,7 @@ public final class PostgresStore: Store {
                     let head = try lockHeadLater(postgres, sql)
                     started = Transaction(.all(sql: sql), source: eventLog.source, baseSeq: eventLog.lastSeq, insertRecord: logTables.insertStatement,
                                           now: now, cursorTable: "cursor")
-                    started.awaitingBaseSeq = { [unowned self] in
-                        try sql.sendWaiting()
-                        return try locked(head())
-                    }
+                    started.awaitingBaseSeq = { [unowned self] in try locked(head()) }
                 } else {
                     started = Transaction(.all(sql: sql), source: eventLog.source, baseSeq: try locked(lockHead(postgres, sql)),
                                           insertRecord: logTables.insertStatement, now: now, cursorTable: "cursor")
@@ -148,9 +145,7 @@ public final class PostgresStore: Store {
     /// The log row's lock, and `readUnderLock` after it in the same round trip.
     private func lockHead(_ postgres: PostgresTransaction, _ sql: PostgresStoreConnection) throws -> (identity: String, lastSeq: Int64) {
         guard readUnderLock != nil else { return try logTables.lockHead(in: postgres) }
-        let head = try lockHeadLater(postgres, sql)
-        try sql.sendWaiting()
-        return try head()
+        return try lockHeadLater(postgres, sql)()
     }
 
     /// `lockHead`, queued: the returned call answers once the statements after it went out.
