@@ -270,38 +270,27 @@ private func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) 
     let group = DispatchGroup()
     for index in 0..<count {
         group.enter()
-        Thread {
-            body(index)
-            group.leave()
-        }.start()
+        Thread { body(index); group.leave() }.start()
     }
     group.wait()
 }
 
-/// One logged record as the tests read it back.
-private struct LogRecord: Equatable {
-    let seq: Int64
-    let topic: String
-    let envelope: [UInt8]
-}
+/// A logged record as the tests read it back.
+private struct LogRecord: Equatable { let seq: Int64, topic: String, envelope: [UInt8] }
 
-/// A writer's batch and a follower's read, as `PostgresStore` and `EventLog` make them, from the
-/// log's own SQL.
+/// A writer's batch and a follower's read, as `PostgresStore` and `EventLog` make them.
 extension PostgresLogTables {
-    /// Appends `records` in the caller's transaction and returns their seqs: the lock, the rows,
-    /// the row moved (the rows and the move queued, to go out with the COMMIT). Nil for no
-    /// records: nothing is locked.
+    /// Appends `records` in the caller's transaction: the lock, the rows and the row moved (queued,
+    /// to go out with the COMMIT). Returns their seqs; nil for no records: nothing is locked.
     fileprivate func append(_ records: [(topic: String, envelope: [UInt8])], in transaction: PostgresTransaction) throws(PostgresError) -> ClosedRange<Int64>? {
         guard !records.isEmpty else { return nil }
-        let first = try lock(in: transaction) + 1
+        let first = try lock(in: transaction) + 1, last = first + Int64(records.count) - 1
         for (offset, record) in records.enumerated() {
             try transaction.enqueue(insertStatement, [.integer(first + Int64(offset)), .text(record.topic), .blob(Data(record.envelope))])
         }
-        let last = first + Int64(records.count) - 1
         try advance(to: last, in: transaction)
         return first...last
     }
-
     /// The committed records after `seq`, in seq order, at most `limit`.
     fileprivate func since(after seq: Int64, limit: Int, on connection: PostgresConnection) throws(PostgresError) -> [LogRecord] {
         try connection.execute("SELECT seq, topic, envelope FROM \(schemaName).log WHERE seq > $1 ORDER BY seq LIMIT $2",
