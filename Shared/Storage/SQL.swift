@@ -37,11 +37,21 @@ public protocol StoreConnection: AnyObject {
     func forEachRow(_ sql: String, _ arguments: [SQLValue], _ body: (SQLRow) throws -> Void) throws
     /// Whether statements sent with `executeLater` still wait to go out (and so may yet fail).
     var hasStatementsWaiting: Bool { get }
+    /// As `executeLater`, and `changed` gets its count of changed rows once it went out: at the
+    /// latest when the next statement read (or `sendWaiting`) returns. Not called if it failed.
+    func executeLater(_ sql: String, _ arguments: [SQLValue], changed: @escaping (Int) -> Void) throws
+    /// As `forEachRow`, sent as `executeLater` is: `body` gets each row once it went out.
+    func forEachRowLater(_ sql: String, _ arguments: [SQLValue], _ body: @escaping (SQLRow) -> Void) throws
+    /// Sends the statements waiting (`executeLater`) and reads them back; throws the first error.
+    func sendWaiting() throws
 }
 
 extension StoreConnection {
     public func executeLater(_ sql: String, _ arguments: [SQLValue]) throws { try execute(sql, arguments) }
     public var hasStatementsWaiting: Bool { false }
+    public func executeLater(_ sql: String, _ arguments: [SQLValue], changed: @escaping (Int) -> Void) throws { changed(try execute(sql, arguments)) }
+    public func forEachRowLater(_ sql: String, _ arguments: [SQLValue], _ body: @escaping (SQLRow) -> Void) throws { try forEachRow(sql, arguments, body) }
+    public func sendWaiting() throws {}
 
     /// Runs `sql` and returns what `read` makes of each row (nil rows are skipped). Inlinable, so
     /// that each caller's `Element` is specialized.

@@ -52,6 +52,11 @@ public protocol Store: AnyObject {
     /// reminder at start): SQLite's, whose connections serialize the reads. Nil where the store's one
     /// connection is the loop's (PostgreSQL).
     var concurrentReads: ConcurrentReads? { get }
+    /// Has every write transaction run `sql` right after taking the log row's lock, and give its rows
+    /// to `read` before the transaction's body runs: where each answer is a round trip (PostgreSQL)
+    /// it goes out with the lock, in its round trip. False where the store does not: the service
+    /// reads in its write hook instead.
+    func readUnderEachWriteLock(_ sql: String, _ arguments: [SQLValue], _ read: @escaping (SQLRow) -> Void) -> Bool
 }
 
 /// Reads on any thread, each on a snapshot of what has committed.
@@ -86,6 +91,7 @@ extension Store {
     public var ownedPartitions: PartitionSet { .all }
     public func balancePartitions() throws -> PartitionSet { .none }
     public var leaseRenewedAt: UInt64? { nil }
+    public func readUnderEachWriteLock(_ sql: String, _ arguments: [SQLValue], _ read: @escaping (SQLRow) -> Void) -> Bool { false }
 }
 
 /// What a service stores, stated once for both backends.

@@ -51,7 +51,10 @@ public final class Transaction {
     /// Who the log's envelopes name as their source.
     private let source: String
     /// The newest seq committed before this transaction: its events get the seqs after it.
-    private let baseSeq: Int64
+    private var baseSeq: Int64
+    /// Where the store learns `baseSeq` only with the transaction's first answer (PostgreSQL's log
+    /// row lock, sent with the body's first read): asked for it before an event gets a seq.
+    package var awaitingBaseSeq: (() throws -> Int64)?
     /// Stores one record: (seq, topic, envelope), for `storeRecords`, as `INSERT … VALUES (?, ?, ?)`
     /// (SQLite's, which `storeRecords` extends by more rows) or PostgreSQL's own; nil where the store
     /// writes the events itself once the body ran (`EventFileStore`).
@@ -88,7 +91,17 @@ public final class Transaction {
     public func reserveCapacity(forEvents count: Int) { events.reserveCapacity(events.count + count) }
 
     /// The seq the next `append` in this transaction gets, for payloads that carry their own seq.
-    public var nextSeq: Int64 { (events.last?.seq ?? baseSeq) + 1 }
+    public var nextSeq: Int64 {
+        // A failure here fails the commit too: it is the lock's, or the connection's.
+        if awaitingBaseSeq != nil { try? settleBaseSeq() }
+        return (events.last?.seq ?? baseSeq) + 1
+    }
+
+    private func settleBaseSeq() throws {
+        guard let awaiting = awaitingBaseSeq else { return }
+        awaitingBaseSeq = nil
+        baseSeq = try awaiting()
+    }
 
     /// Stores an event in the outbox and returns its seq.
     @discardableResult
@@ -101,7 +114,7 @@ public final class Transaction {
     @discardableResult
     public func append<Payload: WireJSONWritable & CatalogPayload>(_ type: EventType<Payload>, userId: UserID, activity: Activity,
                                                                   data: Payload) throws -> Int64 {
-        let seq = store(type.name, topic: type.topic(userId: userId, activity: activity).description) { seq, topic in
+        let seq = try store(type.name, topic: type.topic(userId: userId, activity: activity).description) { seq, topic in
             EventEnvelope<Payload>.frame(type: type.name, seq: seq, time: now, source: source, topic: topic, data: data)
         }
         if projectionLags { events[events.count - 1].data = data.eventData }
@@ -112,14 +125,15 @@ public final class Transaction {
     /// handler that replies with the same JSON and encodes it once.
     @discardableResult
     public func append<Payload>(_ type: EventType<Payload>, userId: UserID, activity: Activity, encodedData: Data) throws -> Int64 {
-        store(type.name, topic: type.topic(userId: userId, activity: activity).description) { seq, topic in
+        try store(type.name, topic: type.topic(userId: userId, activity: activity).description) { seq, topic in
             EventEnvelope<Payload>.frame(type: type.name, seq: seq, time: now, source: source, topic: topic, encodedData: encodedData)
         }
     }
 
     /// Makes the envelope `frame` makes for the next seq: stored in the log by `storeRecords`, and
     /// published once this commits.
-    private func store(_ type: String, topic: String, frame: (_ seq: Int64, _ topic: String) -> Data) -> Int64 {
+    private func store(_ type: String, topic: String, frame: (_ seq: Int64, _ topic: String) -> Data) throws -> Int64 {
+        try settleBaseSeq()
         let seq = nextSeq
         let envelope = frame(seq, topic)
         events.append(PendingEvent(type: type, seq: seq, topic: topic, envelope: envelope))

@@ -2,11 +2,12 @@ import Dispatch
 import Foundation
 import Glibc
 import PostgresStorage
+import Storage
 import Synchronization
 import Testing
 import TestSupport
 
-/// The log row (docs/storage.md, "The PostgreSQL backend"): against a real PostgreSQL, seqs are 1...N
+/// The log row (`PostgresLogTables`, docs/storage.md, "The PostgreSQL backend"): against a real PostgreSQL, seqs are 1...N
 /// without gaps or duplicates and in commit order, whatever writers race, roll back or die.
 /// Serialized: each test starts a server of its own, and a 2-core box runs one at a time better.
 @Suite(.serialized) struct PostgresLogTests {
@@ -16,7 +17,7 @@ import TestSupport
         let postgres = try TestPostgres()
         defer { postgres.stop() }
         let connection = try postgres.connect()
-        let log = PostgresLog(service: "session-logger")
+        let log = PostgresLogTables(service: "session-logger")
         try log.create(on: connection)
         try log.create(on: connection)  // as every later start does: nothing changes
 
@@ -48,7 +49,7 @@ import TestSupport
         #expect(try log.since(after: 13, limit: 10, on: connection).isEmpty)
 
         // Another service's log in the same database counts on its own, in its own schema.
-        let other = PostgresLog(service: "noalc-streak")
+        let other = PostgresLogTables(service: "noalc-streak")
         try other.create(on: connection)
         #expect(try connection.transaction { try other.append([(topic: Self.topic, envelope: [7])], in: $0) } == 1...1)
         let schemas = try connection.execute("SELECT schema_name FROM information_schema.schemata WHERE schema_name IN ('session_logger', 'noalc_streak') ORDER BY 1")
@@ -56,9 +57,9 @@ import TestSupport
     }
 
     /// A server of the test's own and `service`'s log in it.
-    static func serverAndLog(_ service: String) throws -> (TestPostgres, PostgresLog) {
+    static func serverAndLog(_ service: String) throws -> (TestPostgres, PostgresLogTables) {
         let postgres = try TestPostgres()
-        let log = PostgresLog(service: service)
+        let log = PostgresLogTables(service: service)
         try log.create(on: try postgres.connect())
         return (postgres, log)
     }
@@ -83,7 +84,7 @@ import TestSupport
     /// the append, with the log row's lock held, a quarter wait 1-4 ms so that the others pile up
     /// behind it, then commit. `crashing`: one in ten instead has its backend terminated from
     /// another connection and one in ten closes its connection without COMMIT.
-    static func write(_ count: Int, thread: Int, crashing: Bool, into log: PostgresLog, of postgres: TestPostgres, _ outcome: Outcome) {
+    static func write(_ count: Int, thread: Int, crashing: Bool, into log: PostgresLogTables, of postgres: TestPostgres, _ outcome: Outcome) {
         do {
             var connection = try postgres.connect()
             let killer = try postgres.connect()
@@ -247,7 +248,7 @@ import TestSupport
 /// Reads the whole log and expects exactly the committed transactions' records, each at the seqs its
 /// writer was given, and seqs 1...N.
 @discardableResult
-private func expectLog(_ log: PostgresLog, holdsExactly transactions: [PostgresLogTests.Committed],
+private func expectLog(_ log: PostgresLogTables, holdsExactly transactions: [PostgresLogTests.Committed],
                        on connection: PostgresConnection) throws -> [LogRecord] {
     var all: [LogRecord] = []
     while true {
@@ -269,10 +270,31 @@ private func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) 
     let group = DispatchGroup()
     for index in 0..<count {
         group.enter()
-        Thread {
-            body(index)
-            group.leave()
-        }.start()
+        Thread { body(index); group.leave() }.start()
     }
     group.wait()
+}
+
+/// A logged record as the tests read it back.
+private struct LogRecord: Equatable { let seq: Int64, topic: String, envelope: [UInt8] }
+
+/// A writer's batch and a follower's read, as `PostgresStore` and `EventLog` make them.
+extension PostgresLogTables {
+    /// Appends `records` in the caller's transaction: the lock, the rows and the row moved (queued,
+    /// to go out with the COMMIT). Returns their seqs; nil for no records: nothing is locked.
+    fileprivate func append(_ records: [(topic: String, envelope: [UInt8])], in transaction: PostgresTransaction) throws(PostgresError) -> ClosedRange<Int64>? {
+        guard !records.isEmpty else { return nil }
+        let first = try lock(in: transaction) + 1, last = first + Int64(records.count) - 1
+        for (offset, record) in records.enumerated() {
+            try transaction.enqueue(insertStatement, [.integer(first + Int64(offset)), .text(record.topic), .blob(Data(record.envelope))])
+        }
+        try advance(to: last, in: transaction)
+        return first...last
+    }
+    /// The committed records after `seq`, in seq order, at most `limit`.
+    fileprivate func since(after seq: Int64, limit: Int, on connection: PostgresConnection) throws(PostgresError) -> [LogRecord] {
+        try connection.execute("SELECT seq, topic, envelope FROM \(schemaName).log WHERE seq > $1 ORDER BY seq LIMIT $2",
+                               [.integer(seq), .integer(Int64(limit))])
+            .map { row in LogRecord(seq: row.int64(0) ?? 0, topic: row.text(1) ?? "", envelope: row.bytes(2) ?? []) }
+    }
 }

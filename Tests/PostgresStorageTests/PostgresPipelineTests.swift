@@ -55,6 +55,61 @@ import TestSupport
         #expect(connection.roundTrips == alone + 5)
     }
 
+    @Test func aQueuedReadIsAnsweredInTheRoundTripOfTheStatementsAroundIt() throws {
+        let (postgres, connection) = try Self.serverWithTable()
+        defer { postgres.stop() }
+        try connection.execute("INSERT INTO item (n) VALUES (1)")
+        let before = connection.roundTrips
+        var seen: [Int64]?, changed: Int?, afterFailure = false
+        try connection.transaction { _ in
+            try connection.enqueue("INSERT INTO item (n) VALUES (2), (3) ON CONFLICT DO NOTHING") { _, count in changed = count }
+            // Queued after the insert: it sees its rows.
+            try connection.enqueue("SELECT n FROM item ORDER BY n") { rows, _ in seen = rows.compactMap { $0.int64(0) } }
+            #expect(seen == nil && changed == nil)
+            try connection.flush()
+        }
+        #expect(seen == [1, 2, 3] && changed == 2)
+        #expect(connection.roundTrips == before + 2)
+
+        // A read queued after a failed statement is skipped, and not answered.
+        #expect {
+            try connection.transaction { _ in
+                try connection.enqueue("INSERT INTO item (n) VALUES (1)")
+                try connection.enqueue("SELECT 1") { _, _ in afterFailure = true }
+                try connection.flush()
+            }
+        } throws: { ($0 as? PostgresError)?.kind == .statement(sqlState: "23505") }
+        #expect(!afterFailure)
+
+        // With the pipeline off, it is answered at once.
+        connection.pipelines = false
+        var count: Int64?
+        try connection.enqueue("SELECT count(*) FROM item") { rows, _ in count = rows.first?.int64(0) }
+        #expect(count == 3)
+    }
+
+    @Test func aStatementWithParametersIsPreparedOnceAndOneWhoseParseWasSkippedIsNot() throws {
+        let (postgres, connection) = try Self.serverWithTable()
+        defer { postgres.stop() }
+        func preparedCount() throws -> Int64? { try connection.execute("SELECT count(*) FROM pg_prepared_statements").first?.int64(0) }
+        try connection.execute("INSERT INTO item (n) VALUES (1)")
+        // Its Parse is queued after a failing statement, so the server skips it.
+        #expect {
+            try connection.transaction { transaction in
+                try transaction.enqueue("INSERT INTO item (n) VALUES (1)")
+                try transaction.enqueue("UPDATE item SET note = $1 WHERE n = $2", [.text("skipped"), .integer(1)])
+                try connection.flush()
+            }
+        } throws: { ($0 as? PostgresError)?.kind == .statement(sqlState: "23505") }
+        #expect(try preparedCount() == 0)
+        // Sent again, it is prepared now, and run from its name after.
+        for note in ["once", "twice"] {
+            try connection.transaction { try $0.enqueue("UPDATE item SET note = $1 WHERE n = $2", [.text(note), .integer(1)]) }
+        }
+        #expect(try preparedCount() == 1)
+        #expect(try connection.execute("SELECT note FROM item WHERE n = 1").first?.text(0) == "twice")
+    }
+
     @Test func aFailureInTheMiddleOfABatchRollsTheWholeTransactionBack() throws {
         let (postgres, connection) = try Self.serverWithTable()
         defer { postgres.stop() }

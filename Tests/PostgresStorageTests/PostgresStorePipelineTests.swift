@@ -43,6 +43,53 @@ extension PostgresStoreTests {
         #expect(try Self.rows(store) == [1, 2, 11, 21, 40, 41])
     }
 
+    /// A service's read under the lock (`readUnderEachWriteLock`) goes out with it, in its round
+    /// trip, and sees what committed before the lock was taken; the body finds its answer there already.
+    @Test func aReadUnderTheLockSharesItsRoundTripAndSeesTheLastCommit() throws {
+        let postgres = try TestPostgres()
+        defer { postgres.stop() }
+        let store = try Self.open(postgres)
+        var read: [Int64] = []
+        #expect(store.readUnderEachWriteLock("SELECT count(*) FROM logged", []) { row in read.append(row.integer(0) ?? -1) })
+        try postgres.connect().execute("INSERT INTO session_logger.logged (seq, id) VALUES (7, 'other instance')")
+        let before = store.roundTrips
+        let seen = try store.write(now: Self.start, copyOfUpstream: false, { tx in
+            try tx.sql.executeLater("INSERT INTO logged (seq, id) VALUES (?, 'e')", [.integer(tx.nextSeq)])
+            try tx.append(Events.sessionLogged, userId: UserID("ada")!, activity: .workout, data: Self.session())
+            return read
+        }, committed: { _ in })
+        #expect(seen == [1])
+        #expect(store.roundTrips - before == 2)
+        #expect(try Self.rows(store) == [1, 7])
+    }
+
+    /// In a write of upstream events the lock and the read under it go out with the body's first
+    /// read, not before it; the events still get the seqs after the newest committed, though another
+    /// instance committed since this one last wrote.
+    @Test func anUpstreamWriteSendsTheLockWithItsFirstReadAndNumbersFromTheLockedHead() throws {
+        let postgres = try TestPostgres()
+        defer { postgres.stop() }
+        let store = try Self.open(postgres), other = try Self.open(postgres)
+        var read: [Int64] = []
+        #expect(store.readUnderEachWriteLock("SELECT count(*) FROM logged", []) { row in read.append(row.integer(0) ?? -1) })
+        #expect(try Self.log(in: other) == 1)
+        let before = store.roundTrips
+        let (seenBefore, counted, seq) = try store.write(now: Self.start, copyOfUpstream: true, { tx in
+            let seenBefore = read
+            try tx.sql.executeLater("INSERT INTO logged (seq, id) VALUES (?, 'queued')", [.integer(20)])
+            let counted = try tx.sql.first("SELECT count(*) FROM logged", []) { $0.integer(0) }
+            // Queued before the first event: its seq is known already, so nothing goes out for it.
+            try tx.sql.executeLater("INSERT INTO logged (seq, id) VALUES (?, 'queued')", [.integer(21)])
+            return (seenBefore, counted, try tx.append(Events.sessionLogged, userId: UserID("ada")!, activity: .workout, data: Self.session()))
+        }, committed: { _ in })
+        #expect(seenBefore == [] && read == [1])
+        #expect(counted == 2)
+        #expect(seq == 2)
+        #expect(store.roundTrips - before == 2)
+        #expect(try Self.rows(store) == [1, 20, 21])
+        #expect(try Self.log(in: other) == 3)
+    }
+
     /// The connection killed while a write's statements wait in the pipeline: the write is
     /// `unavailable`, nothing of it stored, and the store connects again.
     @Test func aConnectionKilledMidPipelineIsUnavailableAndTheStoreConnectsAgain() throws {

@@ -97,21 +97,46 @@ extension PlannerStore {
         }
         let byBytes = Dictionary(announcements.map { ($0.reminder.id.bytes, $0.reminder.id) }) { first, _ in first }
         var inserted: Set<OccurrenceKey> = []
-        // Each row count is a statement text of its own, which the connection keeps numbered: a
-        // bounded chunk bounds them (a NoAlc reminder's month fits in one).
-        for start in stride(from: 0, to: announcements.count, by: 64) {
-            let chunk = announcements[start..<min(start + 64, announcements.count)]
-            let values = Array(repeating: "(?, ?, ?, ?)", count: chunk.count).joined(separator: ", ")
-            try sql.forEachRow("""
-                INSERT INTO announced (user_id, reminder_id, at_ms, cause) VALUES \(values)
-                ON CONFLICT (user_id, reminder_id, at_ms) DO NOTHING RETURNING reminder_id, at_ms
-                """, chunk.flatMap { announcementKey($0.reminder) + [.integer($0.at.millisecondsSince1970), .text($0.cause.description)] }) { row in
+        try forEachAnnouncementChunk(announcements) { statement, arguments in
+            try sql.forEachRow(statement + " RETURNING reminder_id, at_ms", arguments) { row in
                 if let id = row.withBytes(0, { byBytes[Data($0)] }) ?? nil, let at = row.integer(1) {
                     inserted.insert(OccurrenceKey(reminder: id, at: Instant(millisecondsSince1970: at)))
                 }
             }
         }
         return inserted
+    }
+
+    /// Records announcements known not to be there (read under the log row's lock in this
+    /// transaction: `announcedLater`), sent with the statements after them (`executeLater`).
+    static func announceLater(_ announcements: [(reminder: Reminder, at: Instant, cause: RecordID)], _ sql: StoreConnection) throws {
+        try forEachAnnouncementChunk(announcements) { try sql.executeLater($0, $1) }
+    }
+
+    /// Multi-row INSERTs of `announcements`. Each row count is a statement text of its own, which
+    /// the connection keeps numbered: a bounded chunk bounds them (a NoAlc reminder's month fits in one).
+    private static func forEachAnnouncementChunk(_ announcements: [(reminder: Reminder, at: Instant, cause: RecordID)],
+                                                 _ body: (_ statement: String, _ arguments: [SQLValue]) throws -> Void) throws {
+        for start in stride(from: 0, to: announcements.count, by: 64) {
+            let chunk = announcements[start..<min(start + 64, announcements.count)]
+            let values = Array(repeating: "(?, ?, ?, ?)", count: chunk.count).joined(separator: ", ")
+            try body("INSERT INTO announced (user_id, reminder_id, at_ms, cause) VALUES \(values) ON CONFLICT (user_id, reminder_id, at_ms) DO NOTHING",
+                     chunk.flatMap { announcementKey($0.reminder) + [.integer($0.at.millisecondsSince1970), .text($0.cause.description)] })
+        }
+    }
+
+    /// The occurrences of `reminders` (one user's) announced between `first` and `last`, sent with
+    /// the statements after it (`forEachRowLater`): `body` hears each once they went out.
+    static func announcedLater(of reminders: [Reminder], from first: Instant, through last: Instant, _ sql: StoreConnection,
+                               _ body: @escaping (OccurrenceKey) -> Void) throws {
+        guard let user = reminders.first?.userId else { return }
+        let byBytes = Dictionary(reminders.map { ($0.id.bytes, $0.id) }) { first, _ in first }
+        try sql.forEachRowLater("SELECT reminder_id, at_ms FROM announced WHERE user_id = ? AND at_ms BETWEEN ? AND ?",
+                                [.text(user.rawValue), .integer(first.millisecondsSince1970), .integer(last.millisecondsSince1970)]) { row in
+            if let id = row.withBytes(0, { byBytes[Data($0)] }) ?? nil, let at = row.integer(1) {
+                body(OccurrenceKey(reminder: id, at: Instant(millisecondsSince1970: at)))
+            }
+        }
     }
 
     static func withdrawAnnouncement(_ reminder: Reminder, at: Int64, _ sql: StoreConnection) throws {

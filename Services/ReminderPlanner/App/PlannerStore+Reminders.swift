@@ -48,19 +48,37 @@ extension PlannerStore {
     /// history at the same seq is replaced (`sessionsBySeq`).
     /// With it, its user's latest session end for the activity is raised (`latest_session_end`).
     static func insert(session: StoredSession, seq: Int64, _ sql: StoreConnection) throws -> Bool {
-        let user = SQLValue.text(session.userId.rawValue), activity = SQLValue.text(session.activity.rawValue)
-        let end = SQLValue.integer(session.end.millisecondsSince1970)
-        guard try sql.execute("""
-            INSERT INTO session (id, user_id, activity, start_ms, end_ms, seq) VALUES (?, ?, ?, ?, ?, ?)
-            ON CONFLICT (seq) DO UPDATE SET id = excluded.id, user_id = excluded.user_id, activity = excluded.activity,
-                start_ms = excluded.start_ms, end_ms = excluded.end_ms WHERE session.id <> excluded.id
-            """, [.text(session.id.description), user, activity, .integer(session.start.millisecondsSince1970), end, .integer(seq)]) > 0
-        else { return false }
-        try sql.executeLater("""
-            INSERT INTO latest_session_end (user_id, activity, end_ms) VALUES (?, ?, ?)
-            ON CONFLICT (user_id, activity) DO UPDATE SET end_ms = excluded.end_ms WHERE excluded.end_ms > latest_session_end.end_ms
-            """, [user, activity, end])
+        guard try sql.execute(insertSession, sessionRow(session, seq: seq)) > 0 else { return false }
+        try sql.executeLater(raiseLatestSessionEnd, latestSessionEndRow(session))
         return true
+    }
+
+    /// `insert(session:)` sent with the statements after it (`executeLater`): `inserted` hears
+    /// whether the session was new once they went out. The latest end is raised either way: for a
+    /// session known already it is no higher than the one stored.
+    static func insertLater(session: StoredSession, seq: Int64, _ sql: StoreConnection, inserted: @escaping (Bool) -> Void) throws {
+        try sql.executeLater(insertSession, sessionRow(session, seq: seq)) { inserted($0 > 0) }
+        try sql.executeLater(raiseLatestSessionEnd, latestSessionEndRow(session))
+    }
+
+    private static let insertSession = """
+        INSERT INTO session (id, user_id, activity, start_ms, end_ms, seq) VALUES (?, ?, ?, ?, ?, ?)
+        ON CONFLICT (seq) DO UPDATE SET id = excluded.id, user_id = excluded.user_id, activity = excluded.activity,
+            start_ms = excluded.start_ms, end_ms = excluded.end_ms WHERE session.id <> excluded.id
+        """
+
+    private static let raiseLatestSessionEnd = """
+        INSERT INTO latest_session_end (user_id, activity, end_ms) VALUES (?, ?, ?)
+        ON CONFLICT (user_id, activity) DO UPDATE SET end_ms = excluded.end_ms WHERE excluded.end_ms > latest_session_end.end_ms
+        """
+
+    private static func sessionRow(_ session: StoredSession, seq: Int64) -> [SQLValue] {
+        [.text(session.id.description), .text(session.userId.rawValue), .text(session.activity.rawValue),
+         .integer(session.start.millisecondsSince1970), .integer(session.end.millisecondsSince1970), .integer(seq)]
+    }
+
+    private static func latestSessionEndRow(_ session: StoredSession) -> [SQLValue] {
+        [.text(session.userId.rawValue), .text(session.activity.rawValue), .integer(session.end.millisecondsSince1970)]
     }
 
     /// Every user's latest session end by activity, for `LatestLogged` at the start. A row that does

@@ -12,6 +12,12 @@ extension ReminderPlanner {
     struct ClusterState {
         /// The stored `memoryVersion` this instance's memory reflects.
         var memoryVersion: Int64 = 0
+        /// The stored `memoryVersion` as read with the log row's lock of the transaction starting
+        /// (`readMemoryVersionUnderLock`), until its write hook takes it; `.some(nil)`: no row.
+        var versionUnderLock: Int64??
+        /// An upstream write whose lock and version read went out with its first read: memory
+        /// follows the other instances once they are back (`followIfPending`).
+        var followPending = false
         var balance = BalanceCadence()
         /// When this instance next looks whether others changed users or reminders (`followOtherInstancesIfDue`).
         var nextFollowCheck: UInt64 = 0
@@ -105,8 +111,8 @@ extension ReminderPlanner {
     /// changed are read again, with their reminders, and rescheduled; the few restored occurrences
     /// and moved days all of them. Outside a transaction the version is read first: what the
     /// reads after it see is at least that new, and anything newer is read again next time.
-    func followOtherInstances(_ sql: StoreConnection) throws {
-        guard let version = try PlannerStore.value("memoryVersion", sql), version != cluster.memoryVersion else { return }
+    func followOtherInstances(_ sql: StoreConnection, storedVersion: Int64?? = nil) throws {
+        guard let version = try storedVersion ?? PlannerStore.value("memoryVersion", sql), version != cluster.memoryVersion else { return }
         for userId in try PlannerStore.changedUsers(since: cluster.memoryVersion, sql) {
             setUser(userId, try PlannerStore.user(userId, sql))
             let stored = try PlannerStore.reminders(of: userId, sql)
@@ -117,6 +123,25 @@ extension ReminderPlanner {
         restored = try PlannerStore.restoredOccurrences(sql)
         movedDecidedDays = try PlannerStore.movedDecidedDays(sql)
         cluster.memoryVersion = version
+    }
+
+    /// In an upstream write whose version read went out with its first read (`beforeWriting`),
+    /// follows the other instances once. True if memory changed: what was read from it is stale.
+    func followIfPending(_ tx: Transaction) throws -> Bool {
+        guard cluster.followPending else { return false }
+        cluster.followPending = false
+        if cluster.versionUnderLock == nil { try tx.sql.sendWaiting() }
+        let before = cluster.memoryVersion
+        try followOtherInstances(tx.sql, storedVersion: cluster.versionUnderLock.take())
+        return cluster.memoryVersion != before
+    }
+
+    /// Has the store read the stored `memoryVersion` with the log row's lock of each write
+    /// transaction, in the same round trip, for the write hook (`beforeWriting`) to take.
+    func readMemoryVersionUnderLock() {
+        _ = host.store.readUnderEachWriteLock("SELECT (SELECT value FROM planner_state WHERE key = ?)", [.text("memoryVersion")]) {
+            [unowned self] row in cluster.versionUnderLock = .some(row.integer(0))
+        }
     }
 
     /// Records, for the other instances, that `user`'s settings or reminders change in `tx`.

@@ -51,13 +51,38 @@ extension ReminderPlanner {
     /// passed (the planner was down) is decided instead.
     func announceCancellations(of user: UserID, _ reminders: [(reminder: Reminder, candidates: [PlannedOccurrence])],
                                in tx: Transaction) throws {
-        let undecided = reminders.map { (reminder: $0.reminder, occurrences: undecidedOccurrences(of: $0.reminder, among: $0.candidates)) }
-        let shared = try sharedSessionCandidates(undecided, tx.sql)
-        let covered = try undecided.flatMap {
-            try coveredOccurrences(of: $0.reminder, among: $0.occurrences, covering: shared[$0.reminder.activity], tx.sql)
+        try announce(covered(undecided(reminders), tx.sql), of: user, in: tx)
+    }
+
+    /// Each reminder with those of its candidates that are not decided, restored or past.
+    func undecided(_ reminders: [(reminder: Reminder, candidates: [PlannedOccurrence])]) -> [(reminder: Reminder, occurrences: [PlannedOccurrence])] {
+        reminders.map { (reminder: $0.reminder, occurrences: undecidedOccurrences(of: $0.reminder, among: $0.candidates)) }
+    }
+
+    /// The undecided occurrences that something logged covers, with their cause, in order.
+    func covered(_ undecided: [(reminder: Reminder, occurrences: [PlannedOccurrence])],
+                 _ sql: StoreConnection) throws -> [(Reminder, PlannedOccurrence, RecordID)] {
+        let shared = try sharedSessionCandidates(undecided, sql)
+        return try undecided.flatMap {
+            try coveredOccurrences(of: $0.reminder, among: $0.occurrences, covering: shared[$0.reminder.activity], sql)
         }
+    }
+
+    /// Announces `reminder.cancelled` once for each covered occurrence not announced before, in
+    /// the order covered. `announcedBefore`: what this transaction read was announced, under the
+    /// log row's lock (no other transaction announces meanwhile); nil: the INSERT tells.
+    func announce(_ covered: [(Reminder, PlannedOccurrence, RecordID)], of user: UserID, announcedBefore: Set<OccurrenceKey>? = nil,
+                  in tx: Transaction) throws {
         guard !covered.isEmpty else { return }
-        var announced = try PlannerStore.announce(covered.map { (reminder: $0.0, at: $0.1.at, cause: $0.2) }, tx.sql)
+        let announcements = covered.map { (reminder: $0.0, at: $0.1.at, cause: $0.2) }
+        var announced: Set<OccurrenceKey>
+        if let announcedBefore {
+            let new = announcements.filter { !announcedBefore.contains(OccurrenceKey(reminder: $0.reminder.id, at: $0.at)) }
+            try PlannerStore.announceLater(new, tx.sql)
+            announced = Set(new.map { OccurrenceKey(reminder: $0.reminder.id, at: $0.at) })
+        } else {
+            announced = try PlannerStore.announce(announcements, tx.sql)
+        }
         let announcedAny = !announced.isEmpty
         // In the order covered, each newly announced one once.
         for (reminder, planned, cause) in covered where announced.remove(OccurrenceKey(reminder: reminder.id, at: planned.at)) != nil {

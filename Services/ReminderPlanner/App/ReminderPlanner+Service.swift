@@ -6,7 +6,17 @@ import Storage
 // version is in `ReminderPlanner+TZData`).
 extension ReminderPlanner {
     public func beforeWriting(_ tx: Transaction) throws {
-        if host.store.isShared { try followOtherInstances(tx.sql) }
+        guard host.store.isShared else { return }
+        cluster.followPending = false
+        // Not read back yet: an upstream write, whose lock goes out with its first read.
+        if cluster.versionUnderLock == nil, tx.sql.hasStatementsWaiting {
+            cluster.followPending = true
+            // Read back with the COMMIT when nothing took it: not this transaction's for the next.
+            tx.afterCommit { [unowned self] in cluster.versionUnderLock = nil }
+            tx.onRollback { [unowned self] in cluster.versionUnderLock = nil }
+            return
+        }
+        try followOtherInstances(tx.sql, storedVersion: cluster.versionUnderLock.take())
     }
 
     /// While decisions wait for a known gap, the catch-up's reply or deadline wakes the loop.

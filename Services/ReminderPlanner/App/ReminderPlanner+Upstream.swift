@@ -11,15 +11,13 @@ extension ReminderPlanner {
         switch event.data {
         case .sessionLogged(let session):
             noteLogged(by: session.userId) { $0.logged(sessionOf: session.activity, endingAt: session.end.millisecondsSince1970) }
+            if host.store.isShared { return try applyShared(session, seq: event.seq, tx) }
+            _ = try followIfPending(tx)
             guard try PlannerStore.insert(session: session, seq: event.seq, tx.sql) else { return }
             tx.afterCommit { [unowned self] in host.count("sessionsApplied") }
-            let zone = user(session.userId).timeZone
-            try announceCancellations(of: session.userId, reminders(of: session.userId, activity: session.activity).map { reminder in
-                let latest = session.end.adding(seconds: Int64(reminder.lookbackHours) * 3600)
-                return (reminder, OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: zone.rules,
-                                                                 from: max(session.start, firstPending(reminder)), through: latest))
-            }, in: tx)
+            try announceCancellations(of: session.userId, candidates(coveredBy: session), in: tx)
         case .noalcLogged(let entry):
+            _ = try followIfPending(tx)
             guard try PlannerStore.insert(noalcDay: entry.day, user: entry.userId, entry: entry.id, tx.sql) else { return }
             tx.afterCommit { [unowned self] in host.count("noalcEntriesApplied") }
             let zone = user(entry.userId).timeZone
@@ -31,6 +29,48 @@ extension ReminderPlanner {
         default:
             return
         }
+    }
+
+    /// Each of the user's reminders of the session's activity with the occurrences it could cover.
+    private func candidates(coveredBy session: StoredSession) -> [(reminder: Reminder, candidates: [PlannedOccurrence])] {
+        let zone = user(session.userId).timeZone
+        return reminders(of: session.userId, activity: session.activity).map { reminder in
+            let latest = session.end.adding(seconds: Int64(reminder.lookbackHours) * 3600)
+            return (reminder, OccurrenceCalendar.occurrences(at: reminder.time, on: reminder.weekdays, in: zone.rules,
+                                                             from: max(session.start, firstPending(reminder)), through: latest))
+        }
+    }
+
+    /// A session on a shared store, where each statement read is a round trip: its copy, what was
+    /// announced of the occurrences it could cover and the sessions that could cover them go out
+    /// in one round trip (in an upstream write's first, with the lock and the memory version), the
+    /// announcements and events after them with the COMMIT. The same outcome as
+    /// `insert(session:)` and `announceCancellations`.
+    private func applyShared(_ session: StoredSession, seq: Int64, _ tx: Transaction) throws {
+        var inserted: Bool?
+        try PlannerStore.insertLater(session: session, seq: seq, tx.sql) { inserted = $0 }
+        var read = try readCoverage(of: session, tx.sql)
+        // Rarely, another instance changed what memory holds: read again from the memory it follows to.
+        if try followIfPending(tx) { read = try readCoverage(of: session, tx.sql) }
+        if inserted == nil { try tx.sql.sendWaiting() }
+        guard inserted == true else { return }
+        tx.afterCommit { [unowned self] in host.count("sessionsApplied") }
+        try announce(read.covered, of: session.userId, announcedBefore: read.announcedBefore, in: tx)
+    }
+
+    /// What of the occurrences `session` could cover was announced, and which it covers, read
+    /// together (the first queued, the second read with it).
+    private func readCoverage(of session: StoredSession, _ sql: StoreConnection) throws
+        -> (announcedBefore: Set<OccurrenceKey>, covered: [(Reminder, PlannedOccurrence, RecordID)]) {
+        var announcedBefore: Set<OccurrenceKey> = []
+        let open = undecided(candidates(coveredBy: session))
+        let instants = open.flatMap { $0.occurrences.map(\.at) }
+        if let first = instants.min(), let last = instants.max() {
+            try PlannerStore.announcedLater(of: open.map(\.reminder), from: first, through: last, sql) { announcedBefore.insert($0) }
+        }
+        let covered = try covered(open, sql)
+        if !covered.isEmpty, sql.hasStatementsWaiting { try sql.sendWaiting() }
+        return (announcedBefore, covered)
     }
 
     /// The loop's turn (SEMANTICS §3): occurrences due now are decided after a known gap in our copy

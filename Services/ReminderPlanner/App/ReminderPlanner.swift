@@ -107,6 +107,7 @@ public final class ReminderPlanner: Service {
         if host.store.isShared {
             // Its write hook follows the other instances from here on, in the balance's writes too.
             host.attach(self)
+            readMemoryVersionUnderLock()
             // Ready with its share taken, and what fell due in it decided.
             balancePartitions()
         }

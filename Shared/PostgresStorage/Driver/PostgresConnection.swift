@@ -52,6 +52,12 @@ public final class PostgresConnection {
     public var pipelines = true
     /// Statements sent in pipeline mode whose results are not read yet.
     var queued = 0
+    /// What reads the answers of some of them, by their place in the queue (`enqueue(read:)`).
+    var readers: [Int: (_ rows: [TextRow], _ changed: Int) -> Void] = [:]
+    /// Statements prepared on this connection, by their text, and those whose Parse is queued.
+    var prepared: [String: String] = [:], preparing: [String: String] = [:]
+    var parses: [Int: (sql: String, name: String)] = [:]
+    var nextPrepared = 0
     /// While set, an answer the server has not given within `patienceNanoseconds` is waited for
     /// through this, not inside libpq: the owner's thread does other work meanwhile (a service's
     /// loop answers `health` while its write waits for a lock another instance holds) and calls
@@ -113,27 +119,31 @@ public final class PostgresConnection {
     /// Runs one statement and returns its rows (none for a command).
     @discardableResult
     public func execute(_ sql: String, _ parameters: [SQLValue] = []) throws(PostgresError) -> [TextRow] {
-        try run(sql, parameters) { result in
-            let rows = PQntuples(result), columns = PQnfields(result)
-            return (0..<rows).map { row in
-                TextRow(columns: (0..<columns).map { column in
-                    PQgetisnull(result, row, column) == 1 ? nil : String(cString: PQgetvalue(result, row, column))
-                })
-            }
+        try run(sql, parameters, Self.rows(of:))
+    }
+
+    static func rows(of result: OpaquePointer?) -> [TextRow] {
+        let rows = PQntuples(result), columns = PQnfields(result)
+        return (0..<rows).map { row in
+            TextRow(columns: (0..<columns).map { column in
+                PQgetisnull(result, row, column) == 1 ? nil : String(cString: PQgetvalue(result, row, column))
+            })
         }
     }
+
+    static func changedRows(of result: OpaquePointer?) -> Int { Int(String(cString: PQcmdTuples(result))) ?? 0 }
 
     /// Runs one statement that returns no rows, and returns how many rows it changed.
     @discardableResult
     public func command(_ sql: String, _ parameters: [SQLValue] = []) throws(PostgresError) -> Int {
-        try run(sql, parameters) { result in Int(String(cString: PQcmdTuples(result))) ?? 0 }
+        try run(sql, parameters, Self.changedRows(of:))
     }
 
     /// Sends `sql` with `parameters` and gives the successful result to `read`. Statements queued
     /// before go out with it, in one round trip; if one of them failed, its error is thrown and
     /// this statement did not run (the server skips the rest of a pipeline after an error). A
     /// ROLLBACK is never skipped so: the queue is read back first, its errors are what it undoes.
-    private func run<T>(_ sql: String, _ parameters: [SQLValue], _ read: (OpaquePointer?) -> T) throws(PostgresError) -> T {
+    func run<T>(_ sql: String, _ parameters: [SQLValue], _ read: (OpaquePointer?) -> T) throws(PostgresError) -> T {
         guard let connection else { throw PostgresError(.connection, "PostgreSQL connection is closed") }
         if queued > 0, sql.hasPrefix("ROLLBACK") { try flushIgnoringStatementErrors() }
         let result: OpaquePointer?
@@ -210,7 +220,7 @@ public final class PostgresConnection {
 }
 
 /// A transaction on one connection, from `begin()` to `commit()` or `rollback()`: what a call that
-/// must run inside the caller's transaction (`PostgresLog.append`) takes.
+/// must run inside the caller's transaction (`PostgresLogTables.lock`) takes.
 public struct PostgresTransaction {
     public let connection: PostgresConnection
 

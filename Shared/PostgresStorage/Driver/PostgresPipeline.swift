@@ -26,6 +26,21 @@ extension PostgresConnection {
         if queued >= Self.mostQueued { try flush() }
     }
 
+    /// As `enqueue`, for a statement whose answer is needed but not at once: `read` gets its rows
+    /// and its count of changed rows when the pipeline is read back, in the same round trip as the
+    /// statements around it (at once while `pipelines` is off). Not called if it failed or was skipped.
+    public func enqueue(_ sql: String, _ parameters: [SQLValue] = [],
+                        read: @escaping (_ rows: [TextRow], _ changed: Int) -> Void) throws(PostgresError) {
+        guard pipelines else {
+            let (rows, changed) = try run(sql, parameters) { (Self.rows(of: $0), Self.changedRows(of: $0)) }
+            return read(rows, changed)
+        }
+        guard let connection else { throw PostgresError(.connection, "PostgreSQL connection is closed") }
+        if queued == 0, PQenterPipelineMode(connection) != 1 { throw lost("cannot enter pipeline mode") }
+        readers[try send(sql, parameters)] = read
+        if queued >= Self.mostQueued { try flush() }
+    }
+
     /// Whether statements queued by `enqueue` have not been read back yet.
     public var hasQueued: Bool { queued > 0 }
 
@@ -40,21 +55,48 @@ extension PostgresConnection {
         do { try flush() } catch { if error.kind == .connection { throw error } }
     }
 
-    /// Adds `sql` to the pipeline, in pipeline mode.
-    func send(_ sql: String, _ parameters: [SQLValue]) throws(PostgresError) {
+    /// Adds `sql` to the pipeline, in pipeline mode, and returns its place in the queue.
+    @discardableResult
+    func send(_ sql: String, _ parameters: [SQLValue]) throws(PostgresError) -> Int {
+        let name = try preparedName(sql, parameters)
         let sent = withParameters(parameters) { count, values, lengths, formats in
-            PQsendQueryParams(connection, sql, count, nil, values, lengths, formats, 0)
+            name.map { PQsendQueryPrepared(connection, $0, count, values, lengths, formats, 0) }
+                ?? PQsendQueryParams(connection, sql, count, nil, values, lengths, formats, 0)
         }
         guard sent == 1 else { throw lost("cannot send a statement") }
         queued += 1
+        return queued - 1
+    }
+
+    /// At most this many statements are kept prepared on a connection; the rest go unnamed.
+    static let mostPrepared = 512
+
+    /// The name of `sql` prepared on this connection, so the server parses and plans it once, not
+    /// at every run; its Parse is queued first when it has none yet. Nil for a statement without
+    /// parameters (BEGIN, COMMIT, DDL, SET) and past `mostPrepared`. A statement counts as
+    /// prepared only once its Parse was read back: a pipeline that failed before it skipped it.
+    private func preparedName(_ sql: String, _ parameters: [SQLValue]) throws(PostgresError) -> String? {
+        guard !parameters.isEmpty else { return nil }
+        if let name = prepared[sql] ?? preparing[sql] { return name }
+        guard prepared.count + preparing.count < Self.mostPrepared else { return nil }
+        nextPrepared += 1
+        let name = "lht_\(nextPrepared)"
+        guard PQsendPrepare(connection, name, sql, Int32(parameters.count), nil) == 1 else { throw lost("cannot send a statement") }
+        preparing[sql] = name
+        parses[queued] = (sql, name)
+        queued += 1
+        return name
     }
 
     /// Ends the pipeline with a sync, reads every queued statement's result and leaves pipeline
     /// mode. Returns the last statement's result with `keepingLast` (the caller clears it); throws
     /// the first failed statement's error, or `.connection` if the connection went meanwhile.
     func sync(keepingLast: Bool) throws(PostgresError) -> OpaquePointer? {
-        let count = queued
+        let count = queued, readers = readers, parses = parses
         queued = 0
+        self.readers = [:]
+        self.parses = [:]
+        preparing = [:]
         roundTrips += 1
         guard PQpipelineSync(connection) == 1 else { throw lost("cannot send the pipeline") }
         var failed: OpaquePointer?, last: OpaquePointer?
@@ -67,7 +109,13 @@ extension PostgresConnection {
             let status = PQresultStatus(result)
             if failed == nil, status != PGRES_COMMAND_OK, status != PGRES_TUPLES_OK, status != PGRES_PIPELINE_ABORTED {
                 failed = result
-            } else if keepingLast, index == count - 1 {
+                continue
+            }
+            if failed == nil, status != PGRES_PIPELINE_ABORTED, let read = readers[index] {
+                read(Self.rows(of: result), Self.changedRows(of: result))
+            }
+            if status == PGRES_COMMAND_OK, let parse = parses[index] { prepared[parse.sql] = parse.name }
+            if keepingLast, index == count - 1 {
                 last = result
             } else {
                 PQclear(result)

@@ -17,13 +17,13 @@ extension PostgresStore {
         }
         self.timeline = timeline ?? self.timeline
         let seen = max(eventLog.lastSeq, eventLog.publishedSeq)
-        let head = try connection.transaction { try log.lockHead(in: $0) }
+        let head = try connection.transaction { try logTables.lockHead(in: $0) }
         if RecordID(head.identity) != eventLog.identity {
             try adoptIdentity(head.identity, lastSeq: head.lastSeq)
         } else if head.lastSeq < seen {
             logger.error("PostgreSQL lost committed log entries (a standby promoted without them): the log takes a new identity, and followers start again from it",
                          metadata: ["seenSeq": "\(seen)", "databaseSeq": "\(head.lastSeq)", "logId": "\(eventLog.identity)"])
-            let renewed = try connection.transaction { try log.renewIdentity(replacing: head.identity, in: $0) }
+            let renewed = try connection.transaction { try logTables.renewIdentity(replacing: head.identity, in: $0) }
             try adoptIdentity(renewed, lastSeq: head.lastSeq)
         }
     }
@@ -39,6 +39,6 @@ extension PostgresStore {
         guard let id = RecordID(identity) else { throw StorageError("the log identity \(identity) is not a UUID") }
         logger.error("the log has a new identity: events from here on are of it", metadata: [
             "was": "\(eventLog.identity)", "now": "\(identity)", "lastSeq": "\(lastSeq)"])
-        eventLog = EventLog(source: eventLog.source, identity: id, lastSeq: lastSeq, records: .table("\(log.schemaName).log", compression: nil))
+        eventLog = EventLog(source: eventLog.source, identity: id, lastSeq: lastSeq, records: .table("\(logTables.schemaName).log", compression: nil))
     }
 }

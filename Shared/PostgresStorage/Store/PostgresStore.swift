@@ -4,12 +4,12 @@ import Logging
 import Storage
 
 /// A service's storage in PostgreSQL, shared by every instance of the service (PROTOCOL "Cluster
-/// (PostgreSQL)"): its log (`PostgresLog`), tables and upstream cursors in one schema named after
-/// the service, which the connection's `search_path` points at.
+/// (PostgreSQL)"): its log (`PostgresLogTables`), tables and upstream cursors in one schema named
+/// after the service, which the connection's `search_path` points at.
 ///
-/// A write transaction takes the log row's lock first (`PostgresLog.lock`) and holds it to COMMIT:
-/// the instances' batches commit one at a time, in seq order, and each starts from the seq the
-/// last one committed. COMMIT returns once the WAL is flushed (`synchronous_commit` is set on for
+/// A write transaction takes the log row's lock first (`PostgresLogTables.lockHead`) and holds it
+/// to COMMIT: the instances' batches commit one at a time, in seq order, and each starts from the
+/// seq the last one committed. COMMIT returns once the WAL is flushed (`synchronous_commit` is set on for
 /// this session), so nothing waits after it. A lost connection fails the transaction as
 /// `StoreUnavailable`, and so does every one after until a thread of its own has connected again
 /// (`PostgresReconnect`): the loop never waits on a connect.
@@ -23,7 +23,10 @@ public final class PostgresStore: Store {
     public var waitAnsweringHealth: ((_ isFinished: @escaping () -> Bool) -> Void)? {
         didSet { connection?.connection.waitForServer = waitAnsweringHealth }
     }
-    let log: PostgresLog
+    let logTables: PostgresLogTables
+    /// A read the service makes at the start of each write transaction (the planner's memory
+    /// version, `readUnderEachWriteLock`): sent after the log row's lock, in its round trip.
+    private var readUnderLock: (sql: String, arguments: [SQLValue], read: (SQLRow) -> Void)?
     let logger: Logger
     private var connection: PostgresStoreConnection?
     /// Makes the next connection once one is lost, off the loop thread.
@@ -52,14 +55,14 @@ public final class PostgresStore: Store {
         self.logger = logger
         self.partitioned = partitioned
         leaseKeys = LeaseKeys(service: service)
-        log = PostgresLog(service: service)
-        let schema = log.schemaName
+        logTables = PostgresLogTables(service: service)
+        let schema = logTables.schemaName
         reconnect = PostgresReconnect { try PostgresStore.connect(url, schema: schema, partitioned: partitioned) }
         var delay = 0.25
         var connection: PostgresConnection
         while true {
             do {
-                connection = try Self.connect(url, schema: log.schemaName, partitioned: nil)
+                connection = try Self.connect(url, schema: logTables.schemaName, partitioned: nil)
                 break
             } catch let error as PostgresError where error.kind == .connection && !Self.isRefusedForGood(error) && keepTrying() {
                 logger.warning("PostgreSQL cannot be reached; trying again", metadata: ["error": "\(error)", "retryInSeconds": "\(delay)"])
@@ -69,18 +72,18 @@ public final class PostgresStore: Store {
                 throw StoreConfigurationError(description: error.message)
             }
         }
-        let log = log
-        try log.create(on: connection) { transaction in
-            try transaction.execute("CREATE TABLE IF NOT EXISTS \(log.schemaName).migration (name TEXT PRIMARY KEY)")
-            try transaction.execute("CREATE TABLE IF NOT EXISTS \(log.schemaName).cursor (upstream TEXT PRIMARY KEY, seq BIGINT NOT NULL, log_id TEXT)")
+        let logTables = logTables
+        try logTables.create(on: connection) { transaction in
+            try transaction.execute("CREATE TABLE IF NOT EXISTS \(logTables.schemaName).migration (name TEXT PRIMARY KEY)")
+            try transaction.execute("CREATE TABLE IF NOT EXISTS \(logTables.schemaName).cursor (upstream TEXT PRIMARY KEY, seq BIGINT NOT NULL, log_id TEXT)")
             try transaction.execute("""
-                CREATE TABLE IF NOT EXISTS \(log.schemaName).partition_cursor (
+                CREATE TABLE IF NOT EXISTS \(logTables.schemaName).partition_cursor (
                     upstream TEXT NOT NULL, partition_index INTEGER NOT NULL, seq BIGINT NOT NULL, PRIMARY KEY (upstream, partition_index))
                 """)
-            let done = Set(try transaction.execute("SELECT name FROM \(log.schemaName).migration").compactMap { $0.text(0) })
+            let done = Set(try transaction.execute("SELECT name FROM \(logTables.schemaName).migration").compactMap { $0.text(0) })
             for migration in migrations where !done.contains(migration.name) {
                 try migration.run(on: PostgresStoreConnection(transaction.connection)) { try transaction.execute($0) }
-                try transaction.execute("INSERT INTO \(log.schemaName).migration (name) VALUES ($1)", [.text(migration.name)])
+                try transaction.execute("INSERT INTO \(logTables.schemaName).migration (name) VALUES ($1)", [.text(migration.name)])
             }
         }
         // Migrations may take long and wait on another instance's: the limits apply from here on.
@@ -90,11 +93,11 @@ public final class PostgresStore: Store {
                            metadata: ["serverVersion": "\(connection.serverVersion)"])
         }
         timeline = Self.timeline(connection)
-        let head = try log.head(on: connection)
+        let head = try logTables.head(on: connection)
         guard let identity = RecordID(head.identity) else { throw StorageError("the log identity \(head.identity) is not a UUID") }
-        eventLog = EventLog(source: service, identity: identity, lastSeq: head.lastSeq, records: .table("\(log.schemaName).log", compression: nil))
+        eventLog = EventLog(source: service, identity: identity, lastSeq: head.lastSeq, records: .table("\(logTables.schemaName).log", compression: nil))
         self.connection = PostgresStoreConnection(connection)
-        logger.info("connected to PostgreSQL", metadata: ["schema": "\(log.schemaName)", "lastSeq": "\(head.lastSeq)"])
+        logger.info("connected to PostgreSQL", metadata: ["schema": "\(logTables.schemaName)", "lastSeq": "\(head.lastSeq)"])
     }
 
     public func write<T>(now: Instant, copyOfUpstream: Bool, _ body: (Transaction) throws -> T,
@@ -105,18 +108,23 @@ public final class PostgresStore: Store {
         let result: T
         do {
             result = try sql.connection.transaction { postgres in
-                let head = try log.lockHead(in: postgres)
-                // Another instance found a lost tail and renewed the identity: no seq of the old one is handed out.
-                if RecordID(head.identity) != eventLog.identity { try adoptIdentity(head.identity, lastSeq: head.lastSeq) }
-                eventLog.committed(through: head.lastSeq)
-                let started = Transaction(.all(sql: sql), source: eventLog.source, baseSeq: head.lastSeq, insertRecord: log.insertStatement,
+                let started: Transaction
+                if copyOfUpstream, readUnderLock != nil {
+                    // Upstream events are read before anything is appended: the lock goes out with the body's first read.
+                    let head = try lockHeadLater(postgres, sql)
+                    started = Transaction(.all(sql: sql), source: eventLog.source, baseSeq: eventLog.lastSeq, insertRecord: logTables.insertStatement,
                                           now: now, cursorTable: "cursor")
+                    started.awaitingBaseSeq = { [unowned self] in try locked(head()) }
+                } else {
+                    started = Transaction(.all(sql: sql), source: eventLog.source, baseSeq: try locked(lockHead(postgres, sql)),
+                                          insertRecord: logTables.insertStatement, now: now, cursorTable: "cursor")
+                }
                 transaction = started
                 current = started
                 defer { current = nil }
                 let result = try body(started)
                 try started.storeRecords()
-                if let last = started.events.last { try log.advance(to: last.seq, in: postgres) }
+                if let last = started.events.last { try logTables.advance(to: last.seq, in: postgres) }
                 return result
             }
         } catch {
@@ -127,6 +135,33 @@ public final class PostgresStore: Store {
         done.didCommit(into: eventLog)
         committed(done)
         return result
+    }
+
+    public func readUnderEachWriteLock(_ sql: String, _ arguments: [SQLValue], _ read: @escaping (SQLRow) -> Void) -> Bool {
+        readUnderLock = (sql, arguments, read)
+        return true
+    }
+
+    /// The log row's lock, and `readUnderLock` after it in the same round trip.
+    private func lockHead(_ postgres: PostgresTransaction, _ sql: PostgresStoreConnection) throws -> (identity: String, lastSeq: Int64) {
+        guard readUnderLock != nil else { return try logTables.lockHead(in: postgres) }
+        return try lockHeadLater(postgres, sql)()
+    }
+
+    /// `lockHead`, queued: the returned call answers once the statements after it went out.
+    private func lockHeadLater(_ postgres: PostgresTransaction, _ sql: PostgresStoreConnection) throws
+        -> () throws(PostgresError) -> (identity: String, lastSeq: Int64) {
+        let head = try logTables.lockHeadLater(in: postgres)
+        if let readUnderLock { try sql.forEachRowLater(readUnderLock.sql, readUnderLock.arguments, readUnderLock.read) }
+        return head
+    }
+
+    /// The head read with the lock, taken on: its seq is the transaction's base. Another instance
+    /// found a lost tail and renewed the identity: no seq of the old one is handed out.
+    private func locked(_ head: (identity: String, lastSeq: Int64)) throws -> Int64 {
+        if RecordID(head.identity) != eventLog.identity { try adoptIdentity(head.identity, lastSeq: head.lastSeq) }
+        eventLog.committed(through: head.lastSeq)
+        return head.lastSeq
     }
 
     /// Each statement sees what had committed when it started (READ COMMITTED, outside a transaction).
@@ -145,7 +180,7 @@ public final class PostgresStore: Store {
     /// The log row's seq, which every instance's commits move; this instance's published seq while
     /// the database cannot be read.
     public func newestSeq() -> Int64 {
-        let head = try? query { sql in try sql.first("SELECT last_seq FROM \(log.schemaName).log_head WHERE service = ?", [.text(log.service)]) { $0.integer(0) } }
+        let head = try? query { sql in try sql.first("SELECT last_seq FROM \(logTables.schemaName).log_head WHERE service = ?", [.text(logTables.service)]) { $0.integer(0) } }
         if let head = head ?? nil, head > eventLog.lastSeq { eventLog.committed(through: head) }
         return max(eventLog.publishedSeq, (head ?? nil) ?? 0)
     }

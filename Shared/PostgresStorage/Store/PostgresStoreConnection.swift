@@ -20,6 +20,18 @@ public final class PostgresStoreConnection: StoreConnection {
 
     public var hasStatementsWaiting: Bool { connection.hasQueued }
 
+    public func executeLater(_ sql: String, _ arguments: [SQLValue], changed: @escaping (Int) -> Void) throws {
+        try connection.enqueue(postgresText(sql), arguments) { _, count in changed(count) }
+    }
+
+    public func forEachRowLater(_ sql: String, _ arguments: [SQLValue], _ body: @escaping (SQLRow) -> Void) throws {
+        try connection.enqueue(postgresText(sql), arguments) { rows, _ in
+            for row in rows { body(SQLRow(source: .text(row))) }
+        }
+    }
+
+    public func sendWaiting() throws { try connection.flush() }
+
     public func forEachRow(_ sql: String, _ arguments: [SQLValue], _ body: (SQLRow) throws -> Void) throws {
         for row in try connection.execute(postgresText(sql), arguments) { try body(SQLRow(source: .text(row))) }
     }

@@ -15,25 +15,11 @@
 import Foundation
 import Storage
 
-/// One logged event as the driver reads it back (`since`). Not the core's `PendingEvent`, an event
-/// of a transaction on its way to the log and its subscribers, which knows its type and data.
-public struct LogRecord: Equatable, Sendable {
-    public let seq: Int64
-    public let topic: String
-    public let envelope: [UInt8]
-
-    public init(seq: Int64, topic: String, envelope: [UInt8]) {
-        self.seq = seq
-        self.topic = topic
-        self.envelope = envelope
-    }
-}
-
-/// The log of one service, in a schema named after it (`session-logger` → `session_logger`).
-/// Holds no connection: each call takes the connection or transaction it runs on. Not a second
-/// `EventLog`: this is the SQL of the log's tables and row, which `PostgresStore` runs; the
-/// store's `EventLog` (the core's) is what every backend's log answers, seqs and `events.since`.
-public struct PostgresLog: Sendable {
+/// The SQL of one service's log tables and row, in a schema named after it (`session-logger` →
+/// `session_logger`), which `PostgresStore` runs. Holds no connection: each call takes the
+/// connection or transaction it runs on. The store's `EventLog` (the core's) is what every
+/// backend's log answers, seqs and `events.since`.
+public struct PostgresLogTables: Sendable {
     public let service: String
     /// The schema's name, quoted for SQL.
     private let schema: String
@@ -93,9 +79,26 @@ public struct PostgresLog: Sendable {
     /// `lock`, and the log's identity as of the lock: the identity row is locked too, so an
     /// identity that a batch before renewed (`renewIdentity`) is the one read here.
     public func lockHead(in transaction: PostgresTransaction) throws(PostgresError) -> (identity: String, lastSeq: Int64) {
-        let row = try transaction.execute("""
-            SELECT h.last_seq, i.id FROM \(schema).log_head h, \(schema).log_identity i WHERE h.service = $1 FOR UPDATE OF h, i
-            """, [.text(service)]).first
+        try head(from: transaction.execute(lockHeadStatement, [.text(service)]).first)
+    }
+
+    /// `lockHead`, queued: it goes out with the statements queued after it, and the returned call
+    /// gives its answer, sending what is queued first if it has not gone out yet.
+    public func lockHeadLater(in transaction: PostgresTransaction) throws(PostgresError) -> () throws(PostgresError) -> (identity: String, lastSeq: Int64) {
+        var row: TextRow??
+        try transaction.connection.enqueue(lockHeadStatement, [.text(service)]) { rows, _ in row = .some(rows.first) }
+        return { () throws(PostgresError) in
+            if row == nil { try transaction.connection.flush() }
+            guard let row else { throw PostgresError(.connection, "PostgreSQL: the log row's lock was not read back") }
+            return try head(from: row)
+        }
+    }
+
+    private var lockHeadStatement: String {
+        "SELECT h.last_seq, i.id FROM \(schema).log_head h, \(schema).log_identity i WHERE h.service = $1 FOR UPDATE OF h, i"
+    }
+
+    private func head(from row: TextRow?) throws(PostgresError) -> (identity: String, lastSeq: Int64) {
         guard let last = row?.int64(0), let identity = row?.text(1) else { throw Self.missingRow(service, schema) }
         return (identity, last)
     }
@@ -119,30 +122,6 @@ public struct PostgresLog: Sendable {
     }
 
     private static func missingRow(_ service: String, _ schema: String) -> PostgresError {
-        PostgresError(.statement(sqlState: "P0002"), "PostgreSQL: no log row for \(service) in \(schema).log_head (PostgresLog.create was not run)")
-    }
-
-    /// Appends `records` in the caller's transaction and returns their seqs: the lock, the rows,
-    /// the row moved (the rows and the move queued, to go out with the next statement read or the COMMIT). They become visible, all at once and after every earlier seq, when that
-    /// transaction commits; if it rolls back or its connection dies, the seqs are handed out
-    /// again. Nil for no records: nothing is locked.
-    @discardableResult
-    public func append(_ records: [(topic: String, envelope: [UInt8])], in transaction: PostgresTransaction) throws(PostgresError) -> ClosedRange<Int64>? {
-        guard !records.isEmpty else { return nil }
-        let first = try lock(in: transaction) + 1
-        for (offset, record) in records.enumerated() {
-            try transaction.enqueue(insertStatement, [.integer(first + Int64(offset)), .text(record.topic), .blob(Data(record.envelope))])
-        }
-        let last = first + Int64(records.count) - 1
-        try advance(to: last, in: transaction)
-        return first...last
-    }
-
-    /// The committed records after `seq`, in seq order, at most `limit`. Since seqs commit in
-    /// order, a reader that asks again from the last seq it got misses none.
-    public func since(after seq: Int64, limit: Int, on connection: PostgresConnection) throws(PostgresError) -> [LogRecord] {
-        try connection.execute("SELECT seq, topic, envelope FROM \(schema).log WHERE seq > $1 ORDER BY seq LIMIT $2",
-                               [.integer(seq), .integer(Int64(limit))])
-            .map { row in LogRecord(seq: row.int64(0) ?? 0, topic: row.text(1) ?? "", envelope: row.bytes(2) ?? []) }
+        PostgresError(.statement(sqlState: "P0002"), "PostgreSQL: no log row for \(service) in \(schema).log_head (PostgresLogTables.create was not run)")
     }
 }
