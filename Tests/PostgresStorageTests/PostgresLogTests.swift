@@ -114,7 +114,7 @@ import TestSupport
                     outcome.lost.withLock { $0 += records.map(\.envelope) }
                     connection = try postgres.connect()
                 default:
-                    if random.chance(1, in: 4) { usleep(UInt32(1_000 + random.below(3_000))) }
+                    if random.chance(1, in: 4) { usleep(UInt32(1_000 + random.below(3_000))) }  // varied pacing, so the writers interleave differently
                     try transaction.commit()
                     outcome.committed.withLock {
                         $0.append(Committed(seqs: seqs, envelopes: records.map(\.envelope), beginSent: beginSent, commitReturned: .now))
@@ -154,7 +154,7 @@ import TestSupport
                     }
                     if batch.isEmpty {
                         if done { break }
-                        usleep(200)
+                        usleep(200)  // a reader's pause before it asks again
                     }
                 }
                 reader.withLock { $0 = (received, gaps) }

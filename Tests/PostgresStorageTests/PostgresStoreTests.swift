@@ -166,7 +166,7 @@ import TestSupport
         #expect(throws: StoreUnavailable.self) {
             try frozen.write(now: Self.start, copyOfUpstream: false, { _ in
                 Thread { _ = try? Self.log(in: other); otherWrote.withLock { $0 = Date() } }.start()
-                Thread.sleep(forTimeInterval: 7)
+                Thread.sleep(forTimeInterval: 7)  // holds the lock past the server's idle-in-transaction timeout
             }, committed: { _ in })
         }
         let wrote = try #require(otherWrote.withLock { $0 })
@@ -192,7 +192,7 @@ import TestSupport
             let started = Date()
             do { seq = try Self.log(in: store) } catch is StoreUnavailable { failures += 1 }
             slowest = max(slowest, Date().timeIntervalSince(started))
-            Thread.sleep(forTimeInterval: 0.05)
+            Thread.sleep(forTimeInterval: 0.05)  // pacing: a write every 50 ms while the store reconnects
         }
         #expect(seq == 2)
         #expect(failures >= 10, "the first host's connect timeout passed in \(failures) tries")
@@ -234,7 +234,7 @@ import TestSupport
     static func eventually<T>(_ body: () throws -> T) throws -> T {
         let deadline = Date().addingTimeInterval(10)
         while true {
-            do { return try body() } catch is StoreUnavailable where Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+            do { return try body() } catch is StoreUnavailable where Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }  // a retry's pause, as a client's
         }
     }
 

@@ -20,7 +20,7 @@ import TestSupport
             while !isAnswered() {
                 turnsWhileWaiting += 1
                 if turnsWhileWaiting == 20 { _ = try? holder.execute("COMMIT") }
-                Thread.sleep(forTimeInterval: 0.005)
+                Thread.sleep(forTimeInterval: 0.005)  // one turn of a loop that answers health while it waits
             }
         }
         #expect(try waiter.execute("SELECT n FROM head WHERE id = 1").first?.int64(0) == 0)
@@ -49,7 +49,7 @@ import TestSupport
             var terminated = false
             while !isAnswered() {
                 if !terminated { terminated = (try? admin.execute("SELECT pg_terminate_backend(\(pid))")) != nil }
-                Thread.sleep(forTimeInterval: 0.005)
+                Thread.sleep(forTimeInterval: 0.005)  // one turn of a loop that answers health while it waits
             }
         }
         let error = #expect(throws: PostgresError.self) { try waiter.execute("SELECT id FROM head FOR UPDATE") }
