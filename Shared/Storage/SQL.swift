@@ -44,6 +44,11 @@ public protocol StoreConnection: AnyObject {
     func forEachRowLater(_ sql: String, _ arguments: [SQLValue], _ body: @escaping (SQLRow) -> Void) throws
     /// Sends the statements waiting (`executeLater`) and reads them back; throws the first error.
     func sendWaiting() throws
+    /// As `executeLater`, for a statement that cannot fail on its own, only as its whole
+    /// transaction does (a lost connection): a savepoint's RELEASE need not wait for it.
+    func executeLaterFailingOnlyWithTheTransaction(_ sql: String, _ arguments: [SQLValue]) throws
+    /// Whether a statement that may fail on its own (`executeLater`) still waits to go out.
+    var hasStatementsWaitingThatMayFail: Bool { get }
 }
 
 extension StoreConnection {
@@ -52,6 +57,8 @@ extension StoreConnection {
     public func executeLater(_ sql: String, _ arguments: [SQLValue], changed: @escaping (Int) -> Void) throws { changed(try execute(sql, arguments)) }
     public func forEachRowLater(_ sql: String, _ arguments: [SQLValue], _ body: @escaping (SQLRow) -> Void) throws { try forEachRow(sql, arguments, body) }
     public func sendWaiting() throws {}
+    public func executeLaterFailingOnlyWithTheTransaction(_ sql: String, _ arguments: [SQLValue]) throws { try executeLater(sql, arguments) }
+    public var hasStatementsWaitingThatMayFail: Bool { hasStatementsWaiting }
 
     /// Runs `sql` and returns what `read` makes of each row (nil rows are skipped). Inlinable, so
     /// that each caller's `Element` is specialized.

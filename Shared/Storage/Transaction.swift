@@ -217,12 +217,12 @@ public final class Transaction {
         // statement acts on the innermost.
         // RELEASE waits for its result while a statement of the body sent later (`executeLater`) is
         // still to go out: that one fails here, inside the savepoint, not in whatever statement of
-        // the transaction comes next. With none waiting, nothing can fail in its place: it may wait too.
-        if hasTables { try sql.executeLater("SAVEPOINT request", []) }
+        // the transaction comes next. With none waiting that may fail alone, it may wait too.
+        if hasTables { try sql.executeLaterFailingOnlyWithTheTransaction("SAVEPOINT request", []) }
         do {
             let result = try body()
             if hasTables {
-                if sql.hasStatementsWaiting { try sql.execute("RELEASE SAVEPOINT request", []) } else { try sql.executeLater("RELEASE SAVEPOINT request", []) }
+                if sql.hasStatementsWaitingThatMayFail { try sql.execute("RELEASE SAVEPOINT request", []) } else { try sql.executeLaterFailingOnlyWithTheTransaction("RELEASE SAVEPOINT request", []) }
             }
             return result
         } catch {

@@ -90,6 +90,29 @@ extension PostgresStoreTests {
         #expect(try Self.log(in: other) == 3)
     }
 
+    /// A request's savepoint is released without a wait of its own when what its body queued can
+    /// fail only with the whole transaction; a queued statement that may fail alone makes it wait.
+    @Test func aSavepointWaitsOnlyForQueuedStatementsThatMayFailAlone() throws {
+        let postgres = try TestPostgres()
+        defer { postgres.stop() }
+        let store = try Self.open(postgres)
+        func roundTrips(queuing statementThatMayFailAlone: Bool) throws -> Int {
+            let before = store.roundTrips
+            try store.write(now: Self.start, copyOfUpstream: false, { tx in
+                _ = try tx.eachIsolated([tx.nextSeq], isFatal: { _ in false }) { seq in
+                    let insert = "INSERT INTO logged (seq, id) VALUES (?, 'f') ON CONFLICT DO NOTHING"
+                    if statementThatMayFailAlone { try tx.sql.executeLater(insert, [.integer(seq)]) }
+                    else { try tx.sql.executeLaterFailingOnlyWithTheTransaction(insert, [.integer(seq)]) }
+                }
+                try tx.append(Events.sessionLogged, userId: UserID("ada")!, activity: .workout, data: Self.session())
+            }, committed: { _ in })
+            return store.roundTrips - before
+        }
+        #expect(try roundTrips(queuing: true) == 3, "BEGIN with the lock; RELEASE; COMMIT")
+        #expect(try roundTrips(queuing: false) == 2, "BEGIN with the lock; COMMIT")
+        #expect(try Self.rows(store) == [1, 2])
+    }
+
     /// The connection killed while a write's statements wait in the pipeline: the write is
     /// `unavailable`, nothing of it stored, and the store connects again.
     @Test func aConnectionKilledMidPipelineIsUnavailableAndTheStoreConnectsAgain() throws {

@@ -108,9 +108,10 @@ extension PlannerStore {
     }
 
     /// Records announcements known not to be there (read under the log row's lock in this
-    /// transaction: `announcedLater`), sent with the statements after them (`executeLater`).
+    /// transaction: `announcedLater`), sent with the statements after them. `ON CONFLICT DO
+    /// NOTHING`: it fails only with its transaction, so a savepoint's RELEASE need not wait for it.
     static func announceLater(_ announcements: [(reminder: Reminder, at: Instant, cause: RecordID)], _ sql: StoreConnection) throws {
-        try forEachAnnouncementChunk(announcements) { try sql.executeLater($0, $1) }
+        try forEachAnnouncementChunk(announcements) { try sql.executeLaterFailingOnlyWithTheTransaction($0, $1) }
     }
 
     /// Multi-row INSERTs of `announcements`. Each row count is a statement text of its own, which
@@ -146,7 +147,8 @@ extension PlannerStore {
     /// Forgets `user`'s announcements of occurrences at or before `decidedThrough`: decided, they
     /// are never announced again, and without this they stayed until their reminder was edited.
     static func forgetAnnouncements(of user: UserID, through decidedThrough: Instant, _ sql: StoreConnection) throws {
-        try sql.executeLater("DELETE FROM announced WHERE user_id = ? AND at_ms <= ?", [.text(user.rawValue), .integer(decidedThrough.millisecondsSince1970)])
+        try sql.executeLaterFailingOnlyWithTheTransaction("DELETE FROM announced WHERE user_id = ? AND at_ms <= ?",
+                                                          [.text(user.rawValue), .integer(decidedThrough.millisecondsSince1970)])
     }
 
     static func announcementKey(_ reminder: Reminder) -> [SQLValue] { [.text(reminder.userId.rawValue), .blob(reminder.id.bytes)] }

@@ -52,6 +52,8 @@ public final class PostgresConnection {
     public var pipelines = true
     /// Statements sent in pipeline mode whose results are not read yet.
     var queued = 0
+    /// Of those, the ones that may fail on their own, not only with the whole transaction.
+    var queuedThatMayFailAlone = 0
     /// What reads the answers of some of them, by their place in the queue (`enqueue(read:)`).
     var readers: [Int: (_ rows: [TextRow], _ changed: Int) -> Void] = [:]
     /// Statements prepared on this connection, by their text, and those whose Parse is queued.

@@ -18,11 +18,13 @@ extension PostgresConnection {
 
     /// Runs `sql` later, with the next statement whose result is read (or `flush`), in one round
     /// trip; at once while `pipelines` is off. An error it meets is thrown by that later call.
-    public func enqueue(_ sql: String, _ parameters: [SQLValue] = []) throws(PostgresError) {
+    /// `failingOnlyWithTheTransaction`: it cannot fail on its own (`hasQueuedThatMayFailAlone`).
+    public func enqueue(_ sql: String, _ parameters: [SQLValue] = [], failingOnlyWithTheTransaction: Bool = false) throws(PostgresError) {
         guard pipelines else { try command(sql, parameters); return }
         guard let connection else { throw PostgresError(.connection, "PostgreSQL connection is closed") }
         if queued == 0, PQenterPipelineMode(connection) != 1 { throw lost("cannot enter pipeline mode") }
         try send(sql, parameters)
+        if !failingOnlyWithTheTransaction { queuedThatMayFailAlone += 1 }
         if queued >= Self.mostQueued { try flush() }
     }
 
@@ -38,11 +40,16 @@ extension PostgresConnection {
         guard let connection else { throw PostgresError(.connection, "PostgreSQL connection is closed") }
         if queued == 0, PQenterPipelineMode(connection) != 1 { throw lost("cannot enter pipeline mode") }
         readers[try send(sql, parameters)] = read
+        queuedThatMayFailAlone += 1
         if queued >= Self.mostQueued { try flush() }
     }
 
     /// Whether statements queued by `enqueue` have not been read back yet.
     public var hasQueued: Bool { queued > 0 }
+
+    /// Whether a queued statement that may fail on its own has not been read back yet (one queued
+    /// `failingOnlyWithTheTransaction` can fail only as its whole transaction does).
+    public var hasQueuedThatMayFailAlone: Bool { queuedThatMayFailAlone > 0 }
 
     /// Sends what is queued and reads it back; throws the first error met.
     public func flush() throws(PostgresError) {
@@ -94,6 +101,7 @@ extension PostgresConnection {
     func sync(keepingLast: Bool) throws(PostgresError) -> OpaquePointer? {
         let count = queued, readers = readers, parses = parses
         queued = 0
+        queuedThatMayFailAlone = 0
         self.readers = [:]
         self.parses = [:]
         preparing = [:]

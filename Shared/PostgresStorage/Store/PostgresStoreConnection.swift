@@ -20,6 +20,12 @@ public final class PostgresStoreConnection: StoreConnection {
 
     public var hasStatementsWaiting: Bool { connection.hasQueued }
 
+    public func executeLaterFailingOnlyWithTheTransaction(_ sql: String, _ arguments: [SQLValue]) throws {
+        try connection.enqueue(postgresText(sql), arguments, failingOnlyWithTheTransaction: true)
+    }
+
+    public var hasStatementsWaitingThatMayFail: Bool { connection.hasQueuedThatMayFailAlone }
+
     public func executeLater(_ sql: String, _ arguments: [SQLValue], changed: @escaping (Int) -> Void) throws {
         try connection.enqueue(postgresText(sql), arguments) { _, count in changed(count) }
     }
