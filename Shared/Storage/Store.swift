@@ -28,6 +28,10 @@ public protocol Store: AnyObject {
     /// rewind) or the server's answer (PostgreSQL, behind a lock another instance holds): the
     /// service's loop answers `health` meanwhile. Nil: it blocks.
     var waitAnsweringHealth: ((_ isFinished: @escaping () -> Bool) -> Void)? { get set }
+    /// Told, after each write transaction that took a lock other instances wait on (PostgreSQL's log
+    /// row), how long it held it: from the server's answer to the lock to the end of the
+    /// transaction. Never called where no other instance waits (SQLite).
+    var logLockReleased: ((_ heldNanoseconds: UInt64) -> Void)? { get set }
     /// For a clean stop.
     func close()
     /// Whether other instances write this store too (what they change is not in this one's memory).

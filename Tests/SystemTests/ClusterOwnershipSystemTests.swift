@@ -5,11 +5,12 @@ import ZeroMQ
 
 /// What operators see of who owns which users (PROTOCOL "Cluster (PostgreSQL)", "Owners"):
 /// `health.owns` with the age of the instance's lease renewal, the metrics `lht_owned_partitions`
-/// and `lht_lease_age_seconds`, and the alert when the owned partitions add up to less than 64.
+/// and `lht_lease_age_seconds`, how long writes hold the shared log row's lock
+/// (`lht_log_lock_hold_seconds`), and the alert when the owned partitions add up to less than 64.
 @Suite(.serialized, SystemTestBackend.onceOnly) struct ClusterOwnershipSystemTests {
     /// Two planners over one PostgreSQL: each tells its share and a lease renewed within the last
     /// couple of seconds (they balance every second), in `health` and in a scrape promtool passes;
-    /// the shares add up to 64.
+    /// the shares add up to 64. A write through one counts its hold of the log row's lock.
     @Test func healthAndMetricsTellEachInstancesShareAndLeaseAge() throws {
         try Tools.require("promtool")
         let postgres = try TestPostgres()
@@ -44,6 +45,16 @@ import ZeroMQ
             #expect(check.status == 0, "\(check.output)")
         }
         #expect(scraped.reduce(0, +) == Double(Ownership.partitionCount), "\(scraped)")
+
+        // Each write holds the log row's lock the other instances wait on, and says for how long.
+        let lockHolds = { try #require(Self.value(of: "lht_log_lock_hold_seconds_count", in: try Tools.get("http://\(planners[0].endpoints["metrics"]!)/metrics"))) }
+        let holdsBefore = try lockHolds()
+        for user in ["hold-a", "hold-b", "hold-c"] { _ = try clients[0].ok("reminder.put", ["userId": user, "activity": "workout", "time": "09:00"]) }
+        try waitUntil(timeout: 5, interval: 0.1, "three more lock holds in the scrape") { try lockHolds() >= holdsBefore + 3 }
+        let text = try Tools.get("http://\(planners[0].endpoints["metrics"]!)/metrics")
+        #expect(try #require(Self.value(of: "lht_log_lock_hold_seconds_sum", in: text)) > 0)
+        let check = try Tools.run("promtool", ["check", "metrics"], input: Data(text.utf8))
+        #expect(check.status == 0, "\(check.output)")
     }
 
     /// `deploy/alerts.yml`'s rule, by promtool's rule tests: two instances with 32 each are quiet;

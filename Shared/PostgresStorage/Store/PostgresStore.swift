@@ -45,6 +45,9 @@ public final class PostgresStore: Store {
     public var isShared: Bool { true }
     /// The transaction in progress, so a nested `write` joins it.
     private var current: Transaction?
+    public var logLockReleased: ((_ heldNanoseconds: UInt64) -> Void)?
+    /// When the server answered the transaction in progress's lock on the log row, in uptime nanoseconds.
+    private var lockAnsweredAt: UInt64?
 
     /// Connects (retrying with back-off while the server cannot be reached and `keepTrying` says
     /// so), makes the schema and runs the migrations not yet run. A malformed URL, or one the
@@ -103,6 +106,7 @@ public final class PostgresStore: Store {
     public func write<T>(now: Instant, copyOfUpstream: Bool, _ body: (Transaction) throws -> T,
                          committed: (Transaction) -> Void) throws -> T {
         if let current { return try current.isolated { try body(current) } }
+        defer { reportLockHold() }
         let sql = try connected()
         var transaction: Transaction?
         let result: T
@@ -159,9 +163,18 @@ public final class PostgresStore: Store {
     /// The head read with the lock, taken on: its seq is the transaction's base. Another instance
     /// found a lost tail and renewed the identity: no seq of the old one is handed out.
     private func locked(_ head: (identity: String, lastSeq: Int64)) throws -> Int64 {
+        lockAnsweredAt = DispatchTime.now().uptimeNanoseconds
         if RecordID(head.identity) != eventLog.identity { try adoptIdentity(head.identity, lastSeq: head.lastSeq) }
         eventLog.committed(through: head.lastSeq)
         return head.lastSeq
+    }
+
+    /// The lock is released with the transaction's end, committed or not: seen from here, the
+    /// answer to COMMIT (or ROLLBACK) came back.
+    private func reportLockHold() {
+        guard let answeredAt = lockAnsweredAt else { return }
+        lockAnsweredAt = nil
+        logLockReleased?(DispatchTime.now().uptimeNanoseconds - answeredAt)
     }
 
     /// Each statement sees what had committed when it started (READ COMMITTED, outside a transaction).

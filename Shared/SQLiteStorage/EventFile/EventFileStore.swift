@@ -36,6 +36,8 @@ public final class EventFileStore: Store {
     public var readsBehindTheLog: ReadsBehindTheLog? { applier }
     /// Nothing to wait for: the log is never rewound.
     public var waitAnsweringHealth: ((_ isFinished: @escaping () -> Bool) -> Void)?
+    /// Never called: no other instance waits on this store's writes.
+    public var logLockReleased: ((_ heldNanoseconds: UInt64) -> Void)?
 
     public init(directory: URL, name: String, sqliteMigrations: [Migration], projection: Projection,
                 logger: Logger, bootID: String = BootID.current) throws {

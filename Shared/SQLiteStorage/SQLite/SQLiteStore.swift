@@ -38,6 +38,8 @@ public final class SQLiteStore: Store {
     private var current: Transaction?
     /// The checkpointer copies the log back before it rewinds, and the writer waits meanwhile.
     public var waitAnsweringHealth: ((_ isFinished: @escaping () -> Bool) -> Void)?
+    /// Never called: no other instance waits on this store's writes.
+    public var logLockReleased: ((_ heldNanoseconds: UInt64) -> Void)?
 
     public init(directory: URL, name: String, migrations: [Migration], projection: Projection? = nil,
                 behindTheLog: TablesBehindTheLog? = nil,

@@ -21,8 +21,10 @@ extension ServiceHost {
         }
         isServing = true
         store.waitAnsweringHealth = { [unowned self] isFinished in answerHealthOnly(until: isFinished) }
+        store.logLockReleased = { [metrics] held in metrics.logLockReleased(heldNanoseconds: held) }
         defer {
             store.waitAnsweringHealth = nil
+            store.logLockReleased = nil
             store.readsBehindTheLog?.stopAnswering()
             commits.stopThread()
             store.close()

@@ -59,6 +59,13 @@ final class HostMetrics {
         if let leaseAgeSeconds { leaseAge.record(leaseAgeSeconds) }
     }
 
+    private lazy var logLockHold = CoreMetrics.Timer(label: "lht_log_lock_hold_seconds")
+
+    /// A write transaction released the log row's lock other instances wait on (`Store.logLockReleased`).
+    func logLockReleased(heldNanoseconds: UInt64) {
+        logLockHold.recordNanoseconds(Int64(clamping: heldNanoseconds))
+    }
+
     func upstreamLag(_ upstream: String, _ lag: Int64) {
         lags.value(for: upstream) { Gauge(label: "lht_upstream_lag_events", dimensions: [("upstream", upstream)]) }.record(lag)
     }

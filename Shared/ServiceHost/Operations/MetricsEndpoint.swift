@@ -67,6 +67,7 @@ public final class PrometheusMetrics: Sendable {
         "lht_intake_dropped_total": "Intake messages dropped, by reason (malformed or the error code).",
         "lht_owned_partitions": "Partitions of the 64 whose time-driven work this instance does now; over the live instances of a service they add up to 64.",
         "lht_lease_age_seconds": "Seconds since this instance last confirmed its partition leases with the database.",
+        "lht_log_lock_hold_seconds": "How long each write transaction held the shared log row's lock that other instances wait on (PostgreSQL).",
     ]
 
     static func help(for name: String) -> String {
