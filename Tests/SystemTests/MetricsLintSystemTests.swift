@@ -112,7 +112,8 @@ import ZeroMQ
 
 extension ServiceProcess {
     /// Stops and starts again on the same endpoints with an empty data directory (and database): to
-    /// its followers, a new history (PROTOCOL "Notes": they halt and count `upstreamReset`).
+    /// its followers, a new history (docs/protocol-additions.md, the log identity: they halt and count
+    /// `upstreamReset`).
     func restartOnANewDatabase() throws {
         let directory = temporaryDirectory()
         var endpoints = ["--data-dir": directory.path, "--api": api, "--events": events]

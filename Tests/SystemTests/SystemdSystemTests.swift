@@ -4,7 +4,7 @@ import Synchronization
 import Testing
 import ZeroMQ
 
-/// PROTOCOL "Operations", systemd: readiness and stopping on the notify socket, and the units verify.
+/// systemd (docs/protocol-additions.md, Stop): readiness and stopping on the notify socket, and the units verify.
 @Suite struct SystemdSystemTests {
     /// sd_notify's datagram protocol: READY=1 once ready, STOPPING=1 at stop, to $NOTIFY_SOCKET.
     @Test func readyAndStoppingGoToTheNotifySocket() throws {

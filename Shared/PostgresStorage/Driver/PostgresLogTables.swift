@@ -46,7 +46,7 @@ public struct PostgresLogTables: Sendable {
             try transaction.execute("CREATE SCHEMA IF NOT EXISTS \(schema)")
             try transaction.execute("CREATE TABLE IF NOT EXISTS \(schema).log_head (service text PRIMARY KEY, last_seq bigint NOT NULL)")
             try transaction.execute("CREATE TABLE IF NOT EXISTS \(schema).log (seq bigint PRIMARY KEY, topic text NOT NULL, envelope bytea NOT NULL)")
-            // The log's identity (PROTOCOL "Events"): made with the log, the same for every instance.
+            // The log's identity (`logId`, docs/protocol-additions.md): made with the log, the same for every instance.
             try transaction.execute("CREATE TABLE IF NOT EXISTS \(schema).log_identity (id text NOT NULL)")
             // A UUID, as a `RecordID` is (gen_random_uuid is built in from PostgreSQL 13).
             try transaction.execute("INSERT INTO \(schema).log_identity (id) SELECT gen_random_uuid()::text WHERE NOT EXISTS (SELECT 1 FROM \(schema).log_identity)")

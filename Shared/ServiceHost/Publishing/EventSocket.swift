@@ -4,7 +4,7 @@ import ZeroMQ
 
 /// The events socket: an XPUB in manual mode, so the publisher grants each subscription itself —
 /// a user only `<type>.<ownUserId>.` prefixes of this publisher's event types and the heartbeat
-/// (PROTOCOL "Security"); without keys everyone is granted everything, as a PUB would.
+/// (PROTOCOL "Security", docs/protocol-additions.md); without keys everyone is granted everything, as a PUB would.
 final class EventSocket {
     private(set) var endpoint: String?
     /// When anything was last sent; a second of silence sends a heartbeat.
