@@ -50,7 +50,8 @@ extension ReminderPlanner {
 
     /// Decides in time order what is due by `bound`, until nothing is or the step's share of work
     /// (`clockStepOccurrences`, `clockStepNanoseconds` since `started`) is done.
-    /// The clock is read every `every` pops, not at each (docs/decisions/0016-planner-deciding-loop.md).
+    /// The clock is read every `every` pops, not at each (docs/decisions/0016-planner-deciding-loop.md),
+    /// and `health` answered then if it waited long.
     private func decideBounded(through bound: Instant, started: UInt64, readingTheClockEvery every: Int = 16, _ tx: Transaction,
                                _ tally: inout DecisionTally) throws {
         var popped = 0
@@ -58,6 +59,7 @@ extension ReminderPlanner {
               popped % every != 0 || popped == 0 || DispatchTime.now().uptimeNanoseconds - started < Self.clockStepNanoseconds,
               try decideNext(through: bound, tx, &tally) {
             popped += 1
+            if popped % every == 0 { host.answerHealthIfDue() }
         }
     }
 

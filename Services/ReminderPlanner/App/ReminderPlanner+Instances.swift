@@ -74,7 +74,10 @@ extension ReminderPlanner {
         let stored = try host.query { try PlannerStore.decidedThrough($0) }
         for partition in taken { decidedThrough[partition] = stored[partition] ?? now }
         backlogThrough = max(backlogThrough, now)
-        for user in reminders.owners where taken.contains(user) { scheduleReminders(of: user) }
+        for user in reminders.owners where taken.contains(user) {
+            scheduleReminders(of: user)
+            host.answerHealthIfDue()
+        }
         replanTakenOver(taken)
         host.logger.notice("took over partitions", metadata: [
             "taken": "\(taken.count)", "owns": "\(host.store.ownedPartitions.count)", "of": "\(Ownership.partitionCount)"])
@@ -114,6 +117,7 @@ extension ReminderPlanner {
     func followOtherInstances(_ sql: StoreConnection, storedVersion: Int64?? = nil) throws {
         guard let version = try storedVersion ?? PlannerStore.value("memoryVersion", sql), version != cluster.memoryVersion else { return }
         for userId in try PlannerStore.changedUsers(since: cluster.memoryVersion, sql) {
+            host.answerHealthIfDue()
             setUser(userId, try PlannerStore.user(userId, sql))
             let stored = try PlannerStore.reminders(of: userId, sql)
             let kept = Set(stored.map(\.id))

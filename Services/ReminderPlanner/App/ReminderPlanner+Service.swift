@@ -29,9 +29,12 @@ extension ReminderPlanner {
         return max(next, retry)
     }
 
+    /// Each part may be long (a takeover, a burst): `health` is answered between them.
     public func tick() {
         followTZData()
+        host.answerHealthIfDue()
         keepUpWithOtherInstances()
+        host.answerHealthIfDue()
         if manualClock == nil { decideRunning(through: host.time.now()) }
     }
 }

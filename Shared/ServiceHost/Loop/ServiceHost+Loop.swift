@@ -43,14 +43,21 @@ extension ServiceHost {
             if let deadline = exchanges.millisecondsToNextDeadline() { timeout = min(timeout, deadline) }
             do {
                 let readable = try Poller.readable(sockets + upstream, signals: signals, timeoutMilliseconds: timeout)
+                apiLookedAt = DispatchTime.now().uptimeNanoseconds
                 for (signal, given) in zip(signals, readable.suffix(signals.count)) where given { signal.clear() }
                 if readable[0] || !held.isEmpty { try serveAPI() }
-                for (index, entry) in watched.enumerated() where readable[index + 1] { entry.onReadable() }
+                for (index, entry) in watched.enumerated() where readable[index + 1] {
+                    entry.onReadable()
+                    answerHealthIfDue()
+                }
                 store.readsBehindTheLog?.runAnswered()
                 addCountsFromOtherThreads()
                 commits.runDurable()
                 exchanges.serve(readable: readable[sockets.count..<sockets.count + upstream.count])
-                for feed in feeds { feed.tick() }
+                for feed in feeds {
+                    feed.tick()
+                    answerHealthIfDue()
+                }
                 attached?.tick()
                 heartbeatIfQuiet()
                 syncHandshakeRefusals()

@@ -70,6 +70,8 @@ public final class ServiceHost {
     /// answered only `health`.
     var held = Deque<(envelope: [Data], request: IncomingRequest)>()
     var heldBytes = 0
+    /// When the loop last looked at the api socket, in uptime nanoseconds (`answerHealthIfDue`).
+    var apiLookedAt: UInt64 = 0
     /// How long requests read under load wait for others to share their turn's transaction and sync;
     /// the store says how long (`Store.groupCommitNanoseconds`; docs/decisions/0003-group-commit-window.md).
     public var groupCommit: GroupCommit
@@ -112,6 +114,8 @@ public final class ServiceHost {
         metrics.eventLog(lastSeq: eventLog.lastSeq)
         // Every refusal reason exists from the start at 0, so an alert's rate() has a series to read.
         for reason in ["request", "subscription"] + ZAPHandler.Refusal.allCases.map(\.rawValue) { metrics.authRefused(reason, by: 0) }
+        // Likewise the lock holds where other instances wait on this one's writes.
+        if store.isShared { metrics.exportLogLockHolds() }
 
         try serve(api, role: "api", takingRequests: true)
         self.apiEndpoint = try api.bind(apiEndpoint)

@@ -61,6 +61,9 @@ final class HostMetrics {
 
     private lazy var logLockHold = CoreMetrics.Timer(label: "lht_log_lock_hold_seconds")
 
+    /// The histogram with no holds yet.
+    func exportLogLockHolds() { _ = logLockHold }
+
     /// A write transaction released the log row's lock other instances wait on (`Store.logLockReleased`).
     func logLockReleased(heldNanoseconds: UInt64) {
         logLockHold.recordNanoseconds(Int64(clamping: heldNanoseconds))

@@ -49,6 +49,7 @@ extension ServiceHost {
     /// Reads what waits on the api into `held`; true once the held requests should run (`GroupCommit`).
     private func gatheredEnough() throws -> Bool {
         while held.count < Self.batchLimit, heldBytes < Self.batchBytes, let message = try receiveAPIRequest() { hold(message) }
+        apiLookedAt = DispatchTime.now().uptimeNanoseconds
         return !isServing || held.count >= Self.batchLimit || heldBytes >= Self.batchBytes
             || groupCommit.nanosecondsLeft(at: DispatchTime.now().uptimeNanoseconds) == 0
     }
@@ -94,15 +95,35 @@ extension ServiceHost {
                 continue
             }
             guard (try? Poller.readable([api], timeoutMilliseconds: 2))?[0] == true else { continue }
-            while held.count < Self.batchLimit, heldBytes < Self.batchBytes,
-                  let message = try? receiveAPIRequest() {
-                guard (try? message.request.head.get())?.op == Ops.health.name else {
-                    hold(message)
-                    continue
-                }
-                sendReply(process([message.request])[0], to: message.envelope)
-            }
+            answerWaitingHealth()
         }
+    }
+
+    /// Work on the loop thread that takes many steps in one turn (a backlog of upstream events, a
+    /// takeover, a burst of decisions) calls this between its steps: once the api has gone
+    /// unlooked-at for `healthAnswerNanoseconds`, the `health` requests waiting are answered and the
+    /// others held for the next turn, as while the loop waits (`answerHealthOnly`). So a monitor
+    /// or a client choosing an instance by `health` is not misled by one long turn. Safe inside a
+    /// write transaction: `health` reads nothing of it.
+    public func answerHealthIfDue() {
+        guard isServing, DispatchTime.now().uptimeNanoseconds - apiLookedAt >= Self.healthAnswerNanoseconds else { return }
+        commits.runDurable()
+        answerWaitingHealth()
+    }
+
+    /// How long `health` may wait on work in steps: well under the 100 ms a monitor allows it.
+    static let healthAnswerNanoseconds: UInt64 = 20_000_000
+
+    /// Reads what waits on the api (up to the batch's limits): answers `health`, holds the rest.
+    private func answerWaitingHealth() {
+        while held.count < Self.batchLimit, heldBytes < Self.batchBytes, let message = try? receiveAPIRequest() {
+            guard (try? message.request.head.get())?.op == Ops.health.name else {
+                hold(message)
+                continue
+            }
+            sendReply(process([message.request])[0], to: message.envelope)
+        }
+        apiLookedAt = DispatchTime.now().uptimeNanoseconds
     }
 
     /// Everything before the body is the routing envelope (identity, and the delimiter if any).
