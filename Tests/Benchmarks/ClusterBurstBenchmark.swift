@@ -66,8 +66,8 @@ enum ClusterBurstBenchmark {
             defer { for planner in planners { planner.stop() } }
             for index in 0..<instances {
                 let directory = temporaryDirectory("lht-bench-cluster-pg\(index)").path
-                planners.append(try StreakBenchmark.Child("reminder-planner", systemClockArguments(directory: directory, logger: logger, metrics: "127.0.0.1:0") + database
-                                                          + ["--instance", "burst\(index)"], readyTimeout: 600))
+                let arguments = systemClockArguments(directory: directory, logger: logger, metrics: "127.0.0.1:0") + database
+                planners.append(try StreakBenchmark.Child("reminder-planner", arguments + ["--instance", "burst\(index)"], readyTimeout: 600))
             }
             let shares = try PlannerPostgresBenchmark.waitForShares(of: planners, context: context, balanced: true)
             try requireAhead(due)

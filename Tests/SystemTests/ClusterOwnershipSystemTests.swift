@@ -47,11 +47,14 @@ import ZeroMQ
         #expect(scraped.reduce(0, +) == Double(Ownership.partitionCount), "\(scraped)")
 
         // Each write holds the log row's lock the other instances wait on, and says for how long.
-        let lockHolds = { try #require(Self.value(of: "lht_log_lock_hold_seconds_count", in: try Tools.get("http://\(planners[0].endpoints["metrics"]!)/metrics"))) }
+        let scrape = { try Tools.get("http://\(planners[0].endpoints["metrics"]!)/metrics") }
+        let lockHolds = { try #require(Self.value(of: "lht_log_lock_hold_seconds_count", in: try scrape())) }
         let holdsBefore = try lockHolds()
-        for user in ["hold-a", "hold-b", "hold-c"] { _ = try clients[0].ok("reminder.put", ["userId": user, "activity": "workout", "time": "09:00"]) }
+        for user in ["hold-a", "hold-b", "hold-c"] {
+            _ = try clients[0].ok("reminder.put", ["userId": user, "activity": "workout", "time": "09:00"])
+        }
         try waitUntil(timeout: 5, interval: 0.1, "three more lock holds in the scrape") { try lockHolds() >= holdsBefore + 3 }
-        let text = try Tools.get("http://\(planners[0].endpoints["metrics"]!)/metrics")
+        let text = try scrape()
         #expect(try #require(Self.value(of: "lht_log_lock_hold_seconds_sum", in: text)) > 0)
         let check = try Tools.run("promtool", ["check", "metrics"], input: Data(text.utf8))
         #expect(check.status == 0, "\(check.output)")
