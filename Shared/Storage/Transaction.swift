@@ -55,9 +55,9 @@ public final class Transaction {
     /// Where the store learns `baseSeq` only with the transaction's first answer (PostgreSQL's log
     /// row lock, sent with the body's first read): asked for it before an event gets a seq.
     package var awaitingBaseSeq: (() throws -> Int64)?
-    /// Stores one record: (seq, topic, envelope), for `storeRecords`, as `INSERT … VALUES (?, ?, ?)`
-    /// (SQLite's, which `storeRecords` extends by more rows) or PostgreSQL's own; nil where the store
-    /// writes the events itself once the body ran (`EventFileStore`).
+    /// Stores one record: (seq, topic, envelope), for `storeRecords`, as `INSERT … VALUES (?, ?, ?)`,
+    /// which `storeRecords` extends by more rows; nil where the store writes the events itself once
+    /// the body ran (`EventFileStore`).
     private let insertRecord: String?
     /// How the log stores an envelope, where not as it is: compressed ahead while the body appends.
     private let compression: StoringAhead?
@@ -147,16 +147,16 @@ public final class Transaction {
     /// (docs/decisions/0006-zstd-envelope-dictionary.md). A savepoint that rolled back took its
     /// events out of `events` before they got here.
     ///
-    /// SQLite stores up to `recordsPerInsert` rows a statement, by powers of two (a few statements
-    /// to cache): a statement a row cost as much in setting it up (the statement cache's lookup,
-    /// binding, reset) as in its insert. PostgreSQL's statement numbers its parameters, a row each.
+    /// Up to `recordsPerInsert` rows a statement, by powers of two (a few statements to cache or
+    /// prepare): a statement a row cost as much in setting it up (SQLite's cache lookup, binding and
+    /// reset; PostgreSQL's bind and execute) as in its insert.
     package func storeRecords() throws {
         guard let insertRecord, !events.isEmpty else { return }
         let envelopes = events.map(\.envelope)
         let stored = compression?.finish(envelopes) ?? envelopes
         var start = 0
         while start < events.count {
-            let rows = sql.dialect == .sqlite ? Self.rowsPerStatement(events.count - start) : 1
+            let rows = Self.rowsPerStatement(events.count - start)
             var arguments: [SQLValue] = []
             arguments.reserveCapacity(3 * rows)
             for index in start..<(start + rows) {
@@ -167,7 +167,8 @@ public final class Transaction {
         }
     }
 
-    /// The most log rows one statement stores (192 parameters, well within SQLite's 32,766).
+    /// The most log rows one statement stores (192 parameters, well within SQLite's 32,766 and
+    /// PostgreSQL's 65,535).
     static let recordsPerInsert = 64
 
     /// The largest power of two up to `recordsPerInsert` and `remaining`.

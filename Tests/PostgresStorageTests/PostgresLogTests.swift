@@ -282,11 +282,12 @@ private struct LogRecord: Equatable { let seq: Int64, topic: String, envelope: [
 extension PostgresLogTables {
     /// Appends `records` in the caller's transaction: the lock, the rows and the row moved (queued,
     /// to go out with the COMMIT). Returns their seqs; nil for no records: nothing is locked.
-    fileprivate func append(_ records: [(topic: String, envelope: [UInt8])], in transaction: PostgresTransaction) throws(PostgresError) -> ClosedRange<Int64>? {
+    fileprivate func append(_ records: [(topic: String, envelope: [UInt8])], in transaction: PostgresTransaction) throws -> ClosedRange<Int64>? {
         guard !records.isEmpty else { return nil }
         let first = try lock(in: transaction) + 1, last = first + Int64(records.count) - 1
+        let store = PostgresStoreConnection(transaction.connection)
         for (offset, record) in records.enumerated() {
-            try transaction.enqueue(insertStatement, [.integer(first + Int64(offset)), .text(record.topic), .blob(Data(record.envelope))])
+            try store.executeLater(insertStatement, [.integer(first + Int64(offset)), .text(record.topic), .blob(Data(record.envelope))])
         }
         try advance(to: last, in: transaction)
         return first...last

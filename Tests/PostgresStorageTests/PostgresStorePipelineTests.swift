@@ -43,6 +43,28 @@ extension PostgresStoreTests {
         #expect(try Self.rows(store) == [1, 2, 11, 21, 40, 41])
     }
 
+    /// A write's records go to the log many rows a statement, numbered by the store's connection
+    /// (`Transaction.storeRecords`): all of a step's 101 (64 + 32 + 4 + 1) land in the write's two
+    /// round trips, each with its seq, topic and envelope.
+    @Test func aWritesManyRecordsLandInOrderInItsTwoRoundTrips() throws {
+        let postgres = try TestPostgres()
+        defer { postgres.stop() }
+        let store = try Self.open(postgres)
+        let before = store.roundTrips
+        let appended = try store.write(now: Self.start, copyOfUpstream: false, { tx in
+            try (0..<101).map { n -> PendingEvent in
+                try tx.append(Events.sessionLogged, userId: UserID("u\(n)")!, activity: .workout, data: Self.session())
+                return tx.events.last!
+            }
+        }, committed: { _ in })
+        #expect(store.roundTrips - before == 2)
+        let stored = try store.query { try $0.rows("SELECT seq, topic, envelope FROM log ORDER BY seq", []) { row in
+            (seq: row.integer(0) ?? 0, topic: row.text(1) ?? "", envelope: row.withBytes(2) { Data($0) } ?? Data())
+        } }
+        #expect(stored.map(\.seq) == Array(1...101))
+        #expect(stored.map(\.topic) == appended.map(\.topic) && stored.map(\.envelope).elementsEqual(appended.map(\.envelope)))
+    }
+
     /// A service's read under the lock (`readUnderEachWriteLock`) goes out with it, in its round
     /// trip, and sees what committed before the lock was taken; the body finds its answer there already.
     @Test func aReadUnderTheLockSharesItsRoundTripAndSeesTheLastCommit() throws {

@@ -112,8 +112,9 @@ public struct PostgresLogTables: Sendable {
         return try transaction.execute("UPDATE \(schema).log_identity SET id = gen_random_uuid()::text RETURNING id").first?.text(0) ?? current
     }
 
-    /// The statement that stores one record (seq, topic, envelope) under the lock.
-    public var insertStatement: String { "INSERT INTO \(schema).log (seq, topic, envelope) VALUES ($1, $2, $3)" }
+    /// The statement that stores one record (seq, topic, envelope) under the lock, with `?`
+    /// placeholders (`PostgresStoreConnection` numbers them): a write extends it by more rows.
+    public var insertStatement: String { "INSERT INTO \(schema).log (seq, topic, envelope) VALUES (?, ?, ?)" }
 
     /// Moves the log row to `lastSeq`, the newest seq the locked batch stored. Queued, to go out
     /// with the COMMIT.
