@@ -13,10 +13,12 @@ import ZeroMQ
 enum PlannerPostgresAckBenchmark {
     typealias Service = (logger: InProcessService, directory: String)
     typealias Latencies = (ack: [Double], logged: [Double], cancel: [Double])
+    /// Round trips and statements to PostgreSQL per session.
+    typealias Traffic = (roundTrips: Double, statements: Double)
 
     static func run(context: Context, server: TestPostgres, users: Int, sessions: Int, sqlite: Service, postgres: Service) throws {
         let database = ["--database", server.url]
-        var rows: [(name: String, latencies: Latencies, roundTrips: Double?)] = []
+        var rows: [(name: String, latencies: Latencies, traffic: Traffic?)] = []
 
         let sqlitePlanner = try PlannerBenchmark.startPlanner(context: context, directory: sqlite.directory, logger: sqlite.logger)
         rows.append(("SQLite             ", try PlannerBenchmark.cancellations(context: context, logger: sqlite.logger, planner: sqlitePlanner,
@@ -46,14 +48,15 @@ enum PlannerPostgresAckBenchmark {
 
         print("covering session acknowledged → reminder.cancelled, logger and planner in-process on each, \(sessions) sessions, in this order")
         print("  (ms, p50 / p99; ack → session.logged: the logger's announcement, which the planner reacts to; "
-              + "round trips: to PostgreSQL per session, both services, the idle background taken off)")
+              + "round trips and statements: to PostgreSQL per session, both services, the idle background taken off)")
         func cell(_ name: String, _ values: [Double]) -> String {
             String(format: "%@ %6.3f / %6.3f", name, percentile(values, 0.5), percentile(values, 0.99))
         }
         for row in rows {
             print("  \(row.name)   " + [cell("session.log ack", row.latencies.ack), cell("ack → session.logged", row.latencies.logged),
                                          cell("ack → cancelled", row.latencies.cancel)].joined(separator: "   ")
-                  + "   (\(row.latencies.cancel.count)/\(sessions) observed)" + (row.roundTrips.map { String(format: "   round trips %.1f", $0) } ?? ""))
+                  + "   (\(row.latencies.cancel.count)/\(sessions) observed)"
+                  + (row.traffic.map { String(format: "   round trips %.1f, statements %.1f", $0.roundTrips, $0.statements) } ?? ""))
         }
         func ratio(_ over: Int, _ under: Int, _ series: KeyPath<Latencies, [Double]>) -> String {
             let a = rows[over].latencies[keyPath: series], b = rows[under].latencies[keyPath: series]
@@ -66,17 +69,22 @@ enum PlannerPostgresAckBenchmark {
         print("  target: PostgreSQL ack → cancelled p50 ≤ 2 × SQLite's: \(PlannerBenchmark.verdict(met))")
     }
 
-    /// `body`'s result and this process's round trips to PostgreSQL per session during it, less
-    /// those of the second before it (heartbeats, leases, the planner's memory poll) at the same rate.
-    static func counted(_ sessions: Int, _ body: () throws -> Latencies) throws -> (Latencies, Double) {
-        func trips() -> Int { PostgresConnection.roundTripsInProcess.load(ordering: .relaxed) }
-        let idleStart = trips(), idleSince = DispatchTime.now().uptimeNanoseconds
+    /// `body`'s result and this process's round trips and statements to PostgreSQL per session
+    /// during it, less those of the second before it (heartbeats, leases, the planner's memory
+    /// poll) at the same rate.
+    static func counted(_ sessions: Int, _ body: () throws -> Latencies) throws -> (Latencies, Traffic) {
+        func sent() -> (Int, Int) {
+            (PostgresConnection.roundTripsInProcess.load(ordering: .relaxed), PostgresConnection.statementsInProcess.load(ordering: .relaxed))
+        }
+        func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) }
+        let idleStart = sent(), idleSince = now()
         Thread.sleep(forTimeInterval: 1)
-        let idleRate = Double(trips() - idleStart) / Double(DispatchTime.now().uptimeNanoseconds - idleSince)
-        let start = trips(), since = DispatchTime.now().uptimeNanoseconds
+        let idleEnd = sent(), idleSpan = now() - idleSince
+        let start = sent(), since = now()
         let latencies = try body()
-        let background = idleRate * Double(DispatchTime.now().uptimeNanoseconds - since)
-        return (latencies, (Double(trips() - start) - background) / Double(max(latencies.ack.count, 1)))
+        let end = sent(), share = (now() - since) / idleSpan, count = Double(max(latencies.ack.count, 1))
+        func perSession(_ total: Int, _ idle: Int) -> Double { (Double(total) - share * Double(idle)) / count }
+        return (latencies, (perSession(end.0 - start.0, idleEnd.0 - idleStart.0), perSession(end.1 - start.1, idleEnd.1 - idleStart.1)))
     }
 
     static func percentile(_ values: [Double], _ fraction: Double) -> Double { LoadClients.percentile(values, fraction) }

@@ -72,6 +72,9 @@ public final class PostgresConnection {
     }
     /// `roundTrips` of every connection of this process, for a benchmark's profile.
     public static let roundTripsInProcess = Atomic<Int>(0)
+    /// The statements every connection of this process sent (a Parse not counted), for the same:
+    /// the server binds and executes each, however few round trips carry them.
+    public static let statementsInProcess = Atomic<Int>(0)
 
     /// Connects with a URL as libpq reads it (`postgresql://user[:password]@host[:port]/dbname[?...]`;
     /// the `PG*` variables and `~/.pgpass` apply). Blocks until connected or failed.
@@ -159,6 +162,7 @@ public final class PostgresConnection {
                 PQexecParams(connection, sql, count, nil, values, lengths, formats, 0)
             }
             roundTrips += 1
+            Self.statementsInProcess.add(1, ordering: .relaxed)
         }
         defer { PQclear(result) }
         switch PQresultStatus(result) {

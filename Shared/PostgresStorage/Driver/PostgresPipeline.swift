@@ -71,6 +71,7 @@ extension PostgresConnection {
                 ?? PQsendQueryParams(connection, sql, count, nil, values, lengths, formats, 0)
         }
         guard sent == 1 else { throw lost("cannot send a statement") }
+        Self.statementsInProcess.add(1, ordering: .relaxed)
         queued += 1
         return queued - 1
     }
