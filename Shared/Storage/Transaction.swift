@@ -55,6 +55,9 @@ public final class Transaction {
     /// Where the store learns `baseSeq` only with the transaction's first answer (PostgreSQL's log
     /// row lock, sent with the body's first read): asked for it before an event gets a seq.
     package var awaitingBaseSeq: (() throws -> Int64)?
+    /// Run before each item of `eachIsolated`: the host answers `health` there when a long batch
+    /// (a backlog of upstream events, a full batch of requests) keeps its loop from the api.
+    public var betweenItems: (() -> Void)?
     /// Stores one record: (seq, topic, envelope), for `storeRecords`, as `INSERT … VALUES (?, ?, ?)`,
     /// which `storeRecords` extends by more rows; nil where the store writes the events itself once
     /// the body ran (`EventFileStore`).
@@ -249,9 +252,13 @@ public final class Transaction {
     /// `isFatal` calls one the transaction cannot go on from ends it all.
     public func eachIsolated<Item, Value>(_ items: [Item], isFatal: (Error) -> Bool,
                                           _ body: (Item) throws -> Value) throws -> [Result<Value, Error>] {
+        func run(_ item: Item) throws -> Value {
+            betweenItems?()
+            return try body(item)
+        }
         func alone(_ item: Item) throws -> Result<Value, Error> {
             do {
-                return .success(try isolated { try body(item) })
+                return .success(try isolated { try run(item) })
             } catch {
                 if isFatal(error) { throw error }
                 return .failure(error)
@@ -262,7 +269,7 @@ public final class Transaction {
             let rest = items[results.count...]
             var values: [Value] = []
             do {
-                try isolated { for item in rest { values.append(try body(item)) } }
+                try isolated { for item in rest { values.append(try run(item)) } }
                 results += values.map { .success($0) }
             } catch {
                 if isFatal(error) { throw error }
@@ -272,7 +279,7 @@ public final class Transaction {
                     continue
                 }
                 let passed = rest.prefix(values.count)
-                if let again = try? isolated({ try passed.map(body) }) {
+                if let again = try? isolated({ try passed.map(run) }) {
                     results += again.map { .success($0) }
                 } else {
                     results += try passed.map(alone)

@@ -41,6 +41,26 @@ import TestSupport
         #expect(try Self.notes(store) == ["next"])
     }
 
+    /// `eachIsolated` runs `betweenItems` (the host's health check) before every run of an item,
+    /// a run again after a failure included, and keeps only the failing item's rows out.
+    @Test func eachIsolatedRunsBetweenItemsBeforeEveryRunOfAnItem() throws {
+        let store = try Self.store()
+        defer { store.close() }
+        struct Refused: Error {}
+        var trace = ""
+        let results = try store.write(now: Self.now, { tx in
+            tx.betweenItems = { trace += "h" }
+            return try tx.eachIsolated(["a", "b", "c"], isFatal: { _ in false }) { item in
+                trace += item
+                try tx.sql.execute("INSERT INTO note (text) VALUES (?)", [.text(item)])
+                if item == "b" { throw Refused() }
+            }
+        }, committed: { _ in })
+        #expect(results.map { (try? $0.get()) != nil } == [true, false, true])
+        #expect(trace == "hahbhahbhc", "a and b together, a again alone, b alone, then c")
+        #expect(try Self.notes(store) == ["a", "c"])
+    }
+
     /// A transaction's records are stored many rows a statement, by powers of two up to
     /// `Transaction.recordsPerInsert`: every one lands, in order, with its topic and envelope.
     @Test func aTransactionsRecordsAreStoredManyAStatementEachAsAppended() throws {

@@ -55,11 +55,12 @@ extension ReminderPlanner {
     private func decideBounded(through bound: Instant, started: UInt64, readingTheClockEvery every: Int = 16, _ tx: Transaction,
                                _ tally: inout DecisionTally) throws {
         var popped = 0
-        while popped < clockStepOccurrences,
-              popped % every != 0 || popped == 0 || DispatchTime.now().uptimeNanoseconds - started < Self.clockStepNanoseconds,
-              try decideNext(through: bound, tx, &tally) {
+        while popped < clockStepOccurrences, try decideNext(through: bound, tx, &tally) {
             popped += 1
-            if popped % every == 0 { host.answerHealthIfDue() }
+            guard popped % every == 0 else { continue }
+            let now = DispatchTime.now().uptimeNanoseconds
+            host.answerHealthIfDue(now: now)
+            if now - started >= Self.clockStepNanoseconds { break }
         }
     }
 

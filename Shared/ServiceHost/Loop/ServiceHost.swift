@@ -175,6 +175,7 @@ public final class ServiceHost {
         isWriting = true
         defer { isWriting = false }
         return try store.write(now: time.now(), copyOfUpstream: copyOfUpstream, { tx in
+            tx.betweenItems = { [unowned self] in answerHealthIfDue() }
             try attached?.beforeWriting(tx)
             return try body(tx)
         }) { finish($0) }

@@ -51,7 +51,6 @@ extension ServiceHost {
                 // A full disk may have rolled the whole transaction back: nothing more can be stored in it.
                 outcomes = try write { tx in
                     try tx.eachIsolated(Array(batch.enumerated()), isFatal: { Self.unavailable($0) != nil }) { position, entry in
-                        answerHealthIfDue()
                         let request = requests[entry.index]
                         let decoded = try ahead?.input(position)?.get() ?? entry.operation.decode(request.frame, entry.head)
                         guard entry.operation.placement == .reading else { return try decoded.run(tx, request.caller) }

@@ -105,8 +105,9 @@ extension ServiceHost {
     /// others held for the next turn, as while the loop waits (`answerHealthOnly`). So a monitor
     /// or a client choosing an instance by `health` is not misled by one long turn. Safe inside a
     /// write transaction: `health` reads nothing of it.
-    public func answerHealthIfDue() {
-        guard isServing, DispatchTime.now().uptimeNanoseconds - apiLookedAt >= Self.healthAnswerNanoseconds else { return }
+    /// `now`: the caller's clock reading, where it has one (uptime nanoseconds).
+    public func answerHealthIfDue(now: UInt64 = DispatchTime.now().uptimeNanoseconds) {
+        guard isServing, now >= apiLookedAt + Self.healthAnswerNanoseconds else { return }
         commits.runDurable()
         answerWaitingHealth()
     }

@@ -151,11 +151,9 @@ public final class UpstreamFeed {
         do {
             let owned = host.store.ownedPartitions
             try host.write(copyOfUpstream: true) { tx in
-                let results = try tx.eachIsolated(contiguous, isFatal: StoreUnavailable.endsTransaction) { event in
-                    // A backlog (a page, events held while the loop waited) may take long to apply.
-                    host.answerHealthIfDue()
-                    return try apply(event, tx)
-                }
+                // A backlog (a page, events held while the loop waited) may take long: the host
+                // answers `health` between its events (`Transaction.betweenItems`).
+                let results = try tx.eachIsolated(contiguous, isFatal: StoreUnavailable.endsTransaction) { try apply($0, tx) }
                 for (index, result) in results.enumerated() {
                     if case .failure(let error) = result {
                         host.recordError("upstream event skipped", ["upstream": "\(upstream)", "seq": "\(contiguous[index].seq)", "error": "\(error)"])
