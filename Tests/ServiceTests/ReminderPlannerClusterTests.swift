@@ -61,6 +61,34 @@ import TestSupport
         #expect(decided == Dictionary(uniqueKeysWithValues: expected.map { ($0, 1) }))
     }
 
+    /// A burst on PostgreSQL: the decision rows go out a chunk at a time (`decideBounded`'s
+    /// `settle`), each event once its row answered. 60 occurrences at three instants, more than
+    /// three chunks: each is decided once, the events in time order; moved over again, none twice.
+    @Test func aBurstIsDecidedOnceAndInTimeOrderAcrossTheQueuedChunks() throws {
+        let rig = try ServiceRig(.inproc, backend: .postgresql)
+        let clock = Instant(rfc3339: "2026-11-16T06:00:00Z")!
+        let planner = try rig.planner(clock: clock, following: try rig.sessionLogger())
+        let client = rig.client(planner)
+        let instants = [10, 11, 12].map { clock.adding(seconds: $0 * 60) }
+        for index in 0..<20 {
+            for at in instants {
+                _ = try client.call(Ops.reminderPut, ReminderPutRequest(userId: user("burst\(index)"), activity: .workout, time: at.utcTime))
+            }
+        }
+        #expect(try client.call(Ops.clockAdvance, ClockAdvanceRequest(seconds: 15 * 60)).decided == 60)
+        #expect(try client.call(Ops.clockAdvance, ClockAdvanceRequest(seconds: 60)).decided == 0)
+        #expect(try client.call(Ops.clockAdvance, ClockAdvanceRequest(seconds: 86_400)).decided == 60)
+
+        let fired = try client.call(Ops.eventsSince, EventsSinceRequest(after: 0, limit: 1000)).events.compactMap { event -> DueOccurrence? in
+            guard case .reminderDue(let fired) = event.data else { return nil }
+            return fired
+        }
+        let keys = fired.map { "\($0.occurrence.reminderId) \($0.occurrence.at)" }
+        #expect(fired.count == 120 && Set(keys).count == 120)
+        #expect(fired.map(\.occurrence.at) == fired.map(\.occurrence.at).sorted())
+        #expect(Set(fired.prefix(60).map(\.occurrence.at)) == Set(instants))
+    }
+
     /// PostgreSQL down: writes, reads in a batch and clock moves answer `unavailable`, `health`
     /// still answers, nothing of the failed requests is stored. Back up: the same planner serves
     /// again without a restart, and every occurrence is decided exactly once.

@@ -28,15 +28,18 @@ extension PlannerStore {
     /// another instant: by an instance whose tzdata put it elsewhere (another host's, or an earlier
     /// process's), so that each rule day is decided once whichever instance decides it. Such an
     /// instant lies within two days of this one, which keeps the look a short range of the key.
+    /// Queued (`executeLater`): `isFirst` answers once it went out, with the statements around it.
     static func decideOnce(_ reminder: RecordID, _ planned: PlannedOccurrence, status: OccurrenceStatus, cause: RecordID?,
-                           _ sql: StoreConnection) throws -> Bool {
+                           _ sql: StoreConnection, isFirst: @escaping (Bool) -> Void) throws {
         let at = planned.at.millisecondsSince1970, day = Int64(planned.day.ordinal), minute = Int64(planned.localTime.minutesSinceMidnight)
-        return try sql.execute("""
+        try sql.executeLater("""
             INSERT INTO decision (reminder_id, at_ms, status, cause, day, local_minute) SELECT ?, ?, ?, ?, ?, ?
             WHERE NOT EXISTS (SELECT 1 FROM decision WHERE reminder_id = ? AND at_ms BETWEEN ? AND ? AND day = ? AND local_minute = ?)
             ON CONFLICT (reminder_id, at_ms) DO NOTHING
             """, [.blob(reminder.bytes), .integer(at), .text(status.rawValue), .text(cause?.description), .integer(day), .integer(minute),
-                  .blob(reminder.bytes), .integer(at - 2 * 86_400_000), .integer(at + 2 * 86_400_000), .integer(day), .integer(minute)]) > 0
+                  .blob(reminder.bytes), .integer(at - 2 * 86_400_000), .integer(at + 2 * 86_400_000), .integer(day), .integer(minute)]) {
+            isFirst($0 > 0)
+        }
     }
 
     /// The reminder's decisions from `from` through `through`, by instant. A row whose status does

@@ -35,9 +35,7 @@ extension ReminderPlanner {
             // One at a time, rescheduling before the next pop: strict time order, and a reminder's
             // following occurrence is decided in this call too when the clock moved over it. The
             // work is timed from here, with the lock taken: a wait for it is not work.
-            // On PostgreSQL the clock is read at every decision, whose round trips dwarf it.
-            try decideBounded(through: now, started: DispatchTime.now().uptimeNanoseconds, readingTheClockEvery: host.store.isShared ? 1 : 16,
-                              tx, &tally)
+            try decideBounded(through: now, started: DispatchTime.now().uptimeNanoseconds, tx, &tally)
             // Stopped within an instant: decided through just before it (its decided rows or
             // `partlyDecided` keep the next step from deciding one twice).
             let undecided = scheduler.nextInstant.flatMap { $0 <= now ? $0 : nil }
@@ -51,17 +49,41 @@ extension ReminderPlanner {
     /// Decides in time order what is due by `bound`, until nothing is or the step's share of work
     /// (`clockStepOccurrences`, `clockStepNanoseconds` since `started`) is done.
     /// The clock is read every `every` pops, not at each (docs/decisions/0016-planner-deciding-loop.md),
-    /// and `health` answered then if it waited long.
+    /// and `health` answered then if it waited long. Before each reading the decisions queued since
+    /// the last go out together (`settle`): on PostgreSQL one round trip for `every` decisions.
     private func decideBounded(through bound: Instant, started: UInt64, readingTheClockEvery every: Int = 16, _ tx: Transaction,
                                _ tally: inout DecisionTally) throws {
         var popped = 0
-        while popped < clockStepOccurrences, try decideNext(through: bound, tx, &tally) {
+        var queued: [QueuedDecision] = []
+        queued.reserveCapacity(every)
+        while popped < clockStepOccurrences, try decideNext(through: bound, tx, &queued) {
             popped += 1
             guard popped % every == 0 else { continue }
+            try settle(&queued, tx, &tally)
             let now = DispatchTime.now().uptimeNanoseconds
             host.answerHealthIfDue(now: now)
             if now - started >= Self.clockStepNanoseconds { break }
         }
+        try settle(&queued, tx, &tally)
+    }
+
+    /// A decision whose row went out queued: its event follows, in pop order, once the row answered
+    /// that it is the occurrence's first (`recordFirstDecision`).
+    struct QueuedDecision {
+        let status: OccurrenceStatus
+        let isFirst: () -> Bool
+        let announce: () throws -> Void
+    }
+
+    /// Reads back the queued decisions' rows and appends the events of those decided first.
+    private func settle(_ queued: inout [QueuedDecision], _ tx: Transaction, _ tally: inout DecisionTally) throws {
+        guard !queued.isEmpty else { return }
+        try tx.sql.sendWaiting()
+        for decision in queued where decision.isFirst() {
+            try decision.announce()
+            tally.add(decision.status)
+        }
+        queued.removeAll(keepingCapacity: true)
     }
 
     /// Decisions taken in one transaction, by status: counted in the metrics once it commits,
@@ -87,11 +109,11 @@ extension ReminderPlanner {
 
     /// Pops the earliest occurrence due by `bound`, decides it if its user's partition is this
     /// instance's, and schedules its reminder's next one; false when nothing is due.
-    private func decideNext(through bound: Instant, _ tx: Transaction, _ tally: inout DecisionTally) throws -> Bool {
+    private func decideNext(through bound: Instant, _ tx: Transaction, _ queued: inout [QueuedDecision]) throws -> Bool {
         guard let (row, planned) = scheduler.popNext(through: bound) else { return false }
         let (reminder, settings, latest) = reminderAndUser(inRow: row)
         if host.store.ownedPartitions.contains(reminder.userId),
-           let status = try decide(planned, of: reminder, user: settings, latest: latest, now: bound, tx) { tally.add(status) }
+           let decision = try decide(planned, of: reminder, user: settings, latest: latest, now: bound, tx) { queued.append(decision) }
         scheduler.schedule(reminder, row: row, zone: settings.timeZone, from: planned.at.adding(milliseconds: 1))
         return true
     }
@@ -168,11 +190,12 @@ extension ReminderPlanner {
         storeRetry.failed()
     }
 
-    /// Decides one occurrence and stores its decision event; nil if it was decided before. One the
-    /// planner reached running (its loop, or a manual clock moved over it) is on time; one that fell
-    /// due while nobody decided it (`backlogThrough`) is late within the grace window, missed beyond.
+    /// Decides one occurrence and queues its decision, whose event `settle` appends; nil if it is
+    /// known to be decided before. One the planner reached running (its loop, or a manual clock
+    /// moved over it) is on time; one that fell due while nobody decided it (`backlogThrough`) is
+    /// late within the grace window, missed beyond.
     private func decide(_ planned: PlannedOccurrence, of reminder: Reminder, user: UserSettings, latest: LatestLogged?, now: Instant,
-                        _ tx: Transaction) throws -> OccurrenceStatus? {
+                        _ tx: Transaction) throws -> QueuedDecision? {
         if !movedDecidedDays.isEmpty, let moved = movedDecidedDays[reminder.id], planned.day <= moved.day { return nil }
         let timeliness = planned.at <= backlogThrough
             ? Timeliness.classify(now: now, at: planned.at, graceMinutes: settings.graceMinutes) : .onTime
@@ -188,33 +211,44 @@ extension ReminderPlanner {
             }
         }
         // Its announcement row, if any, stays: announcements only ever matter for undecided occurrences.
-        guard try recordFirstDecision(of: reminder.id, planned, status: status, cause: cause, tx) else { return nil }
-        let occurrence = makeOccurrence(reminder, planned, status: status, cause: cause)
-        switch status {
-        case .fired:
-            try tx.append(Events.reminderDue, userId: reminder.userId, activity: reminder.activity,
-                          data: DueOccurrence(occurrence: occurrence, timeZone: user.timeZone, locale: user.locale,
-                                              title: reminder.title, body: reminder.body, late: timeliness == .late, test: false))
-        default:
-            guard let event = Events.decision(status) else { throw WireError(.internal, "\(status) is not a decision") }
-            try tx.append(event, userId: reminder.userId, activity: reminder.activity, data: occurrence)
+        guard let isFirst = try recordFirstDecision(of: reminder.id, planned, status: status, cause: cause, tx) else { return nil }
+        return QueuedDecision(status: status, isFirst: isFirst) { [unowned self] in
+            let occurrence = makeOccurrence(reminder, planned, status: status, cause: cause)
+            switch status {
+            case .fired:
+                try tx.append(Events.reminderDue, userId: reminder.userId, activity: reminder.activity,
+                              data: DueOccurrence(occurrence: occurrence, timeZone: user.timeZone, locale: user.locale,
+                                                  title: reminder.title, body: reminder.body, late: timeliness == .late, test: false))
+            default:
+                guard let event = Events.decision(status) else { throw WireError(.internal, "\(status) is not a decision") }
+                try tx.append(event, userId: reminder.userId, activity: reminder.activity, data: occurrence)
+            }
         }
-        return status
     }
 
-    /// Records a decision of an occurrence not decided before; false if it was. Where `tx` writes the
-    /// decision rows (PostgreSQL), the rows answer: the occurrence's, or its rule day's at another
-    /// instant (`decideOnce`). Where they are applied behind the log from
-    /// the decision events (SQLite), memory answers, and the stored decisions only for an instant an
-    /// earlier process may have left partly decided (`PartlyDecidedInstant`).
+    /// Records a decision of an occurrence; nil if it is known to be decided before, else whether it
+    /// is the first, known once `settle` sent the rows. Where `tx` writes the decision rows
+    /// (PostgreSQL), the row answers, queued with the others of the step's chunk: the occurrence's,
+    /// or its rule day's at another instant (`decideOnce`). Where they are applied behind the log
+    /// from the decision events (SQLite), memory answers at once, and the stored decisions only for
+    /// an instant an earlier process may have left partly decided (`PartlyDecidedInstant`).
     private func recordFirstDecision(of reminder: RecordID, _ planned: PlannedOccurrence, status: OccurrenceStatus, cause: RecordID?,
-                                     _ tx: Transaction) throws -> Bool {
-        guard tx.projectionLags else { return try PlannerStore.decideOnce(reminder, planned, status: status, cause: cause, tx.sql) }
+                                     _ tx: Transaction) throws -> (() -> Bool)? {
+        guard tx.projectionLags else {
+            let answer = RowAnswer()
+            try PlannerStore.decideOnce(reminder, planned, status: status, cause: cause, tx.sql) { answer.isFirst = $0 }
+            return { answer.isFirst }
+        }
         let key = OccurrenceKey(reminder: reminder, at: planned.at)
         let decidedBefore = try partlyDecided.isDecided(key) ?? !decisions(of: reminder, from: planned.at, through: planned.at, tx).isEmpty
-        if decidedBefore { return false }
+        if decidedBefore { return nil }
         partlyDecided.record(key)
-        return true
+        return { true }
+    }
+
+    /// A queued decision row's answer, once it went out: whether it was the occurrence's first.
+    private final class RowAnswer {
+        var isFirst = false
     }
 
     /// The reminder's decisions from `from` through `through`, by instant, with those taken in `tx` so far.
