@@ -235,20 +235,15 @@ extension ReminderPlanner {
     private func recordFirstDecision(of reminder: RecordID, _ planned: PlannedOccurrence, status: OccurrenceStatus, cause: RecordID?,
                                      _ tx: Transaction) throws -> (() -> Bool)? {
         guard tx.projectionLags else {
-            let answer = RowAnswer()
-            try PlannerStore.decideOnce(reminder, planned, status: status, cause: cause, tx.sql) { answer.isFirst = $0 }
-            return { answer.isFirst }
+            var isFirst = false
+            try PlannerStore.decideOnce(reminder, planned, status: status, cause: cause, tx.sql) { isFirst = $0 }
+            return { isFirst }
         }
         let key = OccurrenceKey(reminder: reminder, at: planned.at)
         let decidedBefore = try partlyDecided.isDecided(key) ?? !decisions(of: reminder, from: planned.at, through: planned.at, tx).isEmpty
         if decidedBefore { return nil }
         partlyDecided.record(key)
         return { true }
-    }
-
-    /// A queued decision row's answer, once it went out: whether it was the occurrence's first.
-    private final class RowAnswer {
-        var isFirst = false
     }
 
     /// The reminder's decisions from `from` through `through`, by instant, with those taken in `tx` so far.
