@@ -35,7 +35,10 @@ extension ReminderPlanner {
             // One at a time, rescheduling before the next pop: strict time order, and a reminder's
             // following occurrence is decided in this call too when the clock moved over it. The
             // work is timed from here, with the lock taken: a wait for it is not work.
-            try decideBounded(through: now, started: DispatchTime.now().uptimeNanoseconds, tx, &tally)
+            // On PostgreSQL the clock is read at every decision: each still waits for its
+            // coverage read, whose round trip dwarfs the reading.
+            try decideBounded(through: now, started: DispatchTime.now().uptimeNanoseconds, readingTheClockEvery: host.store.isShared ? 1 : 16,
+                              tx, &tally)
             // Stopped within an instant: decided through just before it (its decided rows or
             // `partlyDecided` keep the next step from deciding one twice).
             let undecided = scheduler.nextInstant.flatMap { $0 <= now ? $0 : nil }
@@ -49,23 +52,26 @@ extension ReminderPlanner {
     /// Decides in time order what is due by `bound`, until nothing is or the step's share of work
     /// (`clockStepOccurrences`, `clockStepNanoseconds` since `started`) is done.
     /// The clock is read every `every` pops, not at each (docs/decisions/0016-planner-deciding-loop.md),
-    /// and `health` answered then if it waited long. Before each reading the decisions queued since
-    /// the last go out together (`settle`): on PostgreSQL one round trip for `every` decisions.
+    /// and `health` answered then if it waited long. The decisions queued go out together every
+    /// `decisionsPerChunk` (`settle`): on PostgreSQL one round trip for their rows.
     private func decideBounded(through bound: Instant, started: UInt64, readingTheClockEvery every: Int = 16, _ tx: Transaction,
                                _ tally: inout DecisionTally) throws {
         var popped = 0
         var queued: [QueuedDecision] = []
-        queued.reserveCapacity(every)
+        queued.reserveCapacity(Self.decisionsPerChunk)
         while popped < clockStepOccurrences, try decideNext(through: bound, tx, &queued) {
             popped += 1
+            if queued.count >= Self.decisionsPerChunk { try settle(&queued, tx, &tally) }
             guard popped % every == 0 else { continue }
-            try settle(&queued, tx, &tally)
             let now = DispatchTime.now().uptimeNanoseconds
             host.answerHealthIfDue(now: now)
             if now - started >= Self.clockStepNanoseconds { break }
         }
         try settle(&queued, tx, &tally)
     }
+
+    /// How many decisions' rows go out together (docs/decisions/0029-postgresql-rows-and-decisions-by-the-many.md).
+    static let decisionsPerChunk = 16
 
     /// A decision whose row went out queued: its event follows, in pop order, once the row answered
     /// that it is the occurrence's first (`recordFirstDecision`).
