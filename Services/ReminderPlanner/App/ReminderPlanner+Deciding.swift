@@ -52,74 +52,32 @@ extension ReminderPlanner {
     /// Decides in time order what is due by `bound`, until nothing is or the step's share of work
     /// (`clockStepOccurrences`, `clockStepNanoseconds` since `started`) is done.
     /// The clock is read every `every` pops, not at each (docs/decisions/0016-planner-deciding-loop.md),
-    /// and `health` answered then if it waited long. The decisions queued go out together every
-    /// `decisionsPerChunk` (`settle`): on PostgreSQL one round trip for their rows.
+    /// and `health` answered then if it waited long. Decisions whose rows answer (PostgreSQL) go out
+    /// a `DecisionChunk` at a time, their events after them.
     private func decideBounded(through bound: Instant, started: UInt64, readingTheClockEvery every: Int = 16, _ tx: Transaction,
                                _ tally: inout DecisionTally) throws {
         var popped = 0
-        var queued: [QueuedDecision] = []
-        queued.reserveCapacity(Self.decisionsPerChunk)
-        while popped < clockStepOccurrences, try decideNext(through: bound, tx, &queued) {
+        let chunk = DecisionChunk()
+        while popped < clockStepOccurrences, try decideNext(through: bound, tx, chunk, &tally) {
             popped += 1
-            if queued.count >= Self.decisionsPerChunk { try settle(&queued, tx, &tally) }
+            if chunk.isFull { try announceFirst(of: chunk, tx, &tally) }
             guard popped % every == 0 else { continue }
             let now = DispatchTime.now().uptimeNanoseconds
             host.answerHealthIfDue(now: now)
             if now - started >= Self.clockStepNanoseconds { break }
         }
-        try settle(&queued, tx, &tally)
-    }
-
-    /// How many decisions' rows go out together (docs/decisions/0029-postgresql-rows-and-decisions-by-the-many.md).
-    static let decisionsPerChunk = 16
-
-    /// A decision whose row went out queued: its event follows, in pop order, once the row answered
-    /// that it is the occurrence's first (`recordFirstDecision`).
-    struct QueuedDecision {
-        let status: OccurrenceStatus
-        let isFirst: () -> Bool
-        let announce: () throws -> Void
-    }
-
-    /// Reads back the queued decisions' rows and appends the events of those decided first.
-    private func settle(_ queued: inout [QueuedDecision], _ tx: Transaction, _ tally: inout DecisionTally) throws {
-        guard !queued.isEmpty else { return }
-        try tx.sql.sendWaiting()
-        for decision in queued where decision.isFirst() {
-            try decision.announce()
-            tally.add(decision.status)
-        }
-        queued.removeAll(keepingCapacity: true)
-    }
-
-    /// Decisions taken in one transaction, by status: counted in the metrics once it commits,
-    /// one update per status rather than one per decision. In fields, not a dictionary, which hashed
-    /// the status's raw `String` for every decision.
-    struct DecisionTally {
-        private var fired = 0, suppressed = 0, skipped = 0, missed = 0
-        var decided: Int { fired + suppressed + skipped + missed }
-        var byStatus: [(status: OccurrenceStatus, count: Int)] {
-            [(.fired, fired), (.suppressed, suppressed), (.skipped, skipped), (.missed, missed)].filter { $0.count > 0 }
-        }
-
-        mutating func add(_ status: OccurrenceStatus) {
-            switch status {
-            case .fired: fired += 1
-            case .suppressed: suppressed += 1
-            case .skipped: skipped += 1
-            case .missed: missed += 1
-            case .scheduled, .cancelled: assertionFailure("\(status) is not a decision")
-            }
-        }
+        try announceFirst(of: chunk, tx, &tally)
     }
 
     /// Pops the earliest occurrence due by `bound`, decides it if its user's partition is this
     /// instance's, and schedules its reminder's next one; false when nothing is due.
-    private func decideNext(through bound: Instant, _ tx: Transaction, _ queued: inout [QueuedDecision]) throws -> Bool {
+    private func decideNext(through bound: Instant, _ tx: Transaction, _ chunk: DecisionChunk, _ tally: inout DecisionTally) throws -> Bool {
         guard let (row, planned) = scheduler.popNext(through: bound) else { return false }
         let (reminder, settings, latest) = reminderAndUser(inRow: row)
         if host.store.ownedPartitions.contains(reminder.userId),
-           let decision = try decide(planned, of: reminder, user: settings, latest: latest, now: bound, tx) { queued.append(decision) }
+           let decision = try decide(planned, of: reminder, user: settings, latest: latest, now: bound, tx) {
+            try record(decision, tx, chunk, &tally)
+        }
         scheduler.schedule(reminder, row: row, zone: settings.timeZone, from: planned.at.adding(milliseconds: 1))
         return true
     }
@@ -196,12 +154,11 @@ extension ReminderPlanner {
         storeRetry.failed()
     }
 
-    /// Decides one occurrence and queues its decision, whose event `settle` appends; nil if it is
-    /// known to be decided before. One the planner reached running (its loop, or a manual clock
-    /// moved over it) is on time; one that fell due while nobody decided it (`backlogThrough`) is
-    /// late within the grace window, missed beyond.
+    /// Decides one occurrence; nil if its rule day is known to be decided before. One the planner
+    /// reached running (its loop, or a manual clock moved over it) is on time; one that fell due while
+    /// nobody decided it (`backlogThrough`) is late within the grace window, missed beyond.
     private func decide(_ planned: PlannedOccurrence, of reminder: Reminder, user: UserSettings, latest: LatestLogged?, now: Instant,
-                        _ tx: Transaction) throws -> QueuedDecision? {
+                        _ tx: Transaction) throws -> TakenDecision? {
         if !movedDecidedDays.isEmpty, let moved = movedDecidedDays[reminder.id], planned.day <= moved.day { return nil }
         let timeliness = planned.at <= backlogThrough
             ? Timeliness.classify(now: now, at: planned.at, graceMinutes: settings.graceMinutes) : .onTime
@@ -216,40 +173,45 @@ extension ReminderPlanner {
             case .due: status = .fired
             }
         }
-        // Its announcement row, if any, stays: announcements only ever matter for undecided occurrences.
-        guard let isFirst = try recordFirstDecision(of: reminder.id, planned, status: status, cause: cause, tx) else { return nil }
-        return QueuedDecision(status: status, isFirst: isFirst) { [unowned self] in
-            let occurrence = makeOccurrence(reminder, planned, status: status, cause: cause)
-            switch status {
-            case .fired:
-                try tx.append(Events.reminderDue, userId: reminder.userId, activity: reminder.activity,
-                              data: DueOccurrence(occurrence: occurrence, timeZone: user.timeZone, locale: user.locale,
-                                                  title: reminder.title, body: reminder.body, late: timeliness == .late, test: false))
-            default:
-                guard let event = Events.decision(status) else { throw WireError(.internal, "\(status) is not a decision") }
-                try tx.append(event, userId: reminder.userId, activity: reminder.activity, data: occurrence)
-            }
-        }
+        return TakenDecision(reminder: reminder, planned: planned, user: user, status: status, cause: cause, late: timeliness == .late)
     }
 
-    /// Records a decision of an occurrence; nil if it is known to be decided before, else whether it
-    /// is the first, known once `settle` sent the rows. Where `tx` writes the decision rows
-    /// (PostgreSQL), the row answers, queued with the others of the step's chunk: the occurrence's,
-    /// or its rule day's at another instant (`decideOnce`). Where they are applied behind the log
-    /// from the decision events (SQLite), memory answers at once, and the stored decisions only for
-    /// an instant an earlier process may have left partly decided (`PartlyDecidedInstant`).
-    private func recordFirstDecision(of reminder: RecordID, _ planned: PlannedOccurrence, status: OccurrenceStatus, cause: RecordID?,
-                                     _ tx: Transaction) throws -> (() -> Bool)? {
-        guard tx.projectionLags else {
-            var isFirst = false
-            try PlannerStore.decideOnce(reminder, planned, status: status, cause: cause, tx.sql) { isFirst = $0 }
-            return { isFirst }
-        }
-        let key = OccurrenceKey(reminder: reminder, at: planned.at)
-        let decidedBefore = try partlyDecided.isDecided(key) ?? !decisions(of: reminder, from: planned.at, through: planned.at, tx).isEmpty
-        if decidedBefore { return nil }
+    /// Records a decision, and appends its event if it is the occurrence's first. Where `tx` writes
+    /// the decision rows (PostgreSQL), the row answers: the occurrence's, or its rule day's at another
+    /// instant (`decideOnce`), queued in `chunk` and read back with the rest of it. Where they are
+    /// applied behind the log from the decision events (SQLite), memory answers at once, and the
+    /// stored decisions only for an instant an earlier process may have left partly decided
+    /// (`PartlyDecidedInstant`). An announcement row, if any, stays: announcements only ever matter
+    /// for undecided occurrences.
+    private func record(_ decision: TakenDecision, _ tx: Transaction, _ chunk: DecisionChunk, _ tally: inout DecisionTally) throws {
+        guard tx.projectionLags else { return try chunk.queue(decision, tx.sql) }
+        let key = OccurrenceKey(reminder: decision.reminder.id, at: decision.planned.at)
+        let decidedBefore = try partlyDecided.isDecided(key)
+            ?? !decisions(of: decision.reminder.id, from: decision.planned.at, through: decision.planned.at, tx).isEmpty
+        if decidedBefore { return }
         partlyDecided.record(key)
-        return { true }
+        try announce(decision, tx, &tally)
+    }
+
+    /// Reads `chunk`'s rows back and announces, in pop order, the decisions that were the first.
+    private func announceFirst(of chunk: DecisionChunk, _ tx: Transaction, _ tally: inout DecisionTally) throws {
+        for decision in try chunk.firstDecisions(tx.sql) { try announce(decision, tx, &tally) }
+    }
+
+    /// Appends a first decision's event, and counts it.
+    private func announce(_ decision: TakenDecision, _ tx: Transaction, _ tally: inout DecisionTally) throws {
+        let reminder = decision.reminder, user = decision.user
+        let occurrence = makeOccurrence(reminder, decision.planned, status: decision.status, cause: decision.cause)
+        switch decision.status {
+        case .fired:
+            try tx.append(Events.reminderDue, userId: reminder.userId, activity: reminder.activity,
+                          data: DueOccurrence(occurrence: occurrence, timeZone: user.timeZone, locale: user.locale,
+                                              title: reminder.title, body: reminder.body, late: decision.late, test: false))
+        default:
+            guard let event = Events.decision(decision.status) else { throw WireError(.internal, "\(decision.status) is not a decision") }
+            try tx.append(event, userId: reminder.userId, activity: reminder.activity, data: occurrence)
+        }
+        tally.add(decision.status)
     }
 
     /// The reminder's decisions from `from` through `through`, by instant, with those taken in `tx` so far.

@@ -1,0 +1,73 @@
+import LHTSchema
+import ReminderPlanning
+import Storage
+
+/// An occurrence decided in a step, before its event is appended: that follows once the decision
+/// is known to be the occurrence's first.
+struct TakenDecision {
+    let reminder: Reminder
+    let planned: PlannedOccurrence
+    let user: UserSettings
+    let status: OccurrenceStatus
+    let cause: RecordID?
+    /// Decided after its instant, within the grace window.
+    let late: Bool
+}
+
+/// A step's decisions whose rows went out queued (PostgreSQL, where the row says whether a decision
+/// is the first), in pop order. They are read back together, one round trip for the chunk
+/// (docs/decisions/0029-postgresql-rows-and-decisions-by-the-many.md).
+final class DecisionChunk {
+    /// How many decisions' rows go out together.
+    static let capacity = 16
+    private var queued: [TakenDecision] = []
+    private var isFirst: [Bool] = []
+
+    init() {
+        queued.reserveCapacity(Self.capacity)
+        isFirst.reserveCapacity(Self.capacity)
+    }
+
+    var isFull: Bool { queued.count >= Self.capacity }
+
+    /// Queues `decision`'s row (`PlannerStore.decideOnce`); its answer is read by `firstDecisions`.
+    func queue(_ decision: TakenDecision, _ sql: StoreConnection) throws {
+        let index = queued.count
+        queued.append(decision)
+        isFirst.append(false)
+        try PlannerStore.decideOnce(decision.reminder.id, decision.planned, status: decision.status, cause: decision.cause,
+                                    sql) { [unowned self] in isFirst[index] = $0 }
+    }
+
+    /// Reads the queued rows back and returns, in pop order, the decisions that were the first;
+    /// the chunk is empty again.
+    func firstDecisions(_ sql: StoreConnection) throws -> [TakenDecision] {
+        guard !queued.isEmpty else { return [] }
+        try sql.sendWaiting()
+        let first = queued.indices.filter { isFirst[$0] }.map { queued[$0] }
+        queued.removeAll(keepingCapacity: true)
+        isFirst.removeAll(keepingCapacity: true)
+        return first
+    }
+}
+
+/// Decisions taken in one transaction, by status: counted in the metrics once it commits, one
+/// update per status rather than one per decision. In fields, not a dictionary, which hashed the
+/// status's raw `String` for every decision.
+struct DecisionTally {
+    private var fired = 0, suppressed = 0, skipped = 0, missed = 0
+    var decided: Int { fired + suppressed + skipped + missed }
+    var byStatus: [(status: OccurrenceStatus, count: Int)] {
+        [(.fired, fired), (.suppressed, suppressed), (.skipped, skipped), (.missed, missed)].filter { $0.count > 0 }
+    }
+
+    mutating func add(_ status: OccurrenceStatus) {
+        switch status {
+        case .fired: fired += 1
+        case .suppressed: suppressed += 1
+        case .skipped: skipped += 1
+        case .missed: missed += 1
+        case .scheduled, .cancelled: assertionFailure("\(status) is not a decision")
+        }
+    }
+}
