@@ -31,12 +31,13 @@ final class DecisionChunk {
     var isFull: Bool { queued.count >= Self.capacity }
 
     /// Queues `decision`'s row (`PlannerStore.decideOnce`); its answer is read by `firstDecisions`.
+    /// The answer holds the chunk: a rollback reads back what is queued, after the step let go of it.
     func queue(_ decision: TakenDecision, _ sql: StoreConnection) throws {
         let index = queued.count
         queued.append(decision)
         isFirst.append(false)
         try PlannerStore.decideOnce(decision.reminder.id, decision.planned, status: decision.status, cause: decision.cause,
-                                    sql) { [unowned self] in isFirst[index] = $0 }
+                                    sql) { self.isFirst[index] = $0 }
     }
 
     /// Reads the queued rows back and returns, in pop order, the decisions that were the first;
