@@ -51,6 +51,14 @@ extension PostgresConnection {
     /// `failingOnlyWithTheTransaction` can fail only as its whole transaction does).
     public var hasQueuedThatMayFailAlone: Bool { queuedThatMayFailAlone > 0 }
 
+    /// Puts what is queued on its way without waiting for it: the server runs it while this thread
+    /// goes on, and the next read or `flush` still reads it back. Worth a system call only where
+    /// this thread has work before its next read (docs/decisions/0031-an-upstream-write-sends-its-lock-at-once.md).
+    public func sendQueued() throws(PostgresError) {
+        guard queued > 0, let connection else { return }
+        guard PQflush(connection) == 0 else { throw lost("cannot send the pipeline") }
+    }
+
     /// Sends what is queued and reads it back; throws the first error met.
     public func flush() throws(PostgresError) {
         guard queued > 0 else { return }

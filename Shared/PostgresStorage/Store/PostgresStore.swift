@@ -114,8 +114,10 @@ public final class PostgresStore: Store {
             result = try sql.connection.transaction { postgres in
                 let started: Transaction
                 if copyOfUpstream, readUnderLock != nil {
-                    // Upstream events are read before anything is appended: the lock goes out with the body's first read.
+                    // Upstream events are read before anything is appended: the lock is answered with the
+                    // body's first read, and taken while the body works out what to read.
                     let head = try lockHeadLater(postgres, sql)
+                    try postgres.connection.sendQueued()
                     started = Transaction(.all(sql: sql), source: eventLog.source, baseSeq: eventLog.lastSeq, insertRecord: logTables.insertStatement,
                                           now: now, cursorTable: "cursor")
                     started.awaitingBaseSeq = { [unowned self] in try locked(head()) }
