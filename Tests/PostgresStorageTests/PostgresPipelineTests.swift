@@ -6,7 +6,8 @@ import TestSupport
 /// Statements queued in libpq's pipeline (`PostgresConnection.enqueue`), against a real PostgreSQL:
 /// they go out together with the next statement whose result is read, in order; a failure among
 /// them fails the transaction as a failed statement did before, with its SQLSTATE, and nothing of
-/// it is visible; a connection lost meanwhile is a connection error.
+/// it is visible; a connection lost meanwhile is a connection error. `sendQueued` sends them ahead
+/// of that read.
 @Suite(.serialized) struct PostgresPipelineTests {
     /// A server of the test's own with a table `item (n PRIMARY KEY, position)`.
     static func serverWithTable() throws -> (TestPostgres, PostgresConnection) {
@@ -53,6 +54,29 @@ import TestSupport
             for n in 1_001...1_003 { try transaction.enqueue("INSERT INTO item (n) VALUES ($1)", [.integer(Int64(n))]) }
         }
         #expect(connection.roundTrips == alone + 5)
+    }
+
+    @Test func whatIsSentAtOnceRunsOnTheServerBeforeAnythingIsReadBack() throws {
+        let postgres = try TestPostgres()
+        defer { postgres.stop() }
+        let connection = try postgres.connect(), other = try postgres.connect()
+        // Tried and let go at once by the other session: false while the first holds the lock.
+        func heldByTheFirst() throws -> Bool { try other.execute("SELECT pg_try_advisory_xact_lock(42)").first?.text(0) == "f" }
+        let before = connection.roundTrips
+        let transaction = try connection.begin()
+        try transaction.enqueue("SELECT pg_advisory_xact_lock(42)")
+        // Queued only, it waits in this process for the next read.
+        Thread.sleep(forTimeInterval: 0.1)
+        #expect(try !heldByTheFirst())
+        try connection.sendQueued()
+        let deadline = Date().addingTimeInterval(10)
+        while try !heldByTheFirst(), Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        #expect(try heldByTheFirst())
+        #expect(connection.roundTrips == before)
+        // Read back as before, with the COMMIT, which lets the lock go.
+        try transaction.commit()
+        #expect(connection.roundTrips == before + 1)
+        #expect(try !heldByTheFirst())
     }
 
     @Test func aQueuedReadIsAnsweredInTheRoundTripOfTheStatementsAroundIt() throws {
