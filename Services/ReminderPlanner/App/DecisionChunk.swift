@@ -20,13 +20,8 @@ struct TakenDecision {
 final class DecisionChunk {
     /// How many decisions' rows go out together.
     static let capacity = 16
-    private var queued: [TakenDecision] = []
-    private var isFirst: [Bool] = []
-
-    init() {
-        queued.reserveCapacity(Self.capacity)
-        isFirst.reserveCapacity(Self.capacity)
-    }
+    /// Each queued decision with what its row answered (false until read back).
+    private var queued: [(decision: TakenDecision, isFirst: Bool)] = []
 
     var isFull: Bool { queued.count >= Self.capacity }
 
@@ -34,10 +29,9 @@ final class DecisionChunk {
     /// The answer holds the chunk: a rollback reads back what is queued, after the step let go of it.
     func queue(_ decision: TakenDecision, _ sql: StoreConnection) throws {
         let index = queued.count
-        queued.append(decision)
-        isFirst.append(false)
+        queued.append((decision, false))
         try PlannerStore.decideOnce(decision.reminder.id, decision.planned, status: decision.status, cause: decision.cause,
-                                    sql) { self.isFirst[index] = $0 }
+                                    sql) { self.queued[index].isFirst = $0 }
     }
 
     /// Reads the queued rows back and returns, in pop order, the decisions that were the first;
@@ -45,9 +39,8 @@ final class DecisionChunk {
     func firstDecisions(_ sql: StoreConnection) throws -> [TakenDecision] {
         guard !queued.isEmpty else { return [] }
         try sql.sendWaiting()
-        let first = queued.indices.filter { isFirst[$0] }.map { queued[$0] }
+        let first = queued.filter(\.isFirst).map(\.decision)
         queued.removeAll(keepingCapacity: true)
-        isFirst.removeAll(keepingCapacity: true)
         return first
     }
 }
