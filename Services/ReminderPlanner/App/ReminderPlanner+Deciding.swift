@@ -35,10 +35,7 @@ extension ReminderPlanner {
             // One at a time, rescheduling before the next pop: strict time order, and a reminder's
             // following occurrence is decided in this call too when the clock moved over it. The
             // work is timed from here, with the lock taken: a wait for it is not work.
-            // On PostgreSQL the clock is read at every decision: each still waits for its
-            // coverage read, whose round trip dwarfs the reading.
-            try decideBounded(through: now, started: DispatchTime.now().uptimeNanoseconds, readingTheClockEvery: host.store.isShared ? 1 : 16,
-                              tx, &tally)
+            try decideBounded(through: now, started: DispatchTime.now().uptimeNanoseconds, tx, &tally)
             // Stopped within an instant: decided through just before it (its decided rows or
             // `partlyDecided` keep the next step from deciding one twice).
             let undecided = scheduler.nextInstant.flatMap { $0 <= now ? $0 : nil }
@@ -51,11 +48,13 @@ extension ReminderPlanner {
 
     /// Decides in time order what is due by `bound`, until nothing is or the step's share of work
     /// (`clockStepOccurrences`, `clockStepNanoseconds` since `started`) is done.
-    /// The clock is read every `every` pops, not at each (docs/decisions/0016-planner-deciding-loop.md),
-    /// and `health` answered then if it waited long. Decisions whose rows answer (PostgreSQL) go out
-    /// a `DecisionChunk` at a time, their events after them.
-    private func decideBounded(through bound: Instant, started: UInt64, readingTheClockEvery every: Int = 16, _ tx: Transaction,
-                               _ tally: inout DecisionTally) throws {
+    /// The clock is read every 16 pops on SQLite, not at each (docs/decisions/0016-planner-deciding-loop.md),
+    /// and `health` answered then if it waited long. On PostgreSQL it is read at every pop: each
+    /// decision still waits for its coverage read, whose round trip dwarfs the reading, and 16 of
+    /// them can outrun the step's time. Decisions whose rows answer (PostgreSQL) go out a
+    /// `DecisionChunk` at a time, their events after them.
+    private func decideBounded(through bound: Instant, started: UInt64, _ tx: Transaction, _ tally: inout DecisionTally) throws {
+        let every = host.store.isShared ? 1 : 16
         var popped = 0
         let chunk = DecisionChunk()
         while popped < clockStepOccurrences, try decideNext(through: bound, tx, chunk, &tally) {
