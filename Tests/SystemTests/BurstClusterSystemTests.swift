@@ -21,21 +21,8 @@ import ZeroMQ
         try settledShares(try planners.map { try WireClient($0.api, context: context) }, timeout: 15)
 
         // Reminders at one instant, put by four writers through both instances.
-        let perUser = 20, users = usersOnePerPartition("burst")
-        let due = Instant.nextWholeMinute(atLeastSecondsAway: 20)
-        let failures = Mutex<[String]>([])
-        DispatchQueue.concurrentPerform(iterations: 4) { writer in
-            do {
-                let client = try WireClient(planners[writer % 2].api, context: context)
-                for user in users.enumerated().filter({ $0.offset % 4 == writer }).map(\.element) {
-                    for _ in 0..<perUser { _ = try client.ok("reminder.put", ["userId": user, "activity": "workout", "time": due.utcReminderTime]) }
-                }
-            } catch {
-                failures.withLock { $0.append("\(error)") }
-            }
-        }
-        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 }.prefix(2))")
-        let expected = users.count * perUser
+        let burst = try ReminderBurst("burst", perUser: 20, through: planners.map(\.api), context: context, lead: 10)
+        let (due, expected) = (burst.due, burst.ids.count)
         #expect(due.secondsFromNow > 2, "the puts took until \(due)")
 
         // From a second before the instant until every occurrence is decided: how long taking the
@@ -62,7 +49,7 @@ import ZeroMQ
                 guard let client = try? WireClient(planner.api, context: context) else { return }
                 while !done.load(ordering: .relaxed) {
                     let started = Date()
-                    _ = try? client.ok("reminder.list", ["userId": users[0]])
+                    _ = try? client.ok("reminder.list", ["userId": burst.users[0]])
                     answers.withLock { $0.append(Date().timeIntervalSince(started)) }
                     Thread.sleep(forTimeInterval: 0.01)  // a sample every few milliseconds
                 }
@@ -80,8 +67,8 @@ import ZeroMQ
 
         #expect(decided == expected)
         let waits = lockWaits.withLock { $0 }.sorted(), replies = answers.withLock { $0 }.sorted()
-        let burst = finished.timeIntervalSince(Date(timeIntervalSince1970: Double(due.millisecondsSince1970) / 1000))
-        let summary = "\(expected) decisions within \(String(format: "%.1f", burst)) s; lock wait max \(Self.ms(waits.last)), p99 \(Self.ms(Self.p99(waits))) over \(waits.count); reads max \(Self.ms(replies.last)), p99 \(Self.ms(Self.p99(replies))) over \(replies.count)"
+        let took = finished.timeIntervalSince(Date(timeIntervalSince1970: Double(due.millisecondsSince1970) / 1000))
+        let summary = "\(expected) decisions within \(String(format: "%.1f", took)) s; lock wait max \(Self.ms(waits.last)), p99 \(Self.ms(Self.p99(waits))) over \(waits.count); reads max \(Self.ms(replies.last)), p99 \(Self.ms(Self.p99(replies))) over \(replies.count)"
         print("burst: \(summary)")
         #expect(waits.count >= 10 && replies.count >= 10, "\(summary)")
         // A step holds the lock for its ~10 ms of work and its commit, and two planners take turns:
@@ -89,7 +76,7 @@ import ZeroMQ
         // is slower alike). Deciding a planner's share in one transaction held it for about half
         // the burst, a single wait that only the longest shows; a loaded box may stall one step's
         // holder for a second, so the longest is held to a quarter and the typical wait to a tenth.
-        let short = max(0.2, burst / 10), longest = max(0.5, burst / 4)
+        let short = max(0.2, took / 10), longest = max(0.5, took / 4)
         #expect((Self.p99(waits) ?? .infinity) < short, "\(summary)")
         #expect((waits.last ?? .infinity) < longest, "\(summary)")
         #expect((Self.p99(replies) ?? .infinity) < 2 * short, "\(summary)")

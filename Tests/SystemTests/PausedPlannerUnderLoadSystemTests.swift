@@ -31,23 +31,8 @@ import ZeroMQ
         try settledShares([try WireClient(paused.api, context: context), otherClient], timeout: 15)
 
         // The burst: reminders at one instant in every partition, put through both planners.
-        let perUser = 60, users = usersOnePerPartition("plu")
-        let due = Instant.nextWholeMinute(atLeastSecondsAway: 40)
-        let burst = Mutex<[String]>([]), failures = Mutex<[String]>([])
-        DispatchQueue.concurrentPerform(iterations: 4) { writer in
-            do {
-                let client = try WireClient([paused, other][writer % 2].api, context: context)
-                for user in users.enumerated().filter({ $0.offset % 4 == writer }).map(\.element) {
-                    for _ in 0..<perUser {
-                        let id = try client.ok("reminder.put", ["userId": user, "activity": "workout", "time": due.utcReminderTime])["id"]?.stringValue
-                        burst.withLock { $0.append(id ?? "") }
-                    }
-                }
-            } catch {
-                failures.withLock { $0.append("\(error)") }
-            }
-        }
-        try #require(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 }.prefix(2))")
+        let burst = try ReminderBurst("plu", perUser: 60, through: [paused.api, other.api], context: context, lead: 10)
+        let due = burst.due
         #expect(due.secondsFromNow > 2, "the puts took until \(due)")
 
         // The steady load: puts through each planner (at another time of day) and sessions through
@@ -101,7 +86,7 @@ import ZeroMQ
         #expect(try ProcessSockets.idleInWritingTransaction(of: paused.process.pid, admin).isEmpty, "the frozen transaction is still there")
 
         // Every occurrence of the burst decided, the paused one's share too, health still at once.
-        let expected = Set(burst.withLock { $0 })
+        let expected = Set(burst.ids)
         try waitUntil(timeout: 60, interval: 0.2, "every occurrence of the burst decided") {
             let asked = Date()
             _ = try otherClient.ok("health")
