@@ -78,10 +78,11 @@ public final class ServiceClient {
         var queued = false
         do {
             let socket = try connected().socket
-            try socket.send(multipart: [Data(), requestFrame])
-            queued = true
+            // Never a blocking send: a handshake refused just before it (a key not let in yet) can
+            // leave the DEALER without a peer, and a blocking send would wait for one forever.
+            queued = try socket.send(multipart: [Data(), requestFrame], dontWait: true)
             let deadline = Date().addingTimeInterval(Double(timeoutMilliseconds) / 1000)
-            while true {
+            while queued {
                 let remaining = Int(deadline.timeIntervalSinceNow * 1000)
                 guard remaining > 0, try Poller.readable([socket], timeoutMilliseconds: remaining)[0] else { break }
                 if let frames = try socket.receiveMultipart(dontWait: true), let body = frames.last { return .reply(body) }

@@ -5,9 +5,10 @@ import TestSupport
 import ZeroMQ
 
 /// Part 3 of `bench planner --postgres`: a covering session acknowledged → `reminder.cancelled`,
-/// logger and planner in-process (`PlannerBenchmark.cancellations`), in the same run on SQLite, on
-/// PostgreSQL with libpq's pipeline, and on PostgreSQL without it (`LHT_POSTGRES_PIPELINE=off`,
-/// a logger instance and a planner of their own, on other users' reminders). For PostgreSQL, the
+/// logger and planner in-process (`PlannerBenchmark.cancellations`), in the same run on SQLite and
+/// on PostgreSQL with libpq's pipeline by turns (up to ten rounds), then on PostgreSQL without it
+/// (`LHT_POSTGRES_PIPELINE=off`, a logger instance and a planner of their own, on other users'
+/// reminders). For PostgreSQL, the
 /// round trips per acknowledged session (both services', every connection of this process; the
 /// background's, measured idle just before, taken off).
 enum PlannerPostgresAckBenchmark {
@@ -20,17 +21,31 @@ enum PlannerPostgresAckBenchmark {
         let database = ["--database", server.url]
         var rows: [(name: String, latencies: Latencies, traffic: Traffic?)] = []
 
+        // SQLite and PostgreSQL by turns, a round of sessions each, each round on users of its own:
+        // this box's load swings between seconds, and a phase each would put that swing in the ratio.
         let sqlitePlanner = try PlannerBenchmark.startPlanner(context: context, directory: sqlite.directory, logger: sqlite.logger)
-        rows.append(("SQLite             ", try PlannerBenchmark.cancellations(context: context, logger: sqlite.logger, planner: sqlitePlanner,
-                                                                               users: users, sessions: sessions), nil))
-        sqlitePlanner.stop()
-
         let planner = try PlannerBenchmark.startPlanner(context: context, directory: postgres.directory, logger: postgres.logger, extra: database)
-        let (pipelined, pipelinedTrips) = try counted(sessions) {
-            try PlannerBenchmark.cancellations(context: context, logger: postgres.logger, planner: planner, users: users, sessions: sessions)
+        let rounds = max(1, min(10, sessions / 25)), perRound = sessions / rounds
+        var onSQLite: Latencies = ([], [], []), onPostgres: Latencies = ([], [], []), traffic: [Traffic] = []
+        var roundRatios: [Double] = []
+        for round in 0..<rounds {
+            let firstUser = users / 2 + round * perRound
+            let a = try PlannerBenchmark.cancellations(context: context, logger: sqlite.logger, planner: sqlitePlanner, users: users,
+                                                       sessions: perRound, firstUser: firstUser)
+            let (b, trips) = try counted(perRound) {
+                try PlannerBenchmark.cancellations(context: context, logger: postgres.logger, planner: planner, users: users,
+                                                   sessions: perRound, firstUser: firstUser)
+            }
+            onSQLite = (onSQLite.ack + a.ack, onSQLite.logged + a.logged, onSQLite.cancel + a.cancel)
+            onPostgres = (onPostgres.ack + b.ack, onPostgres.logged + b.logged, onPostgres.cancel + b.cancel)
+            traffic.append(trips)
+            roundRatios.append(percentile(b.cancel, 0.5) / percentile(a.cancel, 0.5))
         }
-        rows.append(("PostgreSQL         ", pipelined, pipelinedTrips))
+        sqlitePlanner.stop()
         planner.stop()
+        let meanTraffic = (traffic.map(\.roundTrips).reduce(0, +) / Double(rounds), traffic.map(\.statements).reduce(0, +) / Double(rounds))
+        rows.append(("SQLite             ", onSQLite, nil))
+        rows.append(("PostgreSQL         ", onPostgres, meanTraffic))
 
         // Made with the pipeline off: the variable is read as each connection is made.
         setenv("LHT_POSTGRES_PIPELINE", "off", 1)
@@ -38,15 +53,16 @@ enum PlannerPostgresAckBenchmark {
         defer { plainLogger.stop() }
         let plainPlanner = try PlannerBenchmark.startPlanner(context: context, directory: postgres.directory, logger: plainLogger, extra: database)
         unsetenv("LHT_POSTGRES_PIPELINE")
-        // Other users than the pipelined run's: their occurrences are announced cancelled already.
-        let (plain, plainTrips) = try counted(sessions) {
-            try PlannerBenchmark.cancellations(context: context, logger: plainLogger, planner: plainPlanner, users: users, sessions: sessions,
-                                               firstUser: users / 4)
+        // Other users than the rounds': their occurrences are announced cancelled already.
+        let (plain, plainTrips) = try counted(perRound * rounds) {
+            try PlannerBenchmark.cancellations(context: context, logger: plainLogger, planner: plainPlanner, users: users,
+                                               sessions: perRound * rounds, firstUser: users / 4)
         }
         rows.append(("PostgreSQL, no pipe", plain, plainTrips))
         plainPlanner.stop()
 
-        print("covering session acknowledged → reminder.cancelled, logger and planner in-process on each, \(sessions) sessions, in this order")
+        print("covering session acknowledged → reminder.cancelled, logger and planner in-process on each, \(perRound * rounds) sessions: "
+              + "SQLite and PostgreSQL by turns in \(rounds) rounds, then PostgreSQL without the pipeline")
         print("  (ms, p50 / p99; ack → session.logged: the logger's announcement, which the planner reacts to; "
               + "round trips and statements: to PostgreSQL per session, both services, the idle background taken off)")
         func cell(_ name: String, _ values: [Double]) -> String {
@@ -55,7 +71,7 @@ enum PlannerPostgresAckBenchmark {
         for row in rows {
             print("  \(row.name)   " + [cell("session.log ack", row.latencies.ack), cell("ack → session.logged", row.latencies.logged),
                                          cell("ack → cancelled", row.latencies.cancel)].joined(separator: "   ")
-                  + "   (\(row.latencies.cancel.count)/\(sessions) observed)"
+                  + "   (\(row.latencies.cancel.count)/\(perRound * rounds) observed)"
                   + (row.traffic.map { String(format: "   round trips %.1f, statements %.1f", $0.roundTrips, $0.statements) } ?? ""))
         }
         func ratio(_ over: Int, _ under: Int, _ series: KeyPath<Latencies, [Double]>) -> String {
@@ -64,6 +80,8 @@ enum PlannerPostgresAckBenchmark {
         }
         print("  ratio PG/SQLite: ack → cancelled \(ratio(1, 0, \.cancel)); ack → session.logged \(ratio(1, 0, \.logged)); "
               + "session.log ack \(ratio(1, 0, \.ack))")
+        print("  ack → cancelled p50 ratio PG/SQLite of each round: " + roundRatios.map { String(format: "%.2f", $0) }.joined(separator: ", ")
+              + String(format: " (median %.2f)", percentile(roundRatios, 0.5)))
         print("  ratio PG without/with the pipeline: ack → cancelled \(ratio(2, 1, \.cancel)); ack → session.logged \(ratio(2, 1, \.logged))")
         let met = percentile(rows[1].latencies.cancel, 0.5) <= 2 * percentile(rows[0].latencies.cancel, 0.5)
         print("  target: PostgreSQL ack → cancelled p50 ≤ 2 × SQLite's: \(PlannerBenchmark.verdict(met))")
