@@ -2,7 +2,6 @@ import Foundation
 import Glibc
 import LHTSchema
 import PostgresStorage
-import Synchronization
 import Testing
 import ZeroMQ
 

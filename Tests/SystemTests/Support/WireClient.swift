@@ -17,7 +17,7 @@ final class WireClient {
 
     /// Sends a raw request frame and returns the raw reply frame.
     func raw(_ frame: Data, timeoutMilliseconds: Int32 = 10_000) throws -> Data {
-        // Not a blocking send: a refused handshake can leave the socket without a peer for good.
+        // Not a blocking send: a handshake refused just before it can leave the socket without a peer.
         guard try socket.send(multipart: [Data(), frame], dontWait: true) else { throw HarnessError("no peer to send to (a refused handshake?)") }
         try socket.setReceiveTimeout(milliseconds: timeoutMilliseconds)
         guard let frames = try socket.receiveMultipart(), let body = frames.last else {
