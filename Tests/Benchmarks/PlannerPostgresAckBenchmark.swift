@@ -8,9 +8,8 @@ import ZeroMQ
 /// logger and planner in-process (`PlannerBenchmark.cancellations`), in the same run on SQLite and
 /// on PostgreSQL with libpq's pipeline by turns (up to ten rounds), then on PostgreSQL without it
 /// (`LHT_POSTGRES_PIPELINE=off`, a logger instance and a planner of their own, on other users'
-/// reminders). For PostgreSQL, the
-/// round trips per acknowledged session (both services', every connection of this process; the
-/// background's, measured idle just before, taken off).
+/// reminders). For PostgreSQL, the round trips per acknowledged session (both services', every
+/// connection of this process; the background's, measured idle just before, taken off).
 enum PlannerPostgresAckBenchmark {
     typealias Service = (logger: InProcessService, directory: String)
     typealias Latencies = (ack: [Double], logged: [Double], cancel: [Double])
@@ -25,7 +24,8 @@ enum PlannerPostgresAckBenchmark {
         // this box's load swings between seconds, and a phase each would put that swing in the ratio.
         let sqlitePlanner = try PlannerBenchmark.startPlanner(context: context, directory: sqlite.directory, logger: sqlite.logger)
         let planner = try PlannerBenchmark.startPlanner(context: context, directory: postgres.directory, logger: postgres.logger, extra: database)
-        let rounds = max(1, min(10, sessions / 25)), perRound = sessions / rounds
+        let rounds = max(1, min(10, sessions / 25)), perRound = sessions / rounds, measured = perRound * rounds
+        func joined(_ x: Latencies, _ y: Latencies) -> Latencies { (x.ack + y.ack, x.logged + y.logged, x.cancel + y.cancel) }
         var onSQLite: Latencies = ([], [], []), onPostgres: Latencies = ([], [], []), traffic: [Traffic] = []
         var roundRatios: [Double] = []
         for round in 0..<rounds {
@@ -36,8 +36,8 @@ enum PlannerPostgresAckBenchmark {
                 try PlannerBenchmark.cancellations(context: context, logger: postgres.logger, planner: planner, users: users,
                                                    sessions: perRound, firstUser: firstUser)
             }
-            onSQLite = (onSQLite.ack + a.ack, onSQLite.logged + a.logged, onSQLite.cancel + a.cancel)
-            onPostgres = (onPostgres.ack + b.ack, onPostgres.logged + b.logged, onPostgres.cancel + b.cancel)
+            onSQLite = joined(onSQLite, a)
+            onPostgres = joined(onPostgres, b)
             traffic.append(trips)
             roundRatios.append(percentile(b.cancel, 0.5) / percentile(a.cancel, 0.5))
         }
@@ -54,14 +54,14 @@ enum PlannerPostgresAckBenchmark {
         let plainPlanner = try PlannerBenchmark.startPlanner(context: context, directory: postgres.directory, logger: plainLogger, extra: database)
         unsetenv("LHT_POSTGRES_PIPELINE")
         // Other users than the rounds': their occurrences are announced cancelled already.
-        let (plain, plainTrips) = try counted(perRound * rounds) {
+        let (plain, plainTrips) = try counted(measured) {
             try PlannerBenchmark.cancellations(context: context, logger: plainLogger, planner: plainPlanner, users: users,
-                                               sessions: perRound * rounds, firstUser: users / 4)
+                                               sessions: measured, firstUser: users / 4)
         }
         rows.append(("PostgreSQL, no pipe", plain, plainTrips))
         plainPlanner.stop()
 
-        print("covering session acknowledged → reminder.cancelled, logger and planner in-process on each, \(perRound * rounds) sessions: "
+        print("covering session acknowledged → reminder.cancelled, logger and planner in-process on each, \(measured) sessions: "
               + "SQLite and PostgreSQL by turns in \(rounds) rounds, then PostgreSQL without the pipeline")
         print("  (ms, p50 / p99; ack → session.logged: the logger's announcement, which the planner reacts to; "
               + "round trips and statements: to PostgreSQL per session, both services, the idle background taken off)")
@@ -71,7 +71,7 @@ enum PlannerPostgresAckBenchmark {
         for row in rows {
             print("  \(row.name)   " + [cell("session.log ack", row.latencies.ack), cell("ack → session.logged", row.latencies.logged),
                                          cell("ack → cancelled", row.latencies.cancel)].joined(separator: "   ")
-                  + "   (\(row.latencies.cancel.count)/\(perRound * rounds) observed)"
+                  + "   (\(row.latencies.cancel.count)/\(measured) observed)"
                   + (row.traffic.map { String(format: "   round trips %.1f, statements %.1f", $0.roundTrips, $0.statements) } ?? ""))
         }
         func ratio(_ over: Int, _ under: Int, _ series: KeyPath<Latencies, [Double]>) -> String {
