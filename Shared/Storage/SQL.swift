@@ -49,6 +49,11 @@ public protocol StoreConnection: AnyObject {
     func executeLaterFailingOnlyWithTheTransaction(_ sql: String, _ arguments: [SQLValue]) throws
     /// Whether a statement that may fail on its own (`executeLater`) still waits to go out.
     var hasStatementsWaitingThatMayFail: Bool { get }
+    /// Fails the transaction unless `condition` (an SQL boolean, with `?` placeholders) holds when
+    /// the statements before it have run: what a transaction that expects instead of reading
+    /// (`Transaction.expectsInsteadOfReading`) checks. Sent as `executeLater` is; `what` names it
+    /// in the error.
+    func expectLater(_ condition: String, _ arguments: [SQLValue], _ what: String) throws
 }
 
 extension StoreConnection {
@@ -59,6 +64,11 @@ extension StoreConnection {
     public func sendWaiting() throws {}
     public func executeLaterFailingOnlyWithTheTransaction(_ sql: String, _ arguments: [SQLValue]) throws { try executeLater(sql, arguments) }
     public var hasStatementsWaitingThatMayFail: Bool { hasStatementsWaiting }
+    public func expectLater(_ condition: String, _ arguments: [SQLValue], _ what: String) throws {
+        guard try first("SELECT CASE WHEN \(condition) THEN 1 ELSE 0 END", arguments, { $0.integer(0) }) == 1 else {
+            throw StorageError("expected \(what)")
+        }
+    }
 
     /// Runs `sql` and returns what `read` makes of each row (nil rows are skipped). Inlinable, so
     /// that each caller's `Element` is specialized.

@@ -61,6 +61,11 @@ public protocol Store: AnyObject {
     /// it goes out with the lock, in its round trip. False where the store does not: the service
     /// reads in its write hook instead.
     func readUnderEachWriteLock(_ sql: String, _ arguments: [SQLValue], _ read: @escaping (SQLRow) -> Void) -> Bool
+    /// From here on a write of upstream events is first sent whole with its COMMIT, in one round
+    /// trip (`Transaction.expectsInsteadOfReading`), and run again the usual way if that fails; its
+    /// body must then queue expectations where it would read. False where the store does not (each
+    /// read is answered at once anyway).
+    func expectInUpstreamWrites() -> Bool
 }
 
 /// Reads on any thread, each on a snapshot of what has committed.
@@ -96,6 +101,7 @@ extension Store {
     public func balancePartitions() throws -> PartitionSet { .none }
     public var leaseRenewedAt: UInt64? { nil }
     public func readUnderEachWriteLock(_ sql: String, _ arguments: [SQLValue], _ read: @escaping (SQLRow) -> Void) -> Bool { false }
+    public func expectInUpstreamWrites() -> Bool { false }
 }
 
 /// What a service stores, stated once for both backends.

@@ -55,6 +55,13 @@ public final class Transaction {
     /// Where the store learns `baseSeq` only with the transaction's first answer (PostgreSQL's log
     /// row lock, sent with the body's first read): asked for it before an event gets a seq.
     package var awaitingBaseSeq: (() throws -> Int64)?
+    /// Set by a store that sends the whole transaction with its COMMIT, in one round trip: it
+    /// numbers the events from the log's head as it last saw it, and the body queues expectations
+    /// (`StoreConnection.expectLater`) where it would wait for a read, taking memory's answer. Then
+    /// any failure, an expectation the database did not meet or the body's own, fails the whole
+    /// transaction (no savepoints: `isolated` passes its error on as `ExpectationUnmet`), and the
+    /// store runs the body again the usual way.
+    public package(set) var expectsInsteadOfReading = false
     /// Run before each item of `eachIsolated`: the host answers `health` there when a long batch
     /// (a backlog of upstream events, a full batch of requests) keeps its loop from the api.
     public var betweenItems: (() -> Void)?
@@ -215,6 +222,9 @@ public final class Transaction {
 
     /// Runs `body` in a savepoint: if it throws, its rows, events and commit actions are all undone.
     public func isolated<T>(_ body: () throws -> T) throws -> T {
+        if expectsInsteadOfReading {
+            do { return try body() } catch { throw error as? ExpectationUnmet ?? ExpectationUnmet(cause: error) }
+        }
         let eventCount = events.count, readCount = pointReads.count, actionCount = commitActions.count, undoCount = undoActions.count
         // Cached statements, not GRDB's inSavepoint, which parses its SQL anew each time
         // (docs/decisions/0016-planner-deciding-loop.md). Savepoints of one name nest: each
@@ -303,4 +313,14 @@ public final class Transaction {
             ON CONFLICT(upstream) DO UPDATE SET seq = excluded.seq, log_id = excluded.log_id
             """, [.text(upstream), .integer(seq), .text(logId?.description)])
     }
+}
+
+/// A failure in a transaction that expects instead of reading (`Transaction.expectsInsteadOfReading`):
+/// it ends the transaction, which the store runs again the usual way.
+public struct ExpectationUnmet: StoreOutage, CustomStringConvertible {
+    public let cause: Error
+    public init(cause: Error) { self.cause = cause }
+    public var outage: (label: String, message: String)? { (cause as? StoreOutage)?.outage }
+    public var endsTransaction: Bool { true }
+    public var description: String { "\(cause)" }
 }

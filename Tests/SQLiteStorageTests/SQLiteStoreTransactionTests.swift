@@ -41,6 +41,20 @@ import TestSupport
         #expect(try Self.notes(store) == ["next"])
     }
 
+    /// An expectation (`StoreConnection.expectLater`) is checked at once where each statement runs
+    /// at once: one that does not hold throws, naming it; SQLite never sends a write whole.
+    @Test func anExpectationIsCheckedAtOnce() throws {
+        let store = try Self.store()
+        defer { store.close() }
+        #expect(!store.expectInUpstreamWrites())
+        try store.write(now: Self.now, { tx in
+            try tx.sql.execute("INSERT INTO note (text) VALUES ('a')", [])
+            try tx.sql.expectLater("EXISTS (SELECT 1 FROM note WHERE text = ?)", [.text("a")], "note a")
+            #expect(throws: StorageError.self) { try tx.sql.expectLater("NOT EXISTS (SELECT 1 FROM note)", [], "no note") }
+        }, committed: { _ in })
+        #expect(try Self.notes(store) == ["a"])
+    }
+
     /// `eachIsolated` runs `betweenItems` (the host's health check) before every run of an item,
     /// a run again after a failure included, and keeps only the failing item's rows out.
     @Test func eachIsolatedRunsBetweenItemsBeforeEveryRunOfAnItem() throws {

@@ -143,6 +143,18 @@ extension PlannerStore {
         }
     }
 
+    /// Expects (`StoreConnection.expectLater`) that no occurrence of `occurrences` (one user's) is
+    /// announced: none of their reminders has one announced from the first instant through the last.
+    static func expectNoneAnnounced(_ occurrences: [(reminder: Reminder, at: Instant)], _ sql: StoreConnection) throws {
+        guard let user = occurrences.first?.reminder.userId, let first = occurrences.map(\.at).min(), let last = occurrences.map(\.at).max() else { return }
+        let reminders = Array(Set(occurrences.map(\.reminder.id)))
+        try sql.expectLater("""
+            NOT EXISTS (SELECT 1 FROM announced WHERE user_id = ? AND at_ms BETWEEN ? AND ?
+                        AND reminder_id IN (\(Array(repeating: "?", count: reminders.count).joined(separator: ", "))))
+            """, [.text(user.rawValue), .integer(first.millisecondsSince1970), .integer(last.millisecondsSince1970)] + reminders.map { .blob($0.bytes) },
+            "no covered occurrence announced yet")
+    }
+
     static func withdrawAnnouncement(_ reminder: Reminder, at: Int64, _ sql: StoreConnection) throws {
         try sql.execute("DELETE FROM announced WHERE user_id = ? AND reminder_id = ? AND at_ms = ?", announcementKey(reminder) + [.integer(at)])
     }

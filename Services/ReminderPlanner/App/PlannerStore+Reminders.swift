@@ -61,6 +61,13 @@ extension PlannerStore {
         try sql.executeLater(raiseLatestSessionEnd, latestSessionEndRow(session))
     }
 
+    /// Expects (`StoreConnection.expectLater`) that `insertLater(session:)` stores a row anew:
+    /// neither this session nor, under a renewed log identity, another at its seq is stored yet.
+    static func expectNew(session: StoredSession, seq: Int64, _ sql: StoreConnection) throws {
+        try sql.expectLater("NOT EXISTS (SELECT 1 FROM session WHERE seq = ? AND id = ?)", [.integer(seq), .text(session.id.description)],
+                            "a session not stored yet")
+    }
+
     private static let insertSession = """
         INSERT INTO session (id, user_id, activity, start_ms, end_ms, seq) VALUES (?, ?, ?, ?, ?, ?)
         ON CONFLICT (seq) DO UPDATE SET id = excluded.id, user_id = excluded.user_id, activity = excluded.activity,

@@ -8,6 +8,11 @@ extension ReminderPlanner {
     public func beforeWriting(_ tx: Transaction) throws {
         guard host.store.isShared else { return }
         cluster.followPending = false
+        if tx.expectsInsteadOfReading {
+            // Memory answers for the stored version it reflects; a stored row is written with the first change.
+            return try tx.sql.expectLater("COALESCE((SELECT value FROM planner_state WHERE key = ?), 0) = ?",
+                                          [.text("memoryVersion"), .integer(cluster.memoryVersion)], "memory as of the stored memoryVersion")
+        }
         // Not read back yet: an upstream write, whose lock goes out with its first read.
         if cluster.versionUnderLock == nil, tx.sql.hasStatementsWaiting {
             cluster.followPending = true

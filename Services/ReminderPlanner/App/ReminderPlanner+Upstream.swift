@@ -47,6 +47,7 @@ extension ReminderPlanner {
     /// announcements and events after them with the COMMIT. The same outcome as
     /// `insert(session:)` and `announceCancellations`.
     private func applyShared(_ session: StoredSession, seq: Int64, _ tx: Transaction) throws {
+        if tx.expectsInsteadOfReading { return try applyExpecting(session, seq: seq, tx) }
         var inserted: Bool?
         try PlannerStore.insertLater(session: session, seq: seq, tx.sql) { inserted = $0 }
         var read = try readCoverage(of: session, tx.sql)
@@ -56,6 +57,24 @@ extension ReminderPlanner {
         guard inserted == true else { return }
         tx.afterCommit { [unowned self] in host.count("sessionsApplied") }
         try announce(read.covered, of: session.userId, announcedBefore: read.announcedBefore, in: tx)
+    }
+
+    /// `applyShared` sent whole with the COMMIT: what it reads is expected instead, and the store
+    /// runs it again the usual way where the database says otherwise. Expected: the session is
+    /// new, and none of the occurrences it covers was announced. Then the session alone is what
+    /// covers them: an earlier one that covered one too had it announced, at its own apply or at
+    /// the put that made the occurrence, so the usual way's answer is the same (SEMANTICS §2).
+    private func applyExpecting(_ session: StoredSession, seq: Int64, _ tx: Transaction) throws {
+        let logged = CoverageCandidate.session(id: session.id, userId: session.userId, activity: session.activity,
+                                               start: session.start, end: session.end, loggedOrder: seq)
+        let covered = undecided(candidates(coveredBy: session)).flatMap { reminder, occurrences in
+            occurrences.compactMap { planned in Coverage.cause(of: planned, of: reminder, candidates: [logged]).map { (reminder, planned, $0) } }
+        }
+        try PlannerStore.expectNew(session: session, seq: seq, tx.sql)
+        try PlannerStore.expectNoneAnnounced(covered.map { (reminder: $0.0, at: $0.1.at) }, tx.sql)
+        try PlannerStore.insertLater(session: session, seq: seq, tx.sql) { _ in }
+        tx.afterCommit { [unowned self] in host.count("sessionsApplied") }
+        try announce(covered, of: session.userId, announcedBefore: [], in: tx)
     }
 
     /// What of the occurrences `session` could cover was announced, and which it covers, read

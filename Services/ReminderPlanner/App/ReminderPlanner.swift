@@ -108,6 +108,7 @@ public final class ReminderPlanner: Service {
             // Its write hook follows the other instances from here on, in the balance's writes too.
             host.attach(self)
             readMemoryVersionUnderLock()
+            _ = host.store.expectInUpstreamWrites()
             // Ready with its share taken, and what fell due in it decided.
             balancePartitions()
         }

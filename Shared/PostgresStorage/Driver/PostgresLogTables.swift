@@ -52,6 +52,15 @@ public struct PostgresLogTables: Sendable {
             try transaction.execute("INSERT INTO \(schema).log_identity (id) SELECT gen_random_uuid()::text WHERE NOT EXISTS (SELECT 1 FROM \(schema).log_identity)")
             try transaction.execute("INSERT INTO \(schema).log_head (service, last_seq) VALUES ($1, 0) ON CONFLICT (service) DO NOTHING",
                                     [.text(service)])
+            // What a write that expects instead of reading checks (`StoreConnection.expectLater`):
+            // it fails its transaction, with its own SQLSTATE, unless `ok` is true.
+            try transaction.execute("""
+                CREATE OR REPLACE FUNCTION \(schema).lht_expect(ok boolean, what text) RETURNS boolean LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF ok IS NOT TRUE THEN RAISE EXCEPTION 'expected %', what USING ERRCODE = '\(Self.unmetExpectationState)'; END IF;
+                    RETURN true;
+                END $$
+                """)
             try more(transaction)
         }
     }
@@ -92,6 +101,23 @@ public struct PostgresLogTables: Sendable {
             guard let row else { throw PostgresError(.connection, "PostgreSQL: the log row's lock was not read back") }
             return try head(from: row)
         }
+    }
+
+    /// The SQLSTATE of an expectation the database did not meet (`lht_expect`).
+    public static let unmetExpectationState = "LH001"
+
+    /// Takes the log row's lock, queued, its answer not read: for a transaction that expects the
+    /// head instead (`headIs`), numbering its events without waiting for the lock's answer.
+    public func lockLater(in transaction: PostgresTransaction) throws(PostgresError) {
+        try transaction.enqueue(lockHeadStatement, [.text(service)])
+    }
+
+    /// The condition, with `?` placeholders and their arguments, that the log's head is `lastSeq`
+    /// of `identity`, as this instance saw it last. Expected under the lock, it fails a transaction
+    /// that another instance's commit overtook (`StoreConnection.expectLater`).
+    public func headIs(lastSeq: Int64, identity: String) -> (condition: String, arguments: [SQLValue]) {
+        ("(SELECT h.last_seq = ? AND lower(i.id) = ? FROM \(schema).log_head h, \(schema).log_identity i WHERE h.service = ?)",
+         [.integer(lastSeq), .text(identity), .text(service)])
     }
 
     private var lockHeadStatement: String {

@@ -2,6 +2,7 @@ import Foundation
 import LHTSchema
 import Logging
 import Storage
+import Synchronization
 
 /// A service's storage in PostgreSQL, shared by every instance of the service (PROTOCOL "Cluster
 /// (PostgreSQL)"): its log (`PostgresLogTables`), tables and upstream cursors in one schema named
@@ -48,6 +49,13 @@ public final class PostgresStore: Store {
     public var logLockReleased: ((_ heldNanoseconds: UInt64) -> Void)?
     /// When the server answered the transaction in progress's lock on the log row, in uptime nanoseconds.
     private var lockAnsweredAt: UInt64?
+    /// Whether upstream writes are first sent whole (`expectInUpstreamWrites`).
+    private var expectsInUpstreamWrites = false
+    /// Whether the last upstream write sent whole ran again the usual way: the next goes that way at once.
+    private var lastExpectationUnmet = false
+    /// Upstream writes of every store of this process that, sent whole, ran again the usual way:
+    /// for a benchmark's profile.
+    public static let writesRunAgainInProcess = Atomic<Int>(0)
 
     /// Connects (retrying with back-off while the server cannot be reached and `keepTrying` says
     /// so), makes the schema and runs the migrations not yet run. A malformed URL, or one the
@@ -106,6 +114,30 @@ public final class PostgresStore: Store {
     public func write<T>(now: Instant, copyOfUpstream: Bool, _ body: (Transaction) throws -> T,
                          committed: (Transaction) -> Void) throws -> T {
         if let current { return try current.isolated { try body(current) } }
+        let sendWhole = copyOfUpstream && expectsInUpstreamWrites && !lastExpectationUnmet
+        lastExpectationUnmet = false
+        if sendWhole {
+            do {
+                return try attempt(now: now, copyOfUpstream: true, expecting: true, body, committed: committed)
+            } catch where !(error is StoreUnavailable) {
+                // Another instance wrote since this one last did, or memory was not what the
+                // database holds: the usual way reads what it needs. So does the next write, once.
+                lastExpectationUnmet = true
+                Self.writesRunAgainInProcess.add(1, ordering: .relaxed)
+                logger.debug("an upstream write sent whole runs again the usual way", metadata: ["error": "\(error)"])
+            }
+        }
+        return try attempt(now: now, copyOfUpstream: copyOfUpstream, expecting: false, body, committed: committed)
+    }
+
+    public func expectInUpstreamWrites() -> Bool {
+        expectsInUpstreamWrites = true
+        return true
+    }
+
+    /// One try of `write`; `expecting`: sent whole with the COMMIT (`Transaction.expectsInsteadOfReading`).
+    private func attempt<T>(now: Instant, copyOfUpstream: Bool, expecting: Bool, _ body: (Transaction) throws -> T,
+                            committed: (Transaction) -> Void) throws -> T {
         defer { reportLockHold() }
         let sql = try connected()
         var transaction: Transaction?
@@ -113,7 +145,17 @@ public final class PostgresStore: Store {
         do {
             result = try sql.connection.transaction { postgres in
                 let started: Transaction
-                if copyOfUpstream, readUnderLock != nil {
+                if expecting {
+                    try logTables.lockLater(in: postgres)
+                    let head = logTables.headIs(lastSeq: eventLog.lastSeq, identity: eventLog.identity.description)
+                    try sql.expectLater(head.condition, head.arguments, "the log head this instance saw last")
+                    try postgres.connection.sendQueued()
+                    // Held from here: the server takes it as the body works.
+                    lockAnsweredAt = DispatchTime.now().uptimeNanoseconds
+                    started = Transaction(.all(sql: sql), source: eventLog.source, baseSeq: eventLog.lastSeq, insertRecord: logTables.insertStatement,
+                                          now: now, cursorTable: "cursor")
+                    started.expectsInsteadOfReading = true
+                } else if copyOfUpstream, readUnderLock != nil {
                     // Upstream events are read before anything is appended: the lock is answered with the
                     // body's first read, and taken while the body works out what to read.
                     let head = try lockHeadLater(postgres, sql)
@@ -135,7 +177,7 @@ public final class PostgresStore: Store {
             }
         } catch {
             transaction?.rollBack()
-            throw unavailableIfDisconnected(error)
+            throw unavailableIfDisconnected((error as? ExpectationUnmet)?.cause ?? error)
         }
         let done = transaction!
         done.didCommit(into: eventLog)

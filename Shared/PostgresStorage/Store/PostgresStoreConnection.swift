@@ -26,6 +26,11 @@ public final class PostgresStoreConnection: StoreConnection {
 
     public var hasStatementsWaitingThatMayFail: Bool { connection.hasQueuedThatMayFailAlone }
 
+    /// `lht_expect`, in the service's schema (`PostgresLogTables.create`), which `search_path` names.
+    public func expectLater(_ condition: String, _ arguments: [SQLValue], _ what: String) throws {
+        try connection.enqueue(postgresText("SELECT lht_expect(\(condition), ?)"), arguments + [.text(what)], failingOnlyWithTheTransaction: true)
+    }
+
     public func executeLater(_ sql: String, _ arguments: [SQLValue], changed: @escaping (Int) -> Void) throws {
         try connection.enqueue(postgresText(sql), arguments) { _, count in changed(count) }
     }
