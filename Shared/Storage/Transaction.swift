@@ -221,6 +221,7 @@ public final class Transaction {
     public func onRollback(_ undo: @escaping () -> Void) { undoActions.append(undo) }
 
     /// Runs `body` in a savepoint: if it throws, its rows, events and commit actions are all undone.
+    /// Not where the transaction expects instead of reading: there a failure ends it all.
     public func isolated<T>(_ body: () throws -> T) throws -> T {
         if expectsInsteadOfReading {
             do { return try body() } catch { throw error as? ExpectationUnmet ?? ExpectationUnmet(cause: error) }
