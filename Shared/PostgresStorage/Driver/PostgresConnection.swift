@@ -52,6 +52,10 @@ public final class PostgresConnection {
     public var pipelines = true
     /// Statements sent in pipeline mode whose results are not read yet.
     var queued = 0
+    /// Whether each statement queued is put on its way at once (`sendQueued`), not at the next read:
+    /// a system call and a server wake-up each, worth it where the thread has work between them
+    /// and nothing to read until the end (docs/decisions/0032-an-upstream-write-sent-whole-expecting-what-it-would-read.md).
+    public var sendsEachAtOnce = false
     /// Of those, the ones that may fail on their own, not only with the whole transaction.
     var queuedThatMayFailAlone = 0
     /// What reads the answers of some of them, by their place in the queue (`enqueue(read:)`).

@@ -25,7 +25,7 @@ extension PostgresConnection {
         if queued == 0, PQenterPipelineMode(connection) != 1 { throw lost("cannot enter pipeline mode") }
         try send(sql, parameters)
         if !failingOnlyWithTheTransaction { queuedThatMayFailAlone += 1 }
-        if queued >= Self.mostQueued { try flush() }
+        if queued >= Self.mostQueued { try flush() } else if sendsEachAtOnce { try sendQueued() }
     }
 
     /// As `enqueue`, for a statement whose answer is needed but not at once: `read` gets its rows
@@ -41,7 +41,7 @@ extension PostgresConnection {
         if queued == 0, PQenterPipelineMode(connection) != 1 { throw lost("cannot enter pipeline mode") }
         readers[try send(sql, parameters)] = read
         queuedThatMayFailAlone += 1
-        if queued >= Self.mostQueued { try flush() }
+        if queued >= Self.mostQueued { try flush() } else if sendsEachAtOnce { try sendQueued() }
     }
 
     /// Whether statements queued by `enqueue` have not been read back yet.

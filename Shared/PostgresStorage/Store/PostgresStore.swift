@@ -140,6 +140,7 @@ public final class PostgresStore: Store {
                             committed: (Transaction) -> Void) throws -> T {
         defer { reportLockHold() }
         let sql = try connected()
+        defer { sql.connection.sendsEachAtOnce = false }
         var transaction: Transaction?
         let result: T
         do {
@@ -155,6 +156,8 @@ public final class PostgresStore: Store {
                     started = Transaction(.all(sql: sql), source: eventLog.source, baseSeq: eventLog.lastSeq, insertRecord: logTables.insertStatement,
                                           now: now, cursorTable: "cursor")
                     started.expectsInsteadOfReading = true
+                    // Nothing is read before the COMMIT: the server runs each statement as the body makes the next.
+                    postgres.connection.sendsEachAtOnce = true
                 } else if copyOfUpstream, readUnderLock != nil {
                     // Upstream events are read before anything is appended: the lock is answered with the
                     // body's first read, and taken while the body works out what to read.
