@@ -145,31 +145,32 @@ public final class PostgresStore: Store {
         let result: T
         do {
             result = try sql.connection.transaction { postgres in
-                let started: Transaction
+                // The events' base: the head as last seen where the lock's answer is not waited for.
+                let baseSeq: Int64
+                var awaitingBaseSeq: (() throws -> Int64)?
                 if expecting {
-                    try logTables.lockLater(in: postgres)
-                    let head = logTables.headIs(lastSeq: eventLog.lastSeq, identity: eventLog.identity.description)
-                    try sql.expectLater(head.condition, head.arguments, "the log head this instance saw last")
-                    try postgres.connection.sendQueued()
-                    // Held from here: the server takes it as the body works.
-                    lockAnsweredAt = DispatchTime.now().uptimeNanoseconds
-                    started = Transaction(.all(sql: sql), source: eventLog.source, baseSeq: eventLog.lastSeq, insertRecord: logTables.insertStatement,
-                                          now: now, cursorTable: "cursor")
-                    started.expectsInsteadOfReading = true
                     // Nothing is read before the COMMIT: the server runs each statement as the body makes the next.
                     postgres.connection.sendsEachAtOnce = true
+                    try logTables.lockLater(in: postgres)
+                    // Held from here: the server takes it as the body works.
+                    lockAnsweredAt = DispatchTime.now().uptimeNanoseconds
+                    let head = logTables.headIs(lastSeq: eventLog.lastSeq, identity: eventLog.identity.description)
+                    try sql.expectLater(head.condition, head.arguments, "the log head this instance saw last")
+                    baseSeq = eventLog.lastSeq
                 } else if copyOfUpstream, readUnderLock != nil {
                     // Upstream events are read before anything is appended: the lock is answered with the
                     // body's first read, and taken while the body works out what to read.
                     let head = try lockHeadLater(postgres, sql)
                     try postgres.connection.sendQueued()
-                    started = Transaction(.all(sql: sql), source: eventLog.source, baseSeq: eventLog.lastSeq, insertRecord: logTables.insertStatement,
-                                          now: now, cursorTable: "cursor")
-                    started.awaitingBaseSeq = { [unowned self] in try locked(head()) }
+                    baseSeq = eventLog.lastSeq
+                    awaitingBaseSeq = { [unowned self] in try locked(head()) }
                 } else {
-                    started = Transaction(.all(sql: sql), source: eventLog.source, baseSeq: try locked(lockHead(postgres, sql)),
-                                          insertRecord: logTables.insertStatement, now: now, cursorTable: "cursor")
+                    baseSeq = try locked(lockHead(postgres, sql))
                 }
+                let started = Transaction(.all(sql: sql), source: eventLog.source, baseSeq: baseSeq, insertRecord: logTables.insertStatement,
+                                          now: now, cursorTable: "cursor")
+                started.awaitingBaseSeq = awaitingBaseSeq
+                started.expectsInsteadOfReading = expecting
                 transaction = started
                 current = started
                 defer { current = nil }
