@@ -157,9 +157,10 @@ public final class Transaction {
     /// (docs/decisions/0006-zstd-envelope-dictionary.md). A savepoint that rolled back took its
     /// events out of `events` before they got here.
     ///
-    /// Up to `recordsPerInsert` rows a statement, by powers of two (a few statements to cache or
-    /// prepare): a statement a row cost as much in setting it up (SQLite's cache lookup, binding and
-    /// reset; PostgreSQL's bind and execute) as in its insert.
+    /// Up to `recordsPerInsert` rows a statement: a statement a row cost as much in setting it up
+    /// (SQLite's cache lookup, binding and reset; PostgreSQL's bind and execute) as in its insert.
+    /// A write of a few rows (a session's cancellations) takes one statement of exactly that many;
+    /// a longer one goes by powers of two, so there are few statements to cache or prepare.
     package func storeRecords() throws {
         guard let insertRecord, !events.isEmpty else { return }
         let envelopes = events.map(\.envelope)
@@ -181,8 +182,12 @@ public final class Transaction {
     /// PostgreSQL's 65,535).
     static let recordsPerInsert = 64
 
-    /// The largest power of two up to `recordsPerInsert` and `remaining`.
+    /// Up to this many rows go in one statement of exactly that many.
+    static let exactRowsUpTo = 16
+
+    /// `remaining` up to `exactRowsUpTo`, else the largest power of two up to `recordsPerInsert` and `remaining`.
     static func rowsPerStatement(_ remaining: Int) -> Int {
+        if remaining <= exactRowsUpTo { return remaining }
         let rows = min(remaining, recordsPerInsert)
         return 1 << (Int.bitWidth - 1 - rows.leadingZeroBitCount)
     }

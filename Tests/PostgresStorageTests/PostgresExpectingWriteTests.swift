@@ -49,6 +49,23 @@ extension PostgresStoreTests {
         #expect(stored == [1, 2, 3, 4, 5], "each seq once: nothing of the first try was stored")
     }
 
+    /// The lock's statement expects the identity too: a log that another instance renewed at the
+    /// same head (a lost tail found) is not written under the identity this one saw last.
+    @Test func anUpstreamWriteSentWholeRunsAgainTheUsualWayWhenTheIdentityWasRenewed() throws {
+        let postgres = try TestPostgres()
+        defer { postgres.stop() }
+        let store = try Self.open(postgres)
+        _ = store.expectInUpstreamWrites()
+        var runs: [Bool] = []
+        #expect(try Self.upstreamWrite(store, id: "a", runs: &runs) == 1)
+        let renewed = try postgres.connect().execute("UPDATE session_logger.log_identity SET id = gen_random_uuid()::text RETURNING id")
+        runs = []
+        #expect(try Self.upstreamWrite(store, id: "b", runs: &runs) == 2)
+        #expect(runs == [true, false], "sent whole, then the usual way")
+        #expect(store.eventLog.identity.description == renewed.first?.text(0)?.lowercased())
+        #expect(try Self.rows(store) == [1, 2])
+    }
+
     /// An expectation of the body the database does not meet: nothing of that try is stored, and
     /// the usual way's is.
     @Test func anUnmetExpectationOfTheBodyRunsItAgainTheUsualWay() throws {

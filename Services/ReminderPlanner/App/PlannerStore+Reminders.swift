@@ -53,12 +53,12 @@ extension PlannerStore {
         return true
     }
 
-    /// `insert(session:)` sent with the statements after it (`executeLater`): `inserted` hears
-    /// whether the session was new once they went out. The latest end is raised either way: for a
-    /// session known already it is no higher than the one stored.
+    /// `insert(session:)` sent with the statements after it (`executeLater`), on a shared store:
+    /// `inserted` hears whether the session was new once they went out. The latest end is not
+    /// raised there: no instance reads it (`ReminderPlanner.latestLoggedIsKnown`). Its table stays
+    /// until every instance runs a build that no longer writes it; a later migration drops it.
     static func insertLater(session: StoredSession, seq: Int64, _ sql: StoreConnection, inserted: @escaping (Bool) -> Void) throws {
         try sql.executeLater(insertSession, sessionRow(session, seq: seq)) { inserted($0 > 0) }
-        try sql.executeLater(raiseLatestSessionEnd, latestSessionEndRow(session))
     }
 
     /// Expects (`StoreConnection.expectLater`) that `insertLater(session:)` stores a row anew:

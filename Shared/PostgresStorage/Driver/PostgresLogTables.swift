@@ -106,22 +106,22 @@ public struct PostgresLogTables: Sendable {
     /// The SQLSTATE of an expectation the database did not meet (`lht_expect`).
     public static let unmetExpectationState = "LH001"
 
-    /// Takes the log row's lock, queued, its answer not read: for a transaction that expects the
-    /// head instead (`headIs`), numbering its events without waiting for the lock's answer.
-    public func lockLater(in transaction: PostgresTransaction) throws(PostgresError) {
-        try transaction.enqueue(lockHeadStatement, [.text(service)])
+    /// Takes the log row's lock, queued, its answer not read, expecting the head to be `lastSeq` of
+    /// `identity`, as this instance saw it last: for a transaction that numbers its events from
+    /// there without waiting (`Transaction.expectsInsteadOfReading`). One statement, the lock's
+    /// inside the expectation, whose `lht_expect` fails the transaction that another instance's
+    /// commit overtook (and one with no log row: the subquery is then null).
+    public func lockLater(expectingLastSeq lastSeq: Int64, identity: String, in transaction: PostgresTransaction) throws(PostgresError) {
+        try transaction.connection.enqueue(
+            "SELECT \(schema).lht_expect((\(lockHeadStatement(reading: "h.last_seq = $2 AND lower(i.id) = $3"))), $4)",
+            [.text(service), .integer(lastSeq), .text(identity), .text("the log head this instance saw last")],
+            failingOnlyWithTheTransaction: true)
     }
 
-    /// The condition, with `?` placeholders and their arguments, that the log's head is `lastSeq`
-    /// of `identity`, as this instance saw it last. Expected under the lock, it fails a transaction
-    /// that another instance's commit overtook (`StoreConnection.expectLater`).
-    public func headIs(lastSeq: Int64, identity: String) -> (condition: String, arguments: [SQLValue]) {
-        ("(SELECT h.last_seq = ? AND lower(i.id) = ? FROM \(schema).log_head h, \(schema).log_identity i WHERE h.service = ?)",
-         [.integer(lastSeq), .text(identity), .text(service)])
-    }
+    private var lockHeadStatement: String { lockHeadStatement(reading: "h.last_seq, i.id") }
 
-    private var lockHeadStatement: String {
-        "SELECT h.last_seq, i.id FROM \(schema).log_head h, \(schema).log_identity i WHERE h.service = $1 FOR UPDATE OF h, i"
+    private func lockHeadStatement(reading columns: String) -> String {
+        "SELECT \(columns) FROM \(schema).log_head h, \(schema).log_identity i WHERE h.service = $1 FOR UPDATE OF h, i"
     }
 
     private func head(from row: TextRow?) throws(PostgresError) -> (identity: String, lastSeq: Int64) {

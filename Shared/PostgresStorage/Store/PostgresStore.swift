@@ -151,11 +151,9 @@ public final class PostgresStore: Store {
                 if expecting {
                     // Nothing is read before the COMMIT: the server runs each statement as the body makes the next.
                     postgres.connection.sendsEachAtOnce = true
-                    try logTables.lockLater(in: postgres)
+                    try logTables.lockLater(expectingLastSeq: eventLog.lastSeq, identity: eventLog.identity.description, in: postgres)
                     // Held from here: the server takes it as the body works.
                     lockAnsweredAt = DispatchTime.now().uptimeNanoseconds
-                    let head = logTables.headIs(lastSeq: eventLog.lastSeq, identity: eventLog.identity.description)
-                    try sql.expectLater(head.condition, head.arguments, "the log head this instance saw last")
                     baseSeq = eventLog.lastSeq
                 } else if copyOfUpstream, readUnderLock != nil {
                     // Upstream events are read before anything is appended: the lock is answered with the

@@ -151,6 +151,13 @@ public final class UpstreamFeed {
         do {
             let owned = host.store.ownedPartitions
             try host.write(copyOfUpstream: true) { tx in
+                // The cursor first: on PostgreSQL the server stores it while the events are worked
+                // out, not after the last one's rows.
+                try tx.setCursor(upstream.rawValue, lastSeq, logId: followedLog)
+                if partitionFloors != nil, !owned.isEmpty {
+                    try tx.sql.executeLater("UPDATE partition_cursor SET seq = ? WHERE upstream = ? AND seq < ? AND partition_index IN (\(owned.sqlList))",
+                                            [.integer(lastSeq), .text(upstream.rawValue), .integer(lastSeq)])
+                }
                 // A backlog (a page, events held while the loop waited) may take long: the host
                 // answers `health` between its events (`Transaction.betweenItems`).
                 let results = try tx.eachIsolated(contiguous, isFatal: StoreUnavailable.endsTransaction) { try apply($0, tx) }
@@ -158,11 +165,6 @@ public final class UpstreamFeed {
                     if case .failure(let error) = result {
                         host.recordError("upstream event skipped", ["upstream": "\(upstream)", "seq": "\(contiguous[index].seq)", "error": "\(error)"])
                     }
-                }
-                try tx.setCursor(upstream.rawValue, lastSeq, logId: followedLog)
-                if partitionFloors != nil, !owned.isEmpty {
-                    try tx.sql.executeLater("UPDATE partition_cursor SET seq = ? WHERE upstream = ? AND seq < ? AND partition_index IN (\(owned.sqlList))",
-                                            [.integer(lastSeq), .text(upstream.rawValue), .integer(lastSeq)])
                 }
             }
             appliedSeq = lastSeq
