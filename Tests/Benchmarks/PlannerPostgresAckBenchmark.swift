@@ -9,7 +9,9 @@ import ZeroMQ
 /// on PostgreSQL with libpq's pipeline by turns (up to ten rounds), then on PostgreSQL without it
 /// (`LHT_POSTGRES_PIPELINE=off`, a logger instance and a planner of their own, on other users'
 /// reminders). For PostgreSQL, the round trips per acknowledged session (both services', every
-/// connection of this process; the background's, measured idle just before, taken off).
+/// connection of this process; the background's, measured idle just before, taken off). Each round
+/// also runs both again on other users with the server on a core of its own (`CoreSplit`), as on
+/// a host of its own, and SQLite on the same cores as the services.
 enum PlannerPostgresAckBenchmark {
     typealias Service = (logger: InProcessService, directory: String)
     typealias Latencies = (ack: [Double], logged: [Double], cancel: [Double])
@@ -28,8 +30,11 @@ enum PlannerPostgresAckBenchmark {
         func joined(_ x: Latencies, _ y: Latencies) -> Latencies { (x.ack + y.ack, x.logged + y.logged, x.cancel + y.cancel) }
         var onSQLite: Latencies = ([], [], []), onPostgres: Latencies = ([], [], []), traffic: [Traffic] = []
         var roundRatios: [Double] = []
+        let cores = CoreSplit.cores
+        var onSQLiteBeside: Latencies = ([], [], []), onPostgresOwnCore: Latencies = ([], [], [])
+        var ownCoreRatios: [Double] = [], split: String?
         for round in 0..<rounds {
-            let firstUser = users / 2 + round * perRound
+            let firstUser = users / 2 + round * perRound * 2
             let a = try PlannerBenchmark.cancellations(context: context, logger: sqlite.logger, planner: sqlitePlanner, users: users,
                                                        sessions: perRound, firstUser: firstUser)
             let (b, trips) = try counted(perRound) {
@@ -40,6 +45,17 @@ enum PlannerPostgresAckBenchmark {
             onPostgres = joined(onPostgres, b)
             traffic.append(trips)
             roundRatios.append(percentile(b.cancel, 0.5) / percentile(a.cancel, 0.5))
+
+            guard let pinned = CoreSplit.split(cores, server: server.processIDs) else { continue }
+            defer { pinned.undo() }
+            split = pinned.description
+            let c = try PlannerBenchmark.cancellations(context: context, logger: sqlite.logger, planner: sqlitePlanner, users: users,
+                                                       sessions: perRound, firstUser: firstUser + perRound)
+            let d = try PlannerBenchmark.cancellations(context: context, logger: postgres.logger, planner: planner, users: users,
+                                                       sessions: perRound, firstUser: firstUser + perRound)
+            onSQLiteBeside = joined(onSQLiteBeside, c)
+            onPostgresOwnCore = joined(onPostgresOwnCore, d)
+            ownCoreRatios.append(percentile(d.cancel, 0.5) / percentile(c.cancel, 0.5))
         }
         let runAgain = PostgresStore.writesRunAgainInProcess.load(ordering: .relaxed)
         sqlitePlanner.stop()
@@ -61,9 +77,14 @@ enum PlannerPostgresAckBenchmark {
         }
         rows.append(("PostgreSQL, no pipe", plain, plainTrips))
         plainPlanner.stop()
+        if split != nil {
+            rows.append(("SQLite, beside     ", onSQLiteBeside, nil))
+            rows.append(("PostgreSQL, apart  ", onPostgresOwnCore, nil))
+        }
 
         print("covering session acknowledged → reminder.cancelled, logger and planner in-process on each, \(measured) sessions: "
               + "SQLite and PostgreSQL by turns in \(rounds) rounds, then PostgreSQL without the pipeline")
+        if let split { print("  apart: \(split) (as on a host of its own); beside: SQLite on the services' cores in the same rounds") }
         print("  (ms, p50 / p99; ack → session.logged: the logger's announcement, which the planner reacts to; "
               + "round trips and statements: to PostgreSQL per session, both services, the idle background taken off)")
         func cell(_ name: String, _ values: [Double]) -> String {
@@ -83,11 +104,19 @@ enum PlannerPostgresAckBenchmark {
               + "session.log ack \(ratio(1, 0, \.ack))")
         print("  ack → cancelled p50 ratio PG/SQLite of each round: " + roundRatios.map { String(format: "%.2f", $0) }.joined(separator: ", ")
               + String(format: " (median %.2f)", percentile(roundRatios, 0.5)))
+        if split != nil {
+            print("  ratio PG apart/SQLite beside: ack → cancelled \(ratio(4, 3, \.cancel)); of each round: "
+                  + ownCoreRatios.map { String(format: "%.2f", $0) }.joined(separator: ", ")
+                  + String(format: " (median %.2f)", percentile(ownCoreRatios, 0.5)))
+        }
         print("  ratio PG without/with the pipeline: ack → cancelled \(ratio(2, 1, \.cancel)); ack → session.logged \(ratio(2, 1, \.logged))")
         print("  the planner's session writes sent whole with their COMMIT that ran again the usual way (another instance wrote, "
               + "or memory was not the database's): \(runAgain) of \(measured) in the rounds")
-        let met = percentile(rows[1].latencies.cancel, 0.5) <= 2 * percentile(rows[0].latencies.cancel, 0.5)
-        print("  target: PostgreSQL ack → cancelled p50 ≤ 2 × SQLite's: \(PlannerBenchmark.verdict(met))")
+        func met(_ over: Int, _ under: Int) -> String {
+            PlannerBenchmark.verdict(percentile(rows[over].latencies.cancel, 0.5) <= 2 * percentile(rows[under].latencies.cancel, 0.5))
+        }
+        print("  target: PostgreSQL ack → cancelled p50 ≤ 2 × SQLite's: sharing the cores \(met(1, 0))"
+              + (split != nil ? "; the server apart \(met(4, 3))" : "; the server apart: not measured (one core)"))
     }
 
     /// `body`'s result and this process's round trips and statements to PostgreSQL per session
