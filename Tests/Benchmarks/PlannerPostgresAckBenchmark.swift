@@ -30,29 +30,31 @@ enum PlannerPostgresAckBenchmark {
         func joined(_ x: Latencies, _ y: Latencies) -> Latencies { (x.ack + y.ack, x.logged + y.logged, x.cancel + y.cancel) }
         var onSQLite: Latencies = ([], [], []), onPostgres: Latencies = ([], [], []), traffic: [Traffic] = []
         var roundRatios: [Double] = []
-        let cores = CoreSplit.cores
+        let cores = CoreSplit.cores, postmaster = try PostgresBenchmark.parentPID(of: server.connect().backendPID)
         var onSQLiteBeside: Latencies = ([], [], []), onPostgresOwnCore: Latencies = ([], [], [])
         var ownCoreRatios: [Double] = [], split: String?
+        func onSQLiteRound(from firstUser: Int) throws -> Latencies {
+            try PlannerBenchmark.cancellations(context: context, logger: sqlite.logger, planner: sqlitePlanner, users: users,
+                                               sessions: perRound, firstUser: firstUser)
+        }
+        func onPostgresRound(from firstUser: Int) throws -> Latencies {
+            try PlannerBenchmark.cancellations(context: context, logger: postgres.logger, planner: planner, users: users,
+                                               sessions: perRound, firstUser: firstUser)
+        }
         for round in 0..<rounds {
             let firstUser = users / 2 + round * perRound * 2
-            let a = try PlannerBenchmark.cancellations(context: context, logger: sqlite.logger, planner: sqlitePlanner, users: users,
-                                                       sessions: perRound, firstUser: firstUser)
-            let (b, trips) = try counted(perRound) {
-                try PlannerBenchmark.cancellations(context: context, logger: postgres.logger, planner: planner, users: users,
-                                                   sessions: perRound, firstUser: firstUser)
-            }
+            let a = try onSQLiteRound(from: firstUser)
+            let (b, trips) = try counted(perRound) { try onPostgresRound(from: firstUser) }
             onSQLite = joined(onSQLite, a)
             onPostgres = joined(onPostgres, b)
             traffic.append(trips)
             roundRatios.append(percentile(b.cancel, 0.5) / percentile(a.cancel, 0.5))
 
-            guard let pinned = CoreSplit.split(cores, server: server.processIDs) else { continue }
+            guard let pinned = CoreSplit.split(cores, server: PostgresBenchmark.serverProcesses(postmaster: postmaster)) else { continue }
             defer { pinned.undo() }
             split = pinned.description
-            let c = try PlannerBenchmark.cancellations(context: context, logger: sqlite.logger, planner: sqlitePlanner, users: users,
-                                                       sessions: perRound, firstUser: firstUser + perRound)
-            let d = try PlannerBenchmark.cancellations(context: context, logger: postgres.logger, planner: planner, users: users,
-                                                       sessions: perRound, firstUser: firstUser + perRound)
+            let c = try onSQLiteRound(from: firstUser + perRound)
+            let d = try onPostgresRound(from: firstUser + perRound)
             onSQLiteBeside = joined(onSQLiteBeside, c)
             onPostgresOwnCore = joined(onPostgresOwnCore, d)
             ownCoreRatios.append(percentile(d.cancel, 0.5) / percentile(c.cancel, 0.5))

@@ -132,6 +132,13 @@ enum PostgresBenchmark {
         return (tps, latency)
     }
 
+    /// The postmaster and all the server's other processes, now.
+    static func serverProcesses(postmaster: Int32) -> [Int32] {
+        // The postmaster has one thread, whose `children` are all the server's other processes.
+        let children = (try? String(contentsOfFile: "/proc/\(postmaster)/task/\(postmaster)/children", encoding: .utf8)) ?? ""
+        return [postmaster] + children.split(separator: " ").compactMap { Int32($0) }
+    }
+
     /// The postmaster, found as the parent of a backend (`pg_backend_pid`) of ours.
     static func parentPID(of pid: Int32) throws -> Int32 {
         // The field after the command, which is in parentheses and may hold spaces: state, then ppid.
@@ -155,9 +162,7 @@ final class ServerMemory: Sendable {
     init(postmaster: Int32) {
         Thread { [self] in
             while !stopping.load(ordering: .relaxed) {
-                // The postmaster has one thread, whose `children` are all the server's other processes.
-                let children = (try? String(contentsOfFile: "/proc/\(postmaster)/task/\(postmaster)/children", encoding: .utf8)) ?? ""
-                let pids = ["\(postmaster)"] + children.split(separator: " ").map(String.init)
+                let pids = PostgresBenchmark.serverProcesses(postmaster: postmaster).map(String.init)
                 let total = pids.map { Self.pss(of: $0) }.reduce(0, +)
                 peak.withLock { if total > $0.megabytes { $0 = (total, pids.count) } }
                 Thread.sleep(forTimeInterval: 0.25)

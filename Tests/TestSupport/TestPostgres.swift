@@ -114,21 +114,6 @@ public final class TestPostgres: Sendable {
 
     public func connect() throws -> PostgresConnection { try PostgresConnection(url: url) }
 
-    /// The server's processes now: the postmaster (the first line of its `postmaster.pid`) and its
-    /// children. Empty once it stopped.
-    public var processIDs: [pid_t] {
-        guard let pidFile = try? String(contentsOfFile: data + "/postmaster.pid", encoding: .utf8),
-              let line = pidFile.split(separator: "\n").first, let postmaster = pid_t(line) else { return [] }
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-        let children = entries.compactMap(pid_t.init).filter { pid in
-            // `pid (comm) state ppid …`: the fields after the last ')'.
-            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-                  let close = stat.lastIndex(of: ")") else { return false }
-            return stat[stat.index(after: close)...].split(separator: " ").dropFirst().first.flatMap { pid_t($0) } == postmaster
-        }
-        return [postmaster] + children
-    }
-
     /// An outage: the server stops at once (`-m immediate`, as a crash would), keeping its data
     /// directory and port for `resume()`.
     public func halt() throws {
